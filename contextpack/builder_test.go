@@ -1,0 +1,124 @@
+package contextpack
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// byteTok counts one token per byte: enough to test budgeting logic; the
+// exact tokenizer has its own tests.
+type byteTok struct{}
+
+func (byteTok) Count(s string) int { return len(s) }
+func (byteTok) Neutralize(s string) string {
+	return strings.ReplaceAll(s, "<|endoftext|>", "<\u200b|endoftext|>")
+}
+
+func newTestBuilder(t *testing.T, ctxTokens int) *Builder {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.ContextTokens = ctxTokens
+	b, err := NewBuilder(cfg, byteTok{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestBuildFileLevel(t *testing.T) {
+	b := newTestBuilder(t, 8192)
+	src := "def f(x):\n    return x\n"
+	p, err := b.Build(context.Background(), Request{
+		Files:        []File{{Path: "a.py", Content: src, HasContent: true}},
+		Cursor:       Cursor{Path: "a.py", Line: 1, Column: 11},
+		MaxNewTokens: 32,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := FIMPrefix + "def f(x):\n    return " + FIMSuffix + "x\n" + FIMMiddle
+	if p.Text != want {
+		t.Fatalf("prompt = %q, want %q", p.Text, want)
+	}
+	if p.Tokens != 3+len(src) || p.Manifest.PromptTokens != p.Tokens {
+		t.Fatalf("tokens = %d, manifest %d", p.Tokens, p.Manifest.PromptTokens)
+	}
+}
+
+func TestBuildCutsAtLinesWithinBudget(t *testing.T) {
+	var sb strings.Builder
+	for i := 0; i < 200; i++ {
+		sb.WriteString("line line line line\n") // 20 bytes
+	}
+	src := sb.String()
+	b := newTestBuilder(t, 200)
+	p, err := b.Build(context.Background(), Request{
+		Files:        []File{{Path: "a.txt", Content: src, HasContent: true}},
+		Cursor:       Cursor{Path: "a.txt", Line: 100},
+		MaxNewTokens: 40,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Tokens+40 > 200 {
+		t.Fatalf("prompt %d + generation 40 exceeds budget 200", p.Tokens)
+	}
+	pre := p.Text[len(FIMPrefix):strings.Index(p.Text, FIMSuffix)]
+	suf := p.Text[strings.Index(p.Text, FIMSuffix)+len(FIMSuffix) : strings.Index(p.Text, FIMMiddle)]
+	if !strings.HasSuffix(src[:100*20], pre) || !strings.HasPrefix(src[100*20:], suf) {
+		t.Fatal("prefix/suffix are not the text adjacent to the cursor")
+	}
+	if len(pre)%20 != 0 || len(suf)%20 != 0 || len(pre) <= len(suf) {
+		t.Fatalf("cut not at line boundaries or prefix not favoured: %d/%d", len(pre), len(suf))
+	}
+	if !strings.Contains(p.Manifest.Sources[0].Reason, "cut") {
+		t.Fatalf("manifest does not say the prefix was cut: %+v", p.Manifest.Sources[0])
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	b := newTestBuilder(t, 256)
+	files := []File{{Path: "a.py", Content: "x = 1\n", HasContent: true}}
+	cases := []struct {
+		name string
+		req  Request
+		is   error
+	}{
+		{"unknown file", Request{Files: files, Cursor: Cursor{Path: "b.py"}}, ErrInvalidArgument},
+		{"empty path", Request{Files: files}, ErrInvalidArgument},
+		{"bad line", Request{Files: files, Cursor: Cursor{Path: "a.py", Line: 5}}, ErrInvalidArgument},
+		{"duplicate", Request{Files: append(files, files[0]), Cursor: Cursor{Path: "a.py"}}, ErrInvalidArgument},
+		{"budget", Request{Files: files, Cursor: Cursor{Path: "a.py"}, TokenBudget: 100, MaxNewTokens: 95}, ErrBudget},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := b.Build(context.Background(), tc.req); !errors.Is(err, tc.is) {
+				t.Fatalf("err = %v, want %v", err, tc.is)
+			}
+		})
+	}
+	_, err := b.Build(context.Background(), Request{
+		Files:  []File{files[0], {Path: "b.py", Digest: "sha256:00"}},
+		Cursor: Cursor{Path: "a.py"},
+	})
+	var me *MissingContentError
+	if !errors.As(err, &me) || len(me.Paths) != 1 || me.Paths[0] != "b.py" {
+		t.Fatalf("err = %v, want MissingContentError for b.py", err)
+	}
+}
+
+func TestBuildNeutralizesSpecialTokens(t *testing.T) {
+	b := newTestBuilder(t, 8192)
+	p, err := b.Build(context.Background(), Request{
+		Files:  []File{{Path: "a.py", Content: "s = '<|endoftext|>'\n", HasContent: true}},
+		Cursor: Cursor{Path: "a.py", Line: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(p.Text, "<|endoftext|>") {
+		t.Fatal("literal special token reached the prompt")
+	}
+}

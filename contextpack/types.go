@@ -1,0 +1,158 @@
+package contextpack
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Encoding says how Cursor.Column (or Cursor.Offset) counts.
+type Encoding int
+
+const (
+	// EncodingUTF16 counts columns in UTF-16 code units (the LSP default).
+	EncodingUTF16 Encoding = iota
+	// EncodingUTF8 counts columns in UTF-8 bytes.
+	EncodingUTF8
+	// EncodingUTF32 counts columns in Unicode code points.
+	EncodingUTF32
+	// EncodingByteOffset uses Cursor.Offset, a byte offset into the file.
+	EncodingByteOffset
+)
+
+func (e Encoding) String() string {
+	switch e {
+	case EncodingUTF16:
+		return "utf-16"
+	case EncodingUTF8:
+		return "utf-8"
+	case EncodingUTF32:
+		return "utf-32"
+	case EncodingByteOffset:
+		return "byte-offset"
+	}
+	return fmt.Sprintf("Encoding(%d)", int(e))
+}
+
+// File is one repository file. Exactly one of Content (HasContent) or
+// Digest identifies its text.
+type File struct {
+	Path       string
+	Content    string
+	HasContent bool
+	// Digest is "sha256:<hex>" of content the server received earlier.
+	Digest   string
+	Language string
+}
+
+// Cursor is the insertion point; Line and Column are 0-based.
+type Cursor struct {
+	Path     string
+	Line     int
+	Column   int
+	Offset   int
+	Encoding Encoding
+}
+
+// Request is everything needed to build one prompt.
+type Request struct {
+	RepoName string
+	Files    []File
+	Cursor   Cursor
+	// TokenBudget is the total for prompt plus generation; 0 means the
+	// model's context size.
+	TokenBudget int
+	// MaxNewTokens is the generation budget reserved inside TokenBudget.
+	MaxNewTokens int
+}
+
+// SourceKind is the role of a piece of context.
+type SourceKind int
+
+// Source kinds, in the order they are usually listed in a manifest.
+const (
+	SourcePrefix SourceKind = iota + 1
+	SourceSuffix
+	SourceImport
+	SourceDefinition
+	SourceSimilar
+	SourceScopeHeader
+)
+
+func (k SourceKind) String() string {
+	switch k {
+	case SourcePrefix:
+		return "prefix"
+	case SourceSuffix:
+		return "suffix"
+	case SourceImport:
+		return "import"
+	case SourceDefinition:
+		return "definition"
+	case SourceSimilar:
+		return "similar"
+	case SourceScopeHeader:
+		return "scope-header"
+	}
+	return fmt.Sprintf("SourceKind(%d)", int(k))
+}
+
+// Source is one piece of context that was considered.
+type Source struct {
+	Kind SourceKind
+	Path string
+	// StartLine and EndLine are 1-based and inclusive; 0 for a whole file.
+	StartLine, EndLine int
+	Tokens             int
+	Included           bool
+	Reason             string
+	Score              float64
+}
+
+// Manifest says what went into a prompt.
+type Manifest struct {
+	TokenBudget      int
+	GenerationTokens int
+	PromptTokens     int
+	Sources          []Source
+	Warnings         []string
+}
+
+// Prompt is a rendered prompt ready for the backend.
+type Prompt struct {
+	// Text is the raw prompt, special tokens written as their literal text.
+	Text string
+	// Tokens is the exact token count of Text.
+	Tokens   int
+	Manifest Manifest
+}
+
+// ErrInvalidArgument is the class of errors caused by a malformed request
+// (bad cursor, unknown file, duplicate path). Test with errors.Is.
+var ErrInvalidArgument = errors.New("invalid argument")
+
+// ErrBudget is returned when the prompt cannot fit the token budget even
+// with all optional context removed.
+var ErrBudget = errors.New("token budget too small")
+
+// ArgumentError is an ErrInvalidArgument naming the offending field.
+type ArgumentError struct {
+	Field  string // e.g. "cursor.line"
+	Reason string
+}
+
+func (e *ArgumentError) Error() string { return e.Field + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrInvalidArgument) true.
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
+// MissingContentError lists files sent as a digest the server does not
+// hold; the client must resend them with content.
+type MissingContentError struct {
+	Paths []string
+}
+
+func (e *MissingContentError) Error() string {
+	return fmt.Sprintf("content not held for %d file(s), resend with content: %s",
+		len(e.Paths), strings.Join(e.Paths, ", "))
+}
