@@ -1,0 +1,115 @@
+package inference
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by Generate. Test with errors.Is; context.Canceled and
+// context.DeadlineExceeded are returned as they are.
+var (
+	// ErrUnavailable: the backend could not be reached or failed.
+	ErrUnavailable = errors.New("backend unavailable")
+	// ErrModelNotFound: the backend does not have the model.
+	ErrModelNotFound = errors.New("model not found")
+	// ErrPromptTooLong: prompt plus generation do not fit the model context.
+	ErrPromptTooLong = errors.New("prompt does not fit the model context")
+	// ErrIncomplete: the backend ended a stream without finishing it.
+	ErrIncomplete = errors.New("backend ended the stream early")
+	// ErrInvalidRequest: the request's options are out of range.
+	ErrInvalidRequest = errors.New("invalid generation request")
+)
+
+// ModelError is ErrModelNotFound with the model name and how to get it.
+type ModelError struct {
+	Model string
+	Hint  string
+}
+
+func (e *ModelError) Error() string {
+	return fmt.Sprintf("model %q not found on the backend: %s", e.Model, e.Hint)
+}
+
+// Is makes errors.Is(err, ErrModelNotFound) true.
+func (e *ModelError) Is(target error) bool { return target == ErrModelNotFound }
+
+// FinishReason says why a candidate ended.
+type FinishReason int
+
+// Finish reasons.
+const (
+	FinishUnknown FinishReason = iota
+	// FinishStop: the model produced a stop token.
+	FinishStop
+	// FinishLength: MaxTokens was reached.
+	FinishLength
+	// FinishStopSequence: one of the request's stop strings matched.
+	FinishStopSequence
+	// FinishBudget: the latency budget passed; the text is partial.
+	FinishBudget
+)
+
+func (f FinishReason) String() string {
+	return [...]string{"unknown", "stop", "length", "stop_sequence", "budget"}[f]
+}
+
+// Request is one generation request.
+type Request struct {
+	// Model is the backend model name; "" means Config.DefaultModel.
+	Model string
+	// Prompt is the raw prompt, special tokens written as text.
+	Prompt string
+	// PromptTokens is the caller's exact count of Prompt, used to refuse a
+	// prompt that would not fit and to detect silent truncation.
+	PromptTokens int
+	// MaxTokens per candidate; 0 means Config.DefaultMaxTokens.
+	MaxTokens int
+	// Temperature; nil means greedy.
+	Temperature *float32
+	TopP        *float32
+	// Seed of candidate 0; candidate i uses Seed+i. nil: 0.
+	Seed *int64
+	// Stop strings applied on top of the model's stop set.
+	Stop []string
+	// Candidates to make, one backend request each; 0 means 1.
+	Candidates int
+	// Budget is a latency budget: when it passes, generation stops and the
+	// partial result is returned with FinishBudget. Zero means none.
+	Budget time.Duration
+}
+
+// Candidate is one finished completion.
+type Candidate struct {
+	Index  int
+	Text   string
+	Finish FinishReason
+	Tokens int
+}
+
+// Result is the outcome of Generate.
+type Result struct {
+	Model      string
+	Candidates []Candidate
+	// PromptEvalTokens is what the backend reported evaluating for the
+	// first candidate (Ollama omits tokens it reused from its cache, so this
+	// can be smaller than the prompt without any truncation).
+	PromptEvalTokens int
+	PromptEval       time.Duration
+	// TimeToFirstToken is measured from the call to the first text.
+	TimeToFirstToken time.Duration
+	Total            time.Duration
+}
+
+// CompletionTokens sums generated tokens over candidates.
+func (r *Result) CompletionTokens() int {
+	n := 0
+	for _, c := range r.Candidates {
+		n += c.Tokens
+	}
+	return n
+}
+
+// DeltaFunc receives text as it is generated. Returning an error stops
+// generation and makes Generate return that error.
+type DeltaFunc func(candidate int, text string) error

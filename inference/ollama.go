@@ -1,0 +1,363 @@
+package inference
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ollama/ollama/api"
+	"go.uber.org/zap"
+)
+
+// Config configures the Ollama backend.
+type Config struct {
+	// URL of the Ollama server.
+	URL string
+	// DefaultModel is used when a request names none.
+	DefaultModel string
+	// ContextTokens is num_ctx, sent with every request. Ollama reloads the
+	// model whenever num_ctx changes, so it is one fixed value per model:
+	// this one, unless ModelContextTokens names the model.
+	ContextTokens      int
+	ModelContextTokens map[string]int
+	// DefaultMaxTokens is used when a request asks for 0; MaxTokensLimit
+	// caps what a request may ask for.
+	DefaultMaxTokens int
+	MaxTokensLimit   int
+	// MaxCandidates caps candidates per request.
+	MaxCandidates int
+	// KeepAlive keeps the model loaded between requests.
+	KeepAlive time.Duration
+	// RequestTimeout bounds one backend call's headers (not the stream).
+	ConnectTimeout time.Duration
+}
+
+// DefaultConfig returns defaults for a local Ollama with a Qwen2.5-Coder
+// base model.
+func DefaultConfig() Config {
+	return Config{
+		URL:              "http://127.0.0.1:11434",
+		DefaultModel:     "qwen2.5-coder:1.5b-base",
+		ContextTokens:    8192,
+		DefaultMaxTokens: 128,
+		MaxTokensLimit:   4096,
+		MaxCandidates:    8,
+		KeepAlive:        30 * time.Minute,
+		ConnectTimeout:   5 * time.Second,
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("inference: URL %q is not an http(s) URL", c.URL)
+	}
+	if c.DefaultModel == "" {
+		return errors.New("inference: DefaultModel is empty")
+	}
+	if c.ContextTokens < 64 {
+		return fmt.Errorf("inference: ContextTokens %d < 64", c.ContextTokens)
+	}
+	for m, n := range c.ModelContextTokens {
+		if n < 64 {
+			return fmt.Errorf("inference: ModelContextTokens[%q] = %d < 64", m, n)
+		}
+	}
+	if c.DefaultMaxTokens < 1 || c.MaxTokensLimit < c.DefaultMaxTokens {
+		return fmt.Errorf("inference: need 1 <= DefaultMaxTokens (%d) <= MaxTokensLimit (%d)", c.DefaultMaxTokens, c.MaxTokensLimit)
+	}
+	if c.MaxCandidates < 1 {
+		return fmt.Errorf("inference: MaxCandidates %d < 1", c.MaxCandidates)
+	}
+	if c.KeepAlive < 0 || c.ConnectTimeout <= 0 {
+		return errors.New("inference: KeepAlive must be >= 0 and ConnectTimeout > 0")
+	}
+	return nil
+}
+
+// Ollama generates completions with an Ollama server. Safe for concurrent
+// use.
+type Ollama struct {
+	cfg    Config
+	client *api.Client
+	log    *zap.Logger
+}
+
+// NewOllama returns a backend for cfg; log may be nil.
+func NewOllama(cfg Config, log *zap.Logger) (*Ollama, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	u, _ := url.Parse(cfg.URL)
+	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext:           dialer.DialContext,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 0, // prompt evaluation can take long
+	}}
+	return &Ollama{cfg: cfg, client: api.NewClient(u, hc), log: log}, nil
+}
+
+// Model returns the model a request for name uses.
+func (o *Ollama) Model(name string) string {
+	if name == "" {
+		return o.cfg.DefaultModel
+	}
+	return name
+}
+
+// ContextTokens returns num_ctx for a model.
+func (o *Ollama) ContextTokens(model string) int {
+	if n, ok := o.cfg.ModelContextTokens[o.Model(model)]; ok {
+		return n
+	}
+	return o.cfg.ContextTokens
+}
+
+// MaxTokens returns the generation budget a request for n tokens gets.
+func (o *Ollama) MaxTokens(n int) int {
+	if n <= 0 {
+		return o.cfg.DefaultMaxTokens
+	}
+	return n
+}
+
+// Ping checks that the backend answers.
+func (o *Ollama) Ping(ctx context.Context) error {
+	if _, err := o.client.Version(ctx); err != nil {
+		return classify(err, "")
+	}
+	return nil
+}
+
+// CheckModel reports whether the backend has the model.
+func (o *Ollama) CheckModel(ctx context.Context, model string) error {
+	model = o.Model(model)
+	if _, err := o.client.Show(ctx, &api.ShowRequest{Model: model}); err != nil {
+		return classify(err, model)
+	}
+	return nil
+}
+
+// Generate makes req.Candidates completions of req.Prompt, one backend
+// request each (Ollama has no n), calling onDelta with text as it arrives.
+// A cancelled ctx stops generation at the backend and returns ctx.Err().
+// When req.Budget passes, generation stops and the partial result is
+// returned with FinishBudget (no error).
+func (o *Ollama) Generate(ctx context.Context, req Request, onDelta DeltaFunc) (*Result, error) {
+	start := time.Now()
+	model := o.Model(req.Model)
+	if err := o.check(&req, model); err != nil {
+		return nil, err
+	}
+	var deadline time.Time
+	if req.Budget > 0 {
+		deadline = start.Add(req.Budget)
+	}
+	res := &Result{Model: model}
+	for i := 0; i < req.Candidates; i++ {
+		c, m, err := o.generateOne(ctx, req, model, i, deadline, start, res, onDelta)
+		if err != nil {
+			return nil, err
+		}
+		res.Candidates = append(res.Candidates, c)
+		if i == 0 {
+			res.PromptEvalTokens, res.PromptEval = m.PromptEvalCount, m.PromptEvalDuration
+		}
+		if c.Finish == FinishBudget {
+			break // no time left for further candidates
+		}
+	}
+	res.Total = time.Since(start)
+	return res, nil
+}
+
+func (o *Ollama) check(req *Request, model string) error {
+	req.MaxTokens = o.MaxTokens(req.MaxTokens)
+	if req.MaxTokens > o.cfg.MaxTokensLimit {
+		return fmt.Errorf("%w: max_tokens %d exceeds the limit %d", ErrInvalidRequest, req.MaxTokens, o.cfg.MaxTokensLimit)
+	}
+	if req.Candidates <= 0 {
+		req.Candidates = 1
+	}
+	if req.Candidates > o.cfg.MaxCandidates {
+		return fmt.Errorf("%w: candidates %d exceeds the limit %d", ErrInvalidRequest, req.Candidates, o.cfg.MaxCandidates)
+	}
+	if t := req.Temperature; t != nil && (*t < 0 || *t > 2) {
+		return fmt.Errorf("%w: temperature %v outside [0, 2]", ErrInvalidRequest, *t)
+	}
+	if p := req.TopP; p != nil && (*p <= 0 || *p > 1) {
+		return fmt.Errorf("%w: top_p %v outside (0, 1]", ErrInvalidRequest, *p)
+	}
+	for _, s := range req.Stop {
+		if s == "" {
+			return fmt.Errorf("%w: empty stop string", ErrInvalidRequest)
+		}
+	}
+	if n := o.ContextTokens(model); req.PromptTokens+req.MaxTokens > n {
+		return fmt.Errorf("%w: %d prompt tokens + %d to generate > num_ctx %d of %q",
+			ErrPromptTooLong, req.PromptTokens, req.MaxTokens, n, model)
+	}
+	return nil
+}
+
+// errStopped ends a stream from inside the callback once a stop matched.
+var errStopped = errors.New("stop matched")
+
+func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx int,
+	deadline, start time.Time, res *Result, onDelta DeltaFunc) (Candidate, api.Metrics, error) {
+	genCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var budgetHit atomic.Bool
+	if !deadline.IsZero() {
+		t := time.AfterFunc(time.Until(deadline), func() { budgetHit.Store(true); cancel() })
+		defer t.Stop()
+	}
+	var seed int64
+	if req.Seed != nil {
+		seed = *req.Seed
+	}
+	opts := map[string]any{
+		"num_ctx":     o.ContextTokens(model),
+		"num_predict": req.MaxTokens,
+		"temperature": float32(0),
+		"seed":        seed + int64(idx),
+		"stop":        QwenStops,
+	}
+	if req.Temperature != nil {
+		opts["temperature"] = *req.Temperature
+	}
+	if req.TopP != nil {
+		opts["top_p"] = *req.TopP
+	}
+	stream, no := true, false
+	greq := &api.GenerateRequest{
+		Model:     model,
+		Prompt:    req.Prompt,
+		Raw:       true, // Ollama drops Suffix when raw: the prompt has the FIM tokens
+		Stream:    &stream,
+		Truncate:  &no, // an over-long prompt is an error, never silently cut
+		Shift:     &no,
+		KeepAlive: &api.Duration{Duration: o.cfg.KeepAlive},
+		Options:   opts,
+	}
+	c := Candidate{Index: idx}
+	sm := &stopMatcher{model: QwenStops, user: req.Stop}
+	var text strings.Builder
+	var metrics api.Metrics
+	var done bool
+	var doneReason string
+	var cbErr error
+	emit := func(s string) error {
+		if s == "" {
+			return nil
+		}
+		if res.TimeToFirstToken == 0 {
+			res.TimeToFirstToken = time.Since(start)
+		}
+		text.WriteString(s)
+		if onDelta != nil {
+			if err := onDelta(idx, s); err != nil {
+				cbErr = err
+				return err
+			}
+		}
+		return nil
+	}
+	err := o.client.Generate(genCtx, greq, func(r api.GenerateResponse) error {
+		if r.Response != "" {
+			c.Tokens++
+			s, reason := sm.feed(r.Response)
+			if err := emit(s); err != nil {
+				return err
+			}
+			if reason != FinishUnknown {
+				c.Finish = reason
+				return errStopped
+			}
+		}
+		if r.Done {
+			done, doneReason, metrics = true, r.DoneReason, r.Metrics
+		}
+		return nil
+	})
+	switch {
+	case cbErr != nil:
+		return c, metrics, cbErr
+	case ctx.Err() != nil:
+		// The client went away: Generate may report nil here.
+		return c, metrics, ctx.Err()
+	case errors.Is(err, errStopped):
+	case budgetHit.Load() && !done:
+		c.Finish = FinishBudget
+		if e := emit(sm.flush()); e != nil {
+			return c, metrics, e
+		}
+	case err != nil:
+		return c, metrics, classify(err, model)
+	case !done:
+		return c, metrics, fmt.Errorf("%w: no final message after %d tokens of candidate %d", ErrIncomplete, c.Tokens, idx)
+	default:
+		if e := emit(sm.flush()); e != nil {
+			return c, metrics, e
+		}
+		c.Finish = FinishStop
+		if doneReason == "length" {
+			c.Finish = FinishLength
+		}
+		if metrics.EvalCount > 0 {
+			c.Tokens = metrics.EvalCount
+		}
+	}
+	c.Text = text.String()
+	o.log.Debug("candidate done", zap.String("model", model), zap.Int("candidate", idx),
+		zap.Stringer("finish", c.Finish), zap.Int("tokens", c.Tokens),
+		zap.Int("prompt_eval", metrics.PromptEvalCount))
+	return c, metrics, nil
+}
+
+// classify maps an error from the Ollama client to this package's errors.
+func classify(err error, model string) error {
+	var se api.StatusError
+	if errors.As(err, &se) {
+		msg := strings.ToLower(se.ErrorMessage)
+		switch {
+		case se.StatusCode == http.StatusNotFound || strings.Contains(msg, "not found"):
+			return &ModelError{Model: model, Hint: fmt.Sprintf("pull it with `ollama pull %s` (or create it from a GGUF with `ollama create`)", model)}
+		case strings.Contains(msg, "input length exceeds"):
+			return fmt.Errorf("%w: %s", ErrPromptTooLong, se.ErrorMessage)
+		case se.StatusCode >= 500 || se.StatusCode == http.StatusTooManyRequests:
+			return fmt.Errorf("%w: %s", ErrUnavailable, se.Error())
+		default:
+			return fmt.Errorf("%w: backend rejected the request: %s", ErrInvalidRequest, se.Error())
+		}
+	}
+	var ae api.AuthorizationError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("%w: backend requires authorization (%s)", ErrUnavailable, ae.Status)
+	}
+	if strings.Contains(err.Error(), "input length exceeds") {
+		return fmt.Errorf("%w: %v", ErrPromptTooLong, err)
+	}
+	var ue *url.Error
+	var oe *net.OpError
+	if errors.As(err, &ue) || errors.As(err, &oe) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	// An error the server sent in the middle of a stream.
+	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}

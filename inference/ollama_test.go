@@ -1,0 +1,233 @@
+package inference
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// scripted is a fake Ollama /api/generate for the cases a real server cannot
+// be made to produce on demand (a stream that ends without its final
+// message, a backend that dies mid-stream, a slow backend). The real server
+// is exercised by the end-to-end tests in server/.
+type scripted struct {
+	mu    sync.Mutex
+	reqs  []map[string]any
+	serve func(w http.ResponseWriter, r *http.Request, body map[string]any)
+}
+
+func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	s.mu.Lock()
+	s.reqs = append(s.reqs, body)
+	s.mu.Unlock()
+	s.serve(w, r, body)
+}
+
+func chunk(w http.ResponseWriter, v map[string]any) {
+	b, _ := json.Marshal(v)
+	w.Write(append(b, '\n'))
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func newTestOllama(t *testing.T, s *scripted) *Ollama {
+	t.Helper()
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	cfg := DefaultConfig()
+	cfg.URL = srv.URL
+	cfg.DefaultModel = "m"
+	cfg.ContextTokens = 1024
+	o, err := NewOllama(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func tokens(toks ...string) func(http.ResponseWriter, *http.Request, map[string]any) {
+	return func(w http.ResponseWriter, r *http.Request, _ map[string]any) {
+		for _, tk := range toks {
+			chunk(w, map[string]any{"response": tk, "done": false})
+		}
+		chunk(w, map[string]any{"response": "", "done": true, "done_reason": "stop",
+			"prompt_eval_count": 7, "eval_count": len(toks)})
+	}
+}
+
+func TestGenerateStreamsAndSendsOptions(t *testing.T) {
+	s := &scripted{serve: tokens("a", "b", "c")}
+	o := newTestOllama(t, s)
+	var got []string
+	seed := int64(10)
+	res, err := o.Generate(context.Background(), Request{Prompt: "p", PromptTokens: 5, Candidates: 2, Seed: &seed},
+		func(i int, text string) error { got = append(got, fmt.Sprint(i, text)); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "0a,0b,0c,1a,1b,1c" {
+		t.Fatalf("deltas %v", got)
+	}
+	if len(res.Candidates) != 2 || res.Candidates[1].Text != "abc" || res.Candidates[0].Finish != FinishStop {
+		t.Fatalf("result %+v", res)
+	}
+	if res.PromptEvalTokens != 7 || res.CompletionTokens() != 6 || res.TimeToFirstToken <= 0 {
+		t.Fatalf("usage %+v", res)
+	}
+	for i, r := range s.reqs {
+		opts := r["options"].(map[string]any)
+		if r["raw"] != true || r["truncate"] != false || opts["num_ctx"] != 1024.0 ||
+			opts["seed"] != float64(10+i) || opts["temperature"] != 0.0 || opts["num_predict"] != 128.0 {
+			t.Fatalf("request %d: %v", i, r)
+		}
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		serve func(http.ResponseWriter, *http.Request, map[string]any)
+		want  error
+	}{
+		{"no done message", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
+			chunk(w, map[string]any{"response": "x", "done": false})
+		}, ErrIncomplete},
+		{"model missing", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
+			w.WriteHeader(http.StatusNotFound)
+			chunk(w, map[string]any{"error": `model "m" not found, try pulling it first`})
+		}, ErrModelNotFound},
+		{"error mid-stream", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
+			chunk(w, map[string]any{"response": "x", "done": false})
+			chunk(w, map[string]any{"error": "runner crashed"})
+		}, ErrUnavailable},
+		{"dies mid-stream", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
+			chunk(w, map[string]any{"response": "x", "done": false})
+			panic(http.ErrAbortHandler) // the api client hides the read error
+		}, ErrIncomplete},
+		{"prompt too long", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
+			w.WriteHeader(http.StatusInternalServerError)
+			chunk(w, map[string]any{"error": "the input length exceeds the context length"})
+		}, ErrPromptTooLong},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newTestOllama(t, &scripted{serve: tc.serve})
+			_, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestGenerateUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	cfg := DefaultConfig()
+	cfg.URL = srv.URL
+	o, _ := NewOllama(cfg, nil)
+	if _, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("err = %v", err)
+	}
+	if err := o.Ping(context.Background()); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("ping err = %v", err)
+	}
+}
+
+func TestGenerateRejectsBeforeSending(t *testing.T) {
+	s := &scripted{serve: tokens("a")}
+	o := newTestOllama(t, s)
+	neg := float32(-1)
+	for _, req := range []Request{
+		{PromptTokens: 1000, MaxTokens: 100},
+		{Temperature: &neg},
+		{Candidates: 99},
+		{Stop: []string{""}},
+		{MaxTokens: 1 << 20},
+	} {
+		if _, err := o.Generate(context.Background(), req, nil); err == nil {
+			t.Fatalf("%+v accepted", req)
+		}
+	}
+	if len(s.reqs) != 0 {
+		t.Fatalf("%d requests reached the backend", len(s.reqs))
+	}
+}
+
+// slow streams a token every 10 ms until the client goes away, and records
+// when it noticed.
+func slow(gone chan<- struct{}) func(http.ResponseWriter, *http.Request, map[string]any) {
+	return func(w http.ResponseWriter, r *http.Request, _ map[string]any) {
+		for {
+			select {
+			case <-r.Context().Done():
+				close(gone)
+				return
+			case <-time.After(10 * time.Millisecond):
+				chunk(w, map[string]any{"response": "t", "done": false})
+			}
+		}
+	}
+}
+
+func TestGenerateCancelStopsBackend(t *testing.T) {
+	gone := make(chan struct{})
+	o := newTestOllama(t, &scripted{serve: slow(gone)})
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	_, err := o.Generate(ctx, Request{Prompt: "p"}, func(int, string) error {
+		if n++; n == 3 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled (never a silent success)", err)
+	}
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("backend request still running after cancel")
+	}
+}
+
+func TestGenerateBudgetReturnsPartial(t *testing.T) {
+	gone := make(chan struct{})
+	o := newTestOllama(t, &scripted{serve: slow(gone)})
+	res, err := o.Generate(context.Background(), Request{Prompt: "p", Budget: 80 * time.Millisecond, Candidates: 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Candidates) != 1 || res.Candidates[0].Finish != FinishBudget || res.Candidates[0].Text == "" {
+		t.Fatalf("result %+v", res.Candidates)
+	}
+	<-gone
+}
+
+func TestGenerateStopSequenceCancels(t *testing.T) {
+	gone := make(chan struct{})
+	s := &scripted{serve: func(w http.ResponseWriter, r *http.Request, b map[string]any) {
+		chunk(w, map[string]any{"response": "x = 1\n", "done": false})
+		chunk(w, map[string]any{"response": "\nnext", "done": false})
+		slow(gone)(w, r, b)
+	}}
+	o := newTestOllama(t, s)
+	res, err := o.Generate(context.Background(), Request{Prompt: "p", Stop: []string{"\n\n"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Candidates[0]; c.Text != "x = 1" || c.Finish != FinishStopSequence {
+		t.Fatalf("candidate %+v", c)
+	}
+	<-gone
+}
