@@ -1,0 +1,628 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+//go:embed runner.py
+var runnerPy []byte
+
+// Mode selects what runs inside the sandbox and which pass signal applies.
+type Mode int
+
+const (
+	// ModeProgram executes the Python file Spec.Target as __main__ under the
+	// trusted runner (HumanEval). Any exception, SystemExit included, fails.
+	ModeProgram Mode = iota + 1
+	// ModeScript runs the Python script Spec.Target with Spec.Args like
+	// `python script args...` (ExecRepoBench's evaluate_repo.py).
+	// SystemExit(0) counts as normal completion.
+	ModeScript
+	// ModePytest runs pytest.main(Spec.Args) inside the runner and reports
+	// the number of passed, failed, errored and skipped tests.
+	ModePytest
+	// ModeCommand runs Spec.Command directly. It has no positive pass signal
+	// beyond the exit status: Result.PassSignal stays false.
+	ModeCommand
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeProgram:
+		return "program"
+	case ModeScript:
+		return "script"
+	case ModePytest:
+		return "pytest"
+	case ModeCommand:
+		return "command"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Spec describes one run.
+type Spec struct {
+	Mode Mode
+	// SourceDir, if set, is a host directory copied (without following
+	// symlinks, skipping Config.SkipNames) to /work/<WorkName>.
+	SourceDir string
+	// WorkName is the directory under /work that holds the copy and is the
+	// working directory of the run (default "repo" with SourceDir, else
+	// the run works in /work itself). It must be a single path element.
+	WorkName string
+	// Files are written into the working directory after the copy, keyed by
+	// slash-separated relative path. Writes cannot leave the copy.
+	Files map[string]string
+	// Target is the Python file (relative to the working directory) for
+	// ModeProgram and ModeScript.
+	Target string
+	// Args are the script arguments (ModeScript) or pytest arguments
+	// (ModePytest).
+	Args []string
+	// Command is argv for ModeCommand, resolved inside the sandbox.
+	Command []string
+	// Env adds environment variables inside the sandbox.
+	Env map[string]string
+	// Timeout overrides Config.Timeout when positive.
+	Timeout time.Duration
+}
+
+// Status says how a run ended.
+type Status string
+
+const (
+	// StatusExited: the process exited by itself (ExitCode is set).
+	StatusExited Status = "exited"
+	// StatusSignaled: the test process was killed by a signal (Signal set).
+	StatusSignaled Status = "signaled"
+	// StatusTimeout: the wall-clock or CPU-time limit was hit.
+	StatusTimeout Status = "timeout"
+	// StatusOutputLimit: the run wrote more than Config.OutputLimitBytes.
+	StatusOutputLimit Status = "output_limit"
+)
+
+// TestCounts are pytest outcomes reported by the runner (ModePytest).
+type TestCounts struct {
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Errors  int `json:"errors"`
+	Skipped int `json:"skipped"`
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Status   Status
+	ExitCode int // exit status of the test process; -1 when it did not exit
+	Signal   int // signal number for StatusSignaled (and CPU-limit kills)
+	// PassSignal is true when the trusted runner reported, with this run's
+	// nonce, that the test code returned normally.
+	PassSignal bool
+	// Tests holds pytest counts (ModePytest with a pass signal).
+	Tests *TestCounts
+	// Stdout and Stderr are the last Config.OutputTailBytes of each stream.
+	Stdout, Stderr string
+	// StdoutBytes and StderrBytes are the totals written.
+	StdoutBytes, StderrBytes int64
+	Duration                 time.Duration
+}
+
+// Passed reports exit status 0 together with the positive pass signal
+// (ModeCommand has none and is judged by its exit status alone).
+func (r Result) Passed(m Mode) bool {
+	if r.Status != StatusExited || r.ExitCode != 0 {
+		return false
+	}
+	if m == ModeCommand {
+		return true
+	}
+	return r.PassSignal
+}
+
+// Errors returned by Sandbox.
+var (
+	// ErrUnavailable means bubblewrap or user namespaces cannot be used here.
+	ErrUnavailable = errors.New("sandbox: bubblewrap sandbox unavailable")
+	// ErrInvalidSpec wraps a problem with a Spec.
+	ErrInvalidSpec = errors.New("sandbox: invalid spec")
+	// ErrSetup means the sandbox could not be set up for this run.
+	ErrSetup = errors.New("sandbox: setup failed")
+	// ErrClosed is returned by Run after Close.
+	ErrClosed = errors.New("sandbox: closed")
+)
+
+var (
+	errWallTimeout = errors.New("wall-clock timeout")
+	errOutputLimit = errors.New("output limit exceeded")
+)
+
+// Sandbox runs Specs. It is safe for concurrent use.
+type Sandbox struct {
+	cfg        Config
+	log        *zap.Logger
+	bwrap      string
+	supportDir string
+	baseArgs   []string
+	asRoot     bool
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+// New validates cfg (after applying defaults), writes the runner to a
+// private support directory and probes that a sandbox can start. It returns
+// an error wrapping ErrUnavailable when bubblewrap, unprivileged user
+// namespaces, prlimit or the interpreter are missing.
+func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	bwrap, err := exec.LookPath(cfg.BwrapPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v (Debian package bubblewrap)", ErrUnavailable, err)
+	}
+	for _, p := range []string{cfg.PythonPath, cfg.PrlimitPath} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	s := &Sandbox{cfg: cfg, log: log, bwrap: bwrap, asRoot: os.Geteuid() == 0}
+	if err := s.writeSupport(); err != nil {
+		return nil, err
+	}
+	s.baseArgs = s.buildBaseArgs()
+	if err := s.probe(); err != nil {
+		_ = os.RemoveAll(s.supportDir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Config returns the effective configuration.
+func (s *Sandbox) Config() Config { return s.cfg }
+
+// Close removes the support directory. Runs in flight finish first.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return os.RemoveAll(s.supportDir)
+}
+
+func (s *Sandbox) writeSupport() error {
+	dir, err := os.MkdirTemp(s.cfg.TempDir, "infill-sandbox-support-")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	files := map[string][]byte{
+		"runner.py": runnerPy,
+		"passwd": fmt.Appendf(nil, "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:/tmp:/usr/sbin/nologin\n",
+			s.cfg.UID, s.cfg.GID),
+		"group": fmt.Appendf(nil, "root:x:0:\nsandbox:x:%d:\n", s.cfg.GID),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			_ = os.RemoveAll(dir)
+			return fmt.Errorf("%w: %v", ErrSetup, err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		_ = os.RemoveAll(dir)
+		return fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	s.supportDir = dir
+	return nil
+}
+
+func (s *Sandbox) buildBaseArgs() []string {
+	c := s.cfg
+	a := []string{
+		"--unshare-all", "--unshare-user", "--disable-userns",
+		"--die-with-parent", "--new-session",
+		"--uid", strconv.Itoa(c.UID), "--gid", strconv.Itoa(c.GID),
+		"--hostname", "sandbox",
+		"--ro-bind", "/usr", "/usr",
+	}
+	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", target, d)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	a = append(a,
+		"--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.FormatInt(c.TmpfsBytes, 10), "--tmpfs", "/tmp",
+		"--ro-bind", s.supportDir, "/run/infill",
+		"--ro-bind", filepath.Join(s.supportDir, "passwd"), "/etc/passwd",
+		"--ro-bind", filepath.Join(s.supportDir, "group"), "/etc/group",
+	)
+	etc := []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"}
+	if m, err := filepath.Glob("/etc/python3*"); err == nil {
+		etc = append(etc, m...)
+	}
+	for _, p := range etc {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	for _, p := range c.ReadOnlyPaths {
+		a = append(a, "--ro-bind", p, p)
+	}
+	return a
+}
+
+func (s *Sandbox) probe() error {
+	res, err := s.Run(context.Background(), Spec{Mode: ModeCommand, Command: []string{s.cfg.PythonPath, "-c", "pass"}, Timeout: 20 * time.Second})
+	if err != nil {
+		return fmt.Errorf("%w: probe: %v", ErrUnavailable, err)
+	}
+	if res.Status != StatusExited || res.ExitCode != 0 {
+		return fmt.Errorf("%w: probe exited %d (%s): %s", ErrUnavailable, res.ExitCode, res.Status, strings.TrimSpace(res.Stderr))
+	}
+	return nil
+}
+
+func (spec *Spec) validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidSpec, fmt.Sprintf(format, a...))
+	}
+	switch spec.Mode {
+	case ModeProgram, ModeScript:
+		if spec.Target == "" || !filepath.IsLocal(spec.Target) {
+			return bad("Target %q must be a local relative path", spec.Target)
+		}
+	case ModePytest:
+	case ModeCommand:
+		if len(spec.Command) == 0 || spec.Command[0] == "" {
+			return bad("Command is empty")
+		}
+	default:
+		return bad("unknown mode %v", spec.Mode)
+	}
+	if spec.WorkName != "" && (!filepath.IsLocal(spec.WorkName) || strings.ContainsRune(spec.WorkName, '/')) {
+		return bad("WorkName %q must be a single path element", spec.WorkName)
+	}
+	for name := range spec.Files {
+		if !filepath.IsLocal(name) {
+			return bad("file %q must be a local relative path", name)
+		}
+	}
+	for k := range spec.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return bad("bad environment variable name %q", k)
+		}
+	}
+	if spec.SourceDir != "" {
+		fi, err := os.Stat(spec.SourceDir)
+		if err != nil {
+			return bad("SourceDir: %v", err)
+		}
+		if !fi.IsDir() {
+			return bad("SourceDir %q is not a directory", spec.SourceDir)
+		}
+	}
+	return nil
+}
+
+// Run executes spec in a fresh sandbox and returns how it ended. A returned
+// error means no verdict could be reached: an invalid spec, a sandbox that
+// failed to start, or ctx cancelled (the run is then killed and ctx's error
+// returned). Test failures, crashes, timeouts and floods are Results.
+func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return Result{}, ErrClosed
+	}
+	if err := spec.validate(); err != nil {
+		return Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	runDir, err := os.MkdirTemp(s.cfg.TempDir, "infill-run-")
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	defer func() {
+		if err := removeTree(runDir); err != nil {
+			s.log.Warn("sandbox: removing run directory", zap.String("dir", runDir), zap.Error(err))
+		}
+	}()
+	work := filepath.Join(runDir, "work")
+	workName := spec.WorkName
+	if workName == "" && spec.SourceDir != "" {
+		workName = "repo"
+	}
+	cwd := filepath.Join(work, workName)
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	if spec.SourceDir != "" {
+		if err := copyTree(spec.SourceDir, cwd, s.cfg.SkipNames); err != nil {
+			return Result{}, fmt.Errorf("%w: copying %s: %v", ErrSetup, spec.SourceDir, err)
+		}
+	}
+	if err := writeFiles(cwd, spec.Files); err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	if s.asRoot {
+		if err := chownTree(runDir, s.cfg.UID, s.cfg.GID); err != nil {
+			return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
+		}
+	}
+	return s.exec(ctx, &spec, work, path.Join("/work", workName))
+}
+
+func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (Result, error) {
+	c := s.cfg
+	timeout := c.Timeout
+	if spec.Timeout > 0 {
+		timeout = spec.Timeout
+	}
+	cpuLimit := c.CPUTime
+	if spec.Timeout > 0 && spec.Timeout < cpuLimit {
+		cpuLimit = spec.Timeout
+	}
+	cpu := int64((cpuLimit + time.Second - 1) / time.Second)
+	var nonceBytes [16]byte
+	if _, err := rand.Read(nonceBytes[:]); err != nil {
+		return Result{}, fmt.Errorf("%w: nonce: %v", ErrSetup, err)
+	}
+	nonce := hex.EncodeToString(nonceBytes[:])
+
+	args := append([]string(nil), s.baseArgs...)
+	args = append(args, "--bind", hostWork, "/work", "--chdir", cwd, "--clearenv",
+		"--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
+		"--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
+		"--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+		"--setenv", "PYTHONNOUSERSITE", "1")
+	for k, v := range spec.Env {
+		args = append(args, "--setenv", k, v)
+	}
+	args = append(args, "--", c.PrlimitPath,
+		fmt.Sprintf("--cpu=%d:%d", cpu, cpu+1),
+		fmt.Sprintf("--as=%d", c.MemoryBytes),
+		fmt.Sprintf("--nproc=%d", c.Processes),
+		fmt.Sprintf("--fsize=%d", c.FileSizeBytes),
+		fmt.Sprintf("--nofile=%d", c.OpenFiles),
+		"--core=0", "--")
+	switch spec.Mode {
+	case ModeCommand:
+		args = append(args, spec.Command...)
+	case ModePytest:
+		args = append(append(args, c.PythonPath, "-B", "/run/infill/runner.py", "pytest"), spec.Args...)
+	default:
+		args = append(append(args, c.PythonPath, "-B", "/run/infill/runner.py", spec.Mode.String(), spec.Target), spec.Args...)
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(timeout, func() { cancel(errWallTimeout) })
+	defer timer.Stop()
+
+	limiter := &outputLimiter{limit: c.OutputLimitBytes, exceeded: func() { cancel(errOutputLimit) }}
+	stdout := &tailWriter{max: c.OutputTailBytes, lim: limiter}
+	stderr := &tailWriter{max: c.OutputTailBytes, lim: limiter}
+	status := &tailWriter{max: 64 << 10, lim: limiter}
+
+	// stdin carries the nonce; the runner reads it before untrusted code runs.
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	defer stdinR.Close()
+	if _, err := stdinW.WriteString(nonce + "\n"); err != nil {
+		stdinW.Close()
+		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	stdinW.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	defer statusR.Close()
+
+	cmd := exec.CommandContext(runCtx, s.bwrap, args...)
+	cmd.Env = []string{}
+	cmd.Stdin = stdinR
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	cmd.ExtraFiles = []*os.File{statusW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if s.asRoot {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(c.UID), Gid: uint32(c.GID), Groups: []uint32{}}
+	}
+	cmd.Cancel = func() error {
+		// bwrap leads its own process group; killing it makes the
+		// namespace's init die (--die-with-parent), which kills every
+		// process left in the PID namespace.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 5 * time.Second
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		statusW.Close()
+		return Result{}, fmt.Errorf("%w: starting bwrap: %v", ErrSetup, err)
+	}
+	statusW.Close()
+	statusDone := make(chan struct{})
+	go func() {
+		defer close(statusDone)
+		_, _ = io.Copy(status, statusR)
+	}()
+	waitErr := cmd.Wait()
+	select {
+	case <-statusDone:
+	case <-time.After(cmd.WaitDelay):
+		_ = statusR.SetReadDeadline(time.Now())
+		<-statusDone
+	}
+	res := Result{
+		ExitCode:    -1,
+		Stdout:      stdout.String(),
+		Stderr:      stderr.String(),
+		StdoutBytes: stdout.total,
+		StderrBytes: stderr.total,
+		Duration:    time.Since(start),
+	}
+	cause := context.Cause(runCtx)
+	switch {
+	case errors.Is(cause, errWallTimeout):
+		res.Status = StatusTimeout
+		return res, nil
+	case errors.Is(cause, errOutputLimit):
+		res.Status = StatusOutputLimit
+		return res, nil
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		return res, fmt.Errorf("%w: waiting for bwrap: %v", ErrSetup, waitErr)
+	}
+	code := cmd.ProcessState.ExitCode()
+	statusText := status.String()
+	started := strings.HasPrefix(statusText, "START\n")
+	if spec.Mode != ModeCommand && !started && code != 0 {
+		return res, fmt.Errorf("%w: sandbox did not start (exit %d): %s", ErrSetup, code, lastLine(res.Stderr))
+	}
+	if spec.Mode == ModeCommand && code == 1 && strings.HasPrefix(res.Stderr, "bwrap: ") {
+		return res, fmt.Errorf("%w: %s", ErrSetup, lastLine(res.Stderr))
+	}
+	switch {
+	case code < 0:
+		res.Status = StatusSignaled
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = int(ws.Signal())
+		}
+	case code > 128 && code <= 128+64:
+		// bwrap reports a child killed by signal N as exit status 128+N.
+		res.Signal = code - 128
+		res.Status = StatusSignaled
+		if syscall.Signal(res.Signal) == syscall.SIGXCPU {
+			res.Status = StatusTimeout
+		}
+	default:
+		res.Status = StatusExited
+		res.ExitCode = code
+	}
+	if spec.Mode != ModeCommand {
+		res.PassSignal, res.Tests = parsePass(statusText, nonce, spec.Mode)
+	}
+	return res, nil
+}
+
+// parsePass looks for the runner's "PASS <nonce> <json>" line.
+func parsePass(status, nonce string, m Mode) (bool, *TestCounts) {
+	prefix := "PASS " + nonce + " "
+	for _, line := range strings.Split(status, "\n") {
+		rest, ok := strings.CutPrefix(line, prefix)
+		if !ok {
+			continue
+		}
+		if m != ModePytest {
+			return true, nil
+		}
+		var tc TestCounts
+		if err := json.Unmarshal([]byte(rest), &tc); err != nil {
+			return false, nil
+		}
+		return true, &tc
+	}
+	return false, nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// outputLimiter counts bytes across a run's streams and fires once when the
+// total exceeds limit.
+type outputLimiter struct {
+	mu       sync.Mutex
+	total    int64
+	limit    int64
+	fired    bool
+	exceeded func()
+}
+
+func (l *outputLimiter) add(n int) {
+	l.mu.Lock()
+	l.total += int64(n)
+	fire := !l.fired && l.total > l.limit
+	if fire {
+		l.fired = true
+	}
+	l.mu.Unlock()
+	if fire {
+		l.exceeded()
+	}
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu    sync.Mutex
+	buf   []byte
+	max   int
+	total int64
+	lim   *outputLimiter
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.total += int64(len(p))
+	if len(p) >= w.max {
+		w.buf = append(w.buf[:0], p[len(p)-w.max:]...)
+	} else {
+		if over := len(w.buf) + len(p) - w.max; over > 0 {
+			w.buf = append(w.buf[:0], w.buf[over:]...)
+		}
+		w.buf = append(w.buf, p...)
+	}
+	w.mu.Unlock()
+	if w.lim != nil {
+		w.lim.add(len(p))
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(bytes.ToValidUTF8(w.buf, []byte("\uFFFD")))
+}
