@@ -262,6 +262,8 @@ func (s *Sandbox) buildBaseArgs() []string {
 	}
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.FormatInt(c.TmpfsBytes, 10), "--tmpfs", "/dev/shm",
+		"--remount-ro", "/dev",
 		"--size", strconv.FormatInt(c.TmpfsBytes, 10), "--tmpfs", "/tmp",
 		"--ro-bind", s.supportDir, "/run/infill",
 		"--ro-bind", filepath.Join(s.supportDir, "passwd"), "/etc/passwd",
@@ -401,7 +403,8 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 	nonce := hex.EncodeToString(nonceBytes[:])
 
 	args := append([]string(nil), s.baseArgs...)
-	args = append(args, "--bind", hostWork, "/work", "--chdir", cwd, "--clearenv",
+	// The root tmpfs is made read-only last, after /work is mounted on it.
+	args = append(args, "--bind", hostWork, "/work", "--remount-ro", "/", "--chdir", cwd, "--clearenv",
 		"--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
 		"--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
 		"--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",

@@ -52,6 +52,8 @@ func TestRunVerdicts(t *testing.T) {
 		{"kill parent then exit 0", program("import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\nos._exit(0)\n"), false, StatusExited, 0},
 		{"script exit 0", Spec{Mode: ModeScript, Target: "s.py", Args: []string{"a"}, Files: map[string]string{"s.py": "import sys\nassert sys.argv[1:] == ['a']\nsys.exit(0)\n"}}, true, StatusExited, 0},
 		{"script exit 3", Spec{Mode: ModeScript, Target: "s.py", Files: map[string]string{"s.py": "import sys\nsys.exit(3)\n"}}, false, StatusExited, 3},
+		{"multiprocessing", program("import multiprocessing\nif __name__ == '__main__':\n    with multiprocessing.Pool(2) as p:\n        assert p.map(abs, [-1, -2]) == [1, 2]\n"), true, StatusExited, 0},
+		{"threads and tmp", program("import threading, tempfile\nt = threading.Thread(target=lambda: None)\nt.start(); t.join()\nwith tempfile.NamedTemporaryFile() as f:\n    f.write(b'x')\n"), true, StatusExited, 0},
 		{"command", Spec{Mode: ModeCommand, Command: []string{"/bin/sh", "-c", "exit 0"}}, true, StatusExited, 0},
 		{"command fail", Spec{Mode: ModeCommand, Command: []string{"/bin/sh", "-c", "exit 4"}}, false, StatusExited, 4},
 	}
