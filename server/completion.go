@@ -1,0 +1,242 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/inference"
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// PromptBuilder assembles prompts (contextpack.Builder).
+type PromptBuilder interface {
+	Build(ctx context.Context, req contextpack.Request) (*contextpack.Prompt, error)
+}
+
+// Backend generates completions (inference.Ollama).
+type Backend interface {
+	Pinger
+	Generate(ctx context.Context, req inference.Request, onDelta inference.DeltaFunc) (*inference.Result, error)
+	Model(name string) string
+	ContextTokens(model string) int
+	MaxTokens(n int) int
+}
+
+type completionService struct {
+	infillv1.UnimplementedCompletionServiceServer
+	s *Server
+}
+
+// completionRequest is what CompleteRequest and StreamCompleteRequest share.
+type completionRequest interface {
+	GetRepository() *infillv1.Repository
+	GetCursor() *infillv1.Cursor
+	GetGeneration() *infillv1.GenerationOptions
+	GetTokenBudget() uint32
+	GetModel() string
+	GetClientId() string
+	GetSessionId() string
+	GetLatencyBudget() *durationpb.Duration
+}
+
+func (c *completionService) Complete(ctx context.Context, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
+	resp, err := c.s.complete(ctx, req, nil)
+	return resp, toStatus(c.s.log, err)
+}
+
+func (c *completionService) StreamComplete(req *infillv1.StreamCompleteRequest, stream infillv1.CompletionService_StreamCompleteServer) error {
+	ctx := stream.Context()
+	resp, err := c.s.complete(ctx, req, stream)
+	if err != nil {
+		return toStatus(c.s.log, err)
+	}
+	return stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Done{Done: resp}})
+}
+
+// complete runs one completion; with a stream it sends the start and text
+// deltas as they come.
+func (s *Server) complete(ctx context.Context, req completionRequest, stream infillv1.CompletionService_StreamCompleteServer) (*infillv1.CompleteResponse, error) {
+	start := time.Now()
+	if err := s.validate(req); err != nil {
+		return nil, err
+	}
+	model := s.deps.Backend.Model(req.GetModel())
+	gen := req.GetGeneration()
+	maxTokens := s.deps.Backend.MaxTokens(int(gen.GetMaxTokens()))
+	budget := s.deps.Backend.ContextTokens(model)
+	if b := int(req.GetTokenBudget()); b > 0 && b < budget {
+		budget = b
+	}
+	creq := toContextRequest(req)
+	creq.TokenBudget, creq.MaxNewTokens = budget, maxTokens
+	prompt, err := s.deps.Builder.Build(ctx, creq)
+	if err != nil {
+		return nil, err
+	}
+	assembly := time.Since(start)
+	id := requestID(ctx)
+	s.log.Debug("prompt", zap.String("request_id", id), zap.Int("tokens", prompt.Tokens), zap.String("text", prompt.Text))
+	manifest := toManifest(prompt.Manifest)
+
+	if stream != nil {
+		if err := stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Start{Start: &infillv1.StreamStart{
+			Model: model, Context: manifest, RequestId: id, ContextAssembly: durationpb.New(assembly),
+		}}}); err != nil {
+			return nil, err
+		}
+	}
+	var ttft time.Duration
+	onDelta := func(i int, text string) error {
+		if ttft == 0 {
+			ttft = time.Since(start)
+		}
+		if stream == nil {
+			return nil
+		}
+		return stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Delta{
+			Delta: &infillv1.TextDelta{CandidateIndex: uint32(i), Text: text}}})
+	}
+	ireq := inference.Request{
+		Model:        model,
+		Prompt:       prompt.Text,
+		PromptTokens: prompt.Tokens,
+		MaxTokens:    maxTokens,
+		Temperature:  gen.Temperature,
+		TopP:         gen.TopP,
+		Seed:         gen.Seed,
+		Stop:         gen.GetStop(),
+		Candidates:   int(gen.GetCandidates()),
+	}
+	if lb := req.GetLatencyBudget(); lb != nil {
+		if ireq.Budget = lb.AsDuration() - assembly; ireq.Budget <= 0 {
+			ireq.Budget = time.Nanosecond // spent already: return what there is
+		}
+	}
+	res, err := s.deps.Backend.Generate(ctx, ireq, onDelta)
+	if err != nil {
+		return nil, err
+	}
+	if res.PromptEvalTokens > prompt.Tokens+1 {
+		manifest.Warnings = append(manifest.Warnings, fmt.Sprintf(
+			"backend evaluated %d prompt tokens but infill planned %d: the tokenizers disagree, budgets may be off",
+			res.PromptEvalTokens, prompt.Tokens))
+	}
+	return &infillv1.CompleteResponse{
+		Candidates: toCandidates(res.Candidates),
+		Usage: &infillv1.Usage{
+			PromptTokens:        uint32(res.PromptEvalTokens),
+			CompletionTokens:    uint32(res.CompletionTokens()),
+			PlannedPromptTokens: uint32(prompt.Tokens),
+		},
+		Timings: &infillv1.Timings{
+			ContextAssembly:  durationpb.New(assembly),
+			TimeToFirstToken: durationpb.New(ttft),
+			Total:            durationpb.New(time.Since(start)),
+			PromptEval:       durationpb.New(res.PromptEval),
+		},
+		Model:     res.Model,
+		Context:   manifest,
+		RequestId: id,
+	}, nil
+}
+
+// validate checks the shape of a request; the domain packages check the
+// meaning (cursor inside the file, options in range).
+func (s *Server) validate(req completionRequest) error {
+	repo, cur := req.GetRepository(), req.GetCursor()
+	switch {
+	case repo == nil || len(repo.GetFiles()) == 0:
+		return invalid("repository.files", "at least one file (the one with the cursor) is required")
+	case len(repo.GetFiles()) > s.cfg.MaxFiles:
+		return invalid("repository.files", fmt.Sprintf("%d files exceed the limit of %d", len(repo.GetFiles()), s.cfg.MaxFiles))
+	case cur == nil:
+		return invalid("cursor", "required")
+	case req.GetLatencyBudget() != nil && (req.GetLatencyBudget().CheckValid() != nil || req.GetLatencyBudget().AsDuration() < 0):
+		return invalid("latency_budget", "must be a valid, non-negative duration")
+	}
+	for i, f := range repo.GetFiles() {
+		if f.GetSource() == nil {
+			return invalid(fmt.Sprintf("repository.files[%d]", i), "needs content or digest")
+		}
+	}
+	return nil
+}
+
+func invalid(field, reason string) error {
+	return toStatus(nil, &contextpack.ArgumentError{Field: field, Reason: reason})
+}
+
+func toContextRequest(req completionRequest) contextpack.Request {
+	repo, cur := req.GetRepository(), req.GetCursor()
+	files := make([]contextpack.File, len(repo.GetFiles()))
+	for i, f := range repo.GetFiles() {
+		files[i] = contextpack.File{Path: f.GetPath(), Language: f.GetLanguage(), Digest: f.GetDigest()}
+		if c, ok := f.GetSource().(*infillv1.File_Content); ok {
+			files[i].Content, files[i].HasContent = c.Content, true
+		}
+	}
+	enc := contextpack.EncodingUTF16
+	switch cur.GetEncoding() {
+	case infillv1.PositionEncoding_POSITION_ENCODING_UTF8:
+		enc = contextpack.EncodingUTF8
+	case infillv1.PositionEncoding_POSITION_ENCODING_UTF32:
+		enc = contextpack.EncodingUTF32
+	case infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET:
+		enc = contextpack.EncodingByteOffset
+	case infillv1.PositionEncoding_POSITION_ENCODING_UNSPECIFIED, infillv1.PositionEncoding_POSITION_ENCODING_UTF16:
+	default:
+		enc = contextpack.Encoding(-1) // rejected by contextpack as unknown
+	}
+	return contextpack.Request{
+		RepoName: repo.GetName(),
+		Files:    files,
+		Cursor: contextpack.Cursor{Path: cur.GetPath(), Line: int(cur.GetLine()), Column: int(cur.GetColumn()),
+			Offset: int(min(cur.GetOffset(), 1<<62)), Encoding: enc},
+	}
+}
+
+var sourceKinds = map[contextpack.SourceKind]infillv1.SourceKind{
+	contextpack.SourcePrefix:      infillv1.SourceKind_SOURCE_KIND_PREFIX,
+	contextpack.SourceSuffix:      infillv1.SourceKind_SOURCE_KIND_SUFFIX,
+	contextpack.SourceImport:      infillv1.SourceKind_SOURCE_KIND_IMPORT,
+	contextpack.SourceDefinition:  infillv1.SourceKind_SOURCE_KIND_DEFINITION,
+	contextpack.SourceSimilar:     infillv1.SourceKind_SOURCE_KIND_SIMILAR,
+	contextpack.SourceScopeHeader: infillv1.SourceKind_SOURCE_KIND_SCOPE_HEADER,
+}
+
+func toManifest(m contextpack.Manifest) *infillv1.ContextManifest {
+	out := &infillv1.ContextManifest{
+		TokenBudget:      uint32(m.TokenBudget),
+		GenerationTokens: uint32(m.GenerationTokens),
+		PromptTokens:     uint32(m.PromptTokens),
+		Warnings:         append([]string(nil), m.Warnings...),
+	}
+	for _, src := range m.Sources {
+		out.Sources = append(out.Sources, &infillv1.ContextSource{
+			Kind: sourceKinds[src.Kind], Path: src.Path,
+			StartLine: uint32(src.StartLine), EndLine: uint32(src.EndLine),
+			Tokens: uint32(src.Tokens), Included: src.Included, Reason: src.Reason, Score: src.Score,
+		})
+	}
+	return out
+}
+
+var finishReasons = map[inference.FinishReason]infillv1.FinishReason{
+	inference.FinishStop:         infillv1.FinishReason_FINISH_REASON_STOP,
+	inference.FinishLength:       infillv1.FinishReason_FINISH_REASON_LENGTH,
+	inference.FinishStopSequence: infillv1.FinishReason_FINISH_REASON_STOP_SEQUENCE,
+	inference.FinishBudget:       infillv1.FinishReason_FINISH_REASON_BUDGET,
+}
+
+func toCandidates(cs []inference.Candidate) []*infillv1.Candidate {
+	out := make([]*infillv1.Candidate, len(cs))
+	for i, c := range cs {
+		out[i] = &infillv1.Candidate{Index: uint32(c.Index), Text: c.Text,
+			FinishReason: finishReasons[c.Finish], CompletionTokens: uint32(c.Tokens)}
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/inference"
+)
+
+// Config configures the server. Flags and environment are read only in
+// cmd/infill-server.
+type Config struct {
+	// ListenAddr is the gRPC listen address.
+	ListenAddr string
+	// MaxRecvMsgBytes caps one request (a repository's files travel in it).
+	MaxRecvMsgBytes int
+	MaxSendMsgBytes int
+	// MaxFiles caps files per request.
+	MaxFiles int
+	// ShutdownGrace is how long GracefulStop may wait before Stop.
+	ShutdownGrace time.Duration
+	// HealthInterval is how often the backend is probed.
+	HealthInterval time.Duration
+	Inference      inference.Config
+	Context        contextpack.Config
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		ListenAddr:      "127.0.0.1:50051",
+		MaxRecvMsgBytes: 64 << 20,
+		MaxSendMsgBytes: 16 << 20,
+		MaxFiles:        20000,
+		ShutdownGrace:   10 * time.Second,
+		HealthInterval:  2 * time.Second,
+		Inference:       inference.DefaultConfig(),
+		Context:         contextpack.DefaultConfig(),
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ListenAddr == "" {
+		errs = append(errs, errors.New("server: ListenAddr is empty"))
+	}
+	if c.MaxRecvMsgBytes < 1<<20 || c.MaxSendMsgBytes < 1<<20 {
+		errs = append(errs, errors.New("server: message limits must be at least 1 MiB"))
+	}
+	if c.MaxFiles < 1 {
+		errs = append(errs, fmt.Errorf("server: MaxFiles %d < 1", c.MaxFiles))
+	}
+	if c.ShutdownGrace <= 0 || c.HealthInterval <= 0 {
+		errs = append(errs, errors.New("server: ShutdownGrace and HealthInterval must be > 0"))
+	}
+	errs = append(errs, c.Inference.Validate(), c.Context.Validate())
+	return errors.Join(errs...)
+}

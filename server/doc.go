@@ -1,0 +1,7 @@
+// Package server owns the gRPC surface of infill: one constructor builds the
+// grpc.Server with logging and panic-recovery interceptors, message limits,
+// health (NOT_SERVING until the backend answers), reflection and graceful
+// shutdown, and registers thin handlers that validate a request, call the
+// domain packages (contextpack, inference, evaluator), map their errors to
+// status codes in one place (status.go) and convert the result.
+package server

@@ -1,0 +1,266 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// Pinger is the part of the backend the health watcher needs.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps are the domain services the server calls.
+type Deps struct {
+	Builder PromptBuilder
+	Backend Backend
+}
+
+// Server is a configured gRPC server.
+type Server struct {
+	cfg    Config
+	log    *zap.Logger
+	grpc   *grpc.Server
+	health *health.Server
+	deps   Deps
+
+	stopOnce sync.Once
+	stop     chan struct{}
+	watchWG  sync.WaitGroup
+}
+
+// services whose health follows the backend.
+var healthServices = []string{"", infillv1.CompletionService_ServiceDesc.ServiceName}
+
+// New builds the gRPC server with its interceptors, health, reflection and
+// the completion service. Call Serve, then Shutdown.
+func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Builder == nil || deps.Backend == nil {
+		return nil, fmt.Errorf("server: Builder and Backend are required")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Server{cfg: cfg, log: log, deps: deps, health: health.NewServer(), stop: make(chan struct{})}
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes),
+		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
+		grpc.ChainUnaryInterceptor(s.unaryLog, unaryRecover(log)),
+		grpc.ChainStreamInterceptor(s.streamLog, streamRecover(log)),
+	)
+	infillv1.RegisterCompletionServiceServer(s.grpc, &completionService{s: s})
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	for _, name := range healthServices {
+		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
+	}
+	return s, nil
+}
+
+// GRPC returns the underlying server, to register more services before
+// Serve.
+func (s *Server) GRPC() *grpc.Server { return s.grpc }
+
+// Serve watches backend health and serves on lis until Shutdown.
+func (s *Server) Serve(lis net.Listener) error {
+	s.watchWG.Add(1)
+	go s.watchHealth()
+	s.log.Info("serving", zap.String("addr", lis.Addr().String()))
+	return s.grpc.Serve(lis)
+}
+
+// Shutdown marks the server NOT_SERVING, lets calls in flight finish for up
+// to ShutdownGrace (or ctx), then stops hard.
+func (s *Server) Shutdown(ctx context.Context) {
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.watchWG.Wait()
+	s.health.Shutdown()
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	t := time.NewTimer(s.cfg.ShutdownGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		s.log.Info("stopped gracefully")
+	case <-t.C:
+		s.log.Warn("grace period over, stopping", zap.Duration("grace", s.cfg.ShutdownGrace))
+		s.grpc.Stop()
+		<-done
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-done
+	}
+}
+
+// watchHealth probes the backend and flips health when its state changes.
+func (s *Server) watchHealth() {
+	defer s.watchWG.Done()
+	serving := false
+	probe := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HealthInterval)
+		err := s.deps.Backend.Ping(ctx)
+		cancel()
+		if ok := err == nil; ok != serving {
+			serving = ok
+			st := healthpb.HealthCheckResponse_NOT_SERVING
+			if ok {
+				st = healthpb.HealthCheckResponse_SERVING
+				s.log.Info("backend up: SERVING")
+			} else {
+				s.log.Warn("backend down: NOT_SERVING", zap.Error(err))
+			}
+			for _, name := range healthServices {
+				s.health.SetServingStatus(name, st)
+			}
+		}
+	}
+	probe()
+	t := time.NewTicker(s.cfg.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			probe()
+		}
+	}
+}
+
+type requestIDKey struct{}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok {
+		return p.Addr.String()
+	}
+	return ""
+}
+
+// unaryLog logs method, code, sizes and duration; never payloads.
+func (s *Server) unaryLog(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	id := newRequestID()
+	ctx = context.WithValue(ctx, requestIDKey{}, id)
+	start := time.Now()
+	resp, err := h(ctx, req)
+	fields := []zap.Field{
+		zap.String("method", info.FullMethod), zap.String("request_id", id),
+		zap.Stringer("code", status.Code(err)), zap.Duration("duration", time.Since(start)),
+		zap.Int("req_bytes", msgSize(req)), zap.Int("resp_bytes", msgSize(resp)), zap.String("peer", peerAddr(ctx)),
+	}
+	s.logCall(err, fields)
+	return resp, err
+}
+
+// streamLog logs a stream's method, code, message counts and duration.
+func (s *Server) streamLog(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	id := newRequestID()
+	ws := &countingStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), requestIDKey{}, id)}
+	start := time.Now()
+	err := h(srv, ws)
+	s.logCall(err, []zap.Field{
+		zap.String("method", info.FullMethod), zap.String("request_id", id),
+		zap.Stringer("code", status.Code(err)), zap.Duration("duration", time.Since(start)),
+		zap.Int("msgs_in", ws.in), zap.Int("msgs_out", ws.out),
+		zap.Int("bytes_in", ws.bytesIn), zap.Int("bytes_out", ws.bytesOut), zap.String("peer", peerAddr(ws.ctx)),
+	})
+	return err
+}
+
+func (s *Server) logCall(err error, fields []zap.Field) {
+	switch status.Code(err) {
+	case codes.OK, codes.Canceled, codes.InvalidArgument, codes.NotFound, codes.FailedPrecondition, codes.DeadlineExceeded:
+		s.log.Info("rpc", fields...)
+	default:
+		s.log.Warn("rpc", append(fields, zap.Error(err))...)
+	}
+}
+
+func msgSize(m any) int {
+	if pm, ok := m.(proto.Message); ok && pm != nil {
+		return proto.Size(pm)
+	}
+	return 0
+}
+
+type countingStream struct {
+	grpc.ServerStream
+	ctx                        context.Context
+	in, out, bytesIn, bytesOut int
+}
+
+func (c *countingStream) Context() context.Context { return c.ctx }
+
+func (c *countingStream) SendMsg(m any) error {
+	c.out++
+	c.bytesOut += msgSize(m)
+	return c.ServerStream.SendMsg(m)
+}
+
+func (c *countingStream) RecvMsg(m any) error {
+	err := c.ServerStream.RecvMsg(m)
+	if err == nil {
+		c.in++
+		c.bytesIn += msgSize(m)
+	}
+	return err
+}
+
+func unaryRecover(log *zap.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("panic in handler", zap.String("method", info.FullMethod), zap.Any("panic", r),
+					zap.ByteString("stack", debug.Stack()))
+				resp, err = nil, status.Error(codes.Internal, "internal error (request "+requestID(ctx)+")")
+			}
+		}()
+		return h(ctx, req)
+	}
+}
+
+func streamRecover(log *zap.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("panic in handler", zap.String("method", info.FullMethod), zap.Any("panic", r),
+					zap.ByteString("stack", debug.Stack()))
+				err = status.Error(codes.Internal, "internal error (request "+requestID(ss.Context())+")")
+			}
+		}()
+		return h(srv, ss)
+	}
+}

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/inference"
+	"go.uber.org/zap"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+)
+
+// toStatus maps a domain error to a gRPC status. It is the only place where
+// domain errors become status codes.
+func toStatus(log *zap.Logger, err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err // already a status (validation in this package)
+	}
+	var ae *contextpack.ArgumentError
+	var me *contextpack.MissingContentError
+	switch {
+	case errors.As(err, &ae):
+		return withDetails(codes.InvalidArgument, err.Error(), &errdetails.BadRequest{
+			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: ae.Field, Description: ae.Reason}},
+		})
+	case errors.As(err, &me):
+		pf := &errdetails.PreconditionFailure{}
+		for _, p := range me.Paths {
+			pf.Violations = append(pf.Violations, &errdetails.PreconditionFailure_Violation{
+				Type: "MISSING_CONTENT", Subject: p, Description: "the server does not hold this digest: resend the file with content",
+			})
+		}
+		return withDetails(codes.FailedPrecondition, err.Error(), pf)
+	case errors.Is(err, contextpack.ErrInvalidArgument), errors.Is(err, contextpack.ErrBudget),
+		errors.Is(err, inference.ErrInvalidRequest):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, inference.ErrPromptTooLong):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, inference.ErrModelNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, inference.ErrUnavailable), errors.Is(err, inference.ErrIncomplete):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, "request cancelled by the client")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	}
+	if log != nil {
+		log.Error("unclassified error", zap.Error(err))
+	}
+	return status.Error(codes.Internal, "internal error: "+err.Error())
+}
+
+func withDetails(c codes.Code, msg string, details ...protoadapt.MessageV1) error {
+	st := status.New(c, msg)
+	for _, d := range details {
+		if s, err := st.WithDetails(d); err == nil {
+			st = s
+		}
+	}
+	return st.Err()
+}
