@@ -1,0 +1,312 @@
+package infill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+)
+
+// ErrNoFinalResponse is returned when a stream ends without its final
+// CompleteResponse: the server broke the protocol and the text is partial.
+var ErrNoFinalResponse = errors.New("stream ended without a final response")
+
+// maxResends bounds the rounds of resending content the server reported
+// missing within one call.
+const maxResends = 3
+
+// Client calls the infill CompletionService. It is safe for concurrent use.
+type Client struct {
+	conn *grpc.ClientConn // nil when the caller owns the connection
+	rpc  infillv1.CompletionServiceClient
+	cfg  Config
+	log  *zap.Logger
+	held *digestSet
+
+	// sleep waits between attempts; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+	// rand returns a number in [0, 1) for jitter; tests replace it.
+	rand func() float64
+}
+
+// Dial creates a client for target (e.g. "localhost:50051",
+// "unix:///run/infill.sock"). The connection is made lazily, on the first
+// call. A nil log discards the client's logs (retries are logged at Debug).
+func Dial(target string, cfg Config, log *zap.Logger) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	opts := []grpc.DialOption{
+		grpc.WithKeepaliveParams(cfg.Keepalive),
+		grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes),
+			grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes),
+		),
+	}
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(cfg.TLS)))
+	} else {
+		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
+	if cfg.Token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken{
+			token: cfg.Token, requireTLS: !cfg.AllowTokenWithoutTLS}))
+	}
+	opts = append(opts, cfg.DialOptions...)
+	conn, err := grpc.NewClient(target, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", target, err)
+	}
+	c := newClient(conn, cfg, log)
+	c.conn = conn
+	return c, nil
+}
+
+// NewClient wraps a connection the caller made and keeps owning: Close does
+// not close it. Config's transport fields (TLS, Token, Keepalive,
+// MaxMessageBytes, DialOptions) are not applied; they belong to the dial.
+func NewClient(conn grpc.ClientConnInterface, cfg Config, log *zap.Logger) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newClient(conn, cfg.withDefaults(), log), nil
+}
+
+func newClient(conn grpc.ClientConnInterface, cfg Config, log *zap.Logger) *Client {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Client{
+		rpc:   infillv1.NewCompletionServiceClient(conn),
+		cfg:   cfg,
+		log:   log,
+		held:  newDigestSet(cfg.DigestCacheSize),
+		sleep: sleepCtx,
+		rand:  rand.Float64,
+	}
+}
+
+// Close closes the connection Dial made.
+func (c *Client) Close() error {
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.Close()
+}
+
+// Complete asks for completions and waits for all candidates. UNAVAILABLE
+// is retried (nothing has reached the caller yet); content the server
+// reports missing is resent.
+func (c *Client) Complete(ctx context.Context, req *infillv1.CompleteRequest, opts ...grpc.CallOption) (*infillv1.CompleteResponse, error) {
+	var resp *infillv1.CompleteResponse
+	err := c.do(ctx, req.GetRepository(), func(ctx context.Context, repo *infillv1.Repository) (bool, error) {
+		r := withRepository(req, repo, c.cfg.ClientID)
+		out, err := c.rpc.Complete(ctx, r, opts...)
+		if err != nil {
+			return false, err
+		}
+		resp = out
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// errStopped tells do that the consumer stopped iterating.
+var errStopped = errors.New("consumer stopped")
+
+// Stream streams a completion. The iterator yields one attempt's events:
+// StreamStart (held back until the first TextDelta or the final response),
+// each TextDelta, and the final CompleteResponse; or it ends with a single
+// non-nil error. UNAVAILABLE before the first TextDelta is retried.
+// Stopping the loop early, or cancelling ctx, cancels the call.
+//
+// The iterator runs the call each time it is ranged over.
+func (c *Client) Stream(ctx context.Context, req *infillv1.StreamCompleteRequest, opts ...grpc.CallOption) iter.Seq2[*infillv1.StreamCompleteResponse, error] {
+	return func(yield func(*infillv1.StreamCompleteResponse, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		err := c.do(ctx, req.GetRepository(), func(ctx context.Context, repo *infillv1.Repository) (bool, error) {
+			return c.streamOnce(ctx, withRepository(req, repo, c.cfg.ClientID), opts, yield)
+		})
+		if err != nil && !errors.Is(err, errStopped) {
+			yield(nil, err)
+		}
+	}
+}
+
+// streamOnce runs one attempt. It reports whether anything beyond the
+// StreamStart reached the consumer (after which the call is not retried).
+func (c *Client) streamOnce(ctx context.Context, req *infillv1.StreamCompleteRequest, opts []grpc.CallOption,
+	yield func(*infillv1.StreamCompleteResponse, error) bool) (delivered bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := c.rpc.StreamComplete(ctx, req, opts...)
+	if err != nil {
+		return false, err
+	}
+	var start *infillv1.StreamCompleteResponse
+	emit := func(m *infillv1.StreamCompleteResponse) bool {
+		if start != nil {
+			s := start
+			start = nil
+			delivered = true
+			if !yield(s, nil) {
+				return false
+			}
+		}
+		delivered = true
+		return yield(m, nil)
+	}
+	for {
+		m, err := st.Recv()
+		if err == io.EOF {
+			return delivered, ErrNoFinalResponse
+		}
+		if err != nil {
+			return delivered, err
+		}
+		switch m.GetEvent().(type) {
+		case *infillv1.StreamCompleteResponse_Start:
+			start = m
+		case *infillv1.StreamCompleteResponse_Delta:
+			if !emit(m) {
+				return true, errStopped
+			}
+		case *infillv1.StreamCompleteResponse_Done:
+			if !emit(m) {
+				return true, errStopped
+			}
+			// Read the end of the stream so the server finishes with OK
+			// rather than seeing a cancel.
+			if _, err := st.Recv(); err != nil && err != io.EOF {
+				c.log.Debug("stream: error after final response", zap.Error(err))
+			}
+			return true, nil
+		default:
+			c.log.Debug("stream: ignoring unknown event")
+		}
+	}
+}
+
+// do runs one call with digest substitution, resending of missing content,
+// and retries of UNAVAILABLE. call reports whether it delivered anything to
+// the caller, after which nothing is retried.
+func (c *Client) do(ctx context.Context, repo *infillv1.Repository,
+	call func(ctx context.Context, repo *infillv1.Repository) (delivered bool, err error)) error {
+	forced := map[string]bool{}
+	resends := 0
+	for attempt := 1; ; {
+		p := c.prepare(repo, forced)
+		delivered, err := call(ctx, p.repo)
+		if err == nil || delivered {
+			c.accept(p)
+		}
+		if err == nil {
+			return nil
+		}
+		if delivered {
+			return err
+		}
+		if paths := MissingContent(err); len(paths) > 0 && resends < maxResends {
+			if p.resendable(paths) {
+				for _, path := range paths {
+					forced[path] = true
+					c.held.remove(p.digests[path])
+				}
+				resends++
+				c.log.Debug("resending content the server is missing", zap.Int("files", len(paths)))
+				continue
+			}
+		}
+		if status.Code(err) != codes.Unavailable || attempt >= c.cfg.Retry.MaxAttempts || ctx.Err() != nil {
+			return err
+		}
+		wait := c.backoff(attempt)
+		c.log.Debug("retrying after UNAVAILABLE", zap.Int("attempt", attempt),
+			zap.Duration("backoff", wait), zap.Error(err))
+		if err := c.sleep(ctx, wait); err != nil {
+			return status.FromContextError(err).Err()
+		}
+		attempt++
+	}
+}
+
+// backoff returns the wait after the given failed attempt (1-based).
+func (c *Client) backoff(attempt int) time.Duration {
+	p := c.cfg.Retry
+	d := float64(p.InitialBackoff) * math.Pow(p.Multiplier, float64(attempt-1))
+	if d > float64(p.MaxBackoff) {
+		d = float64(p.MaxBackoff)
+	}
+	d *= 1 + p.Jitter*(2*c.rand()-1)
+	if d > float64(p.MaxBackoff) {
+		d = float64(p.MaxBackoff)
+	}
+	return time.Duration(d)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// withRepository returns a shallow copy of req with its repository replaced
+// and client_id filled in; req itself is never modified.
+func withRepository[T interface {
+	proto.Message
+	GetClientId() string
+}](req T, repo *infillv1.Repository, clientID string) T {
+	src := req.ProtoReflect()
+	dst := src.New()
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		dst.Set(fd, v)
+		return true
+	})
+	fields := dst.Descriptor().Fields()
+	if repo != nil {
+		dst.Set(fields.ByName("repository"), protoreflect.ValueOfMessage(repo.ProtoReflect()))
+	}
+	if req.GetClientId() == "" && clientID != "" {
+		dst.Set(fields.ByName("client_id"), protoreflect.ValueOfString(clientID))
+	}
+	return dst.Interface().(T)
+}
+
+// bearerToken is a static token sent as gRPC per-RPC credentials. Written
+// here because grpc's oauth package would pull in golang.org/x/oauth2 for
+// what is one header.
+type bearerToken struct {
+	token      string
+	requireTLS bool
+}
+
+func (b bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearerToken) RequireTransportSecurity() bool { return b.requireTLS }

@@ -1,0 +1,207 @@
+package infill
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+)
+
+// contentStore plays the server's side of the digest contract: it keeps
+// content by digest and fails with FAILED_PRECONDITION listing the paths
+// whose digest it does not hold.
+type contentStore struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (s *contentStore) resolve(repo *infillv1.Repository) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var missing []*errdetails.PreconditionFailure_Violation
+	for _, f := range repo.GetFiles() {
+		switch src := f.GetSource().(type) {
+		case *infillv1.File_Content:
+			s.m[Digest(src.Content)] = src.Content
+		case *infillv1.File_Digest:
+			if _, ok := s.m[src.Digest]; !ok {
+				missing = append(missing, &errdetails.PreconditionFailure_Violation{
+					Type: MissingContentType, Subject: f.GetPath(), Description: "content not held; resend it"})
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	st, err := status.New(codes.FailedPrecondition, fmt.Sprintf("%d files sent as digests are not held", len(missing))).
+		WithDetails(&errdetails.PreconditionFailure{Violations: missing})
+	if err != nil {
+		return err
+	}
+	return st.Err()
+}
+
+func (s *contentStore) evict(content string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, Digest(content))
+}
+
+// shape describes how each file was sent: "path=content" or "path=digest".
+func shape(repo *infillv1.Repository) string {
+	var parts []string
+	for _, f := range repo.GetFiles() {
+		kind := "content"
+		if f.GetDigest() != "" {
+			kind = "digest"
+		}
+		parts = append(parts, f.GetPath()+"="+kind)
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestDigest(t *testing.T) {
+	sum := sha256.Sum256([]byte("hello\n"))
+	if got, want := Digest("hello\n"), "sha256:"+hex.EncodeToString(sum[:]); got != want || len(got) != digestLen {
+		t.Errorf("Digest = %q; want %q", got, want)
+	}
+}
+
+func TestDigestsSentAndMissingContentResent(t *testing.T) {
+	store := &contentStore{m: map[string]string{}}
+	srv := &fakeServer{unary: func(_ int, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
+		if err := store.resolve(req.GetRepository()); err != nil {
+			return nil, err
+		}
+		return &infillv1.CompleteResponse{}, nil
+	}}
+	c, sleeps := newTestClient(t, srv, Config{ContentDigests: true})
+	a := strings.Repeat("a = 1\n", 20)
+	b := strings.Repeat("b = 2\n", 20)
+	req := &infillv1.CompleteRequest{Repository: &infillv1.Repository{Name: "r", Files: []*infillv1.File{
+		{Path: "a.py", Source: &infillv1.File_Content{Content: a}},
+		{Path: "b.py", Source: &infillv1.File_Content{Content: b}},
+		{Path: "tiny.py", Source: &infillv1.File_Content{Content: "t = 3\n"}},
+	}}}
+	call := func() {
+		t.Helper()
+		if _, err := c.Complete(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call() // first time: everything as content
+	call() // then digests, except a file shorter than its digest
+	store.evict(a)
+	call() // a is missing: one FAILED_PRECONDITION, then a resent
+	want := []string{
+		"a.py=content b.py=content tiny.py=content",
+		"a.py=digest b.py=digest tiny.py=content",
+		"a.py=digest b.py=digest tiny.py=content",
+		"a.py=content b.py=digest tiny.py=content",
+	}
+	var got []string
+	for _, r := range srv.Requests() {
+		got = append(got, shape(r))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("requests as sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(*sleeps) != 0 {
+		t.Errorf("a resend must not wait: %v", *sleeps)
+	}
+	if req.GetRepository().GetFiles()[0].GetContent() != a {
+		t.Error("the caller's request was modified")
+	}
+}
+
+func TestStreamResendsMissingContent(t *testing.T) {
+	store := &contentStore{m: map[string]string{}}
+	srv := &fakeServer{stream: func(_ int, req *infillv1.StreamCompleteRequest, st streamSrv) error {
+		if err := store.resolve(req.GetRepository()); err != nil {
+			return err
+		}
+		return sendAll(st, start("m"), delta("ok"), done("ok"))
+	}}
+	c, _ := newTestClient(t, srv, Config{ContentDigests: true})
+	content := strings.Repeat("def f():\n    pass\n", 10)
+	req := &infillv1.StreamCompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{
+		{Path: "m.py", Source: &infillv1.File_Content{Content: content}}}}}
+	for i := range 2 {
+		if i == 1 {
+			store.evict(content)
+		}
+		got := collect(c.Stream(t.Context(), req))
+		if got.err != nil || got.text != "ok" || got.starts != 1 {
+			t.Fatalf("call %d: %+v", i, got)
+		}
+	}
+	var shapes []string
+	for _, r := range srv.Requests() {
+		shapes = append(shapes, shape(r))
+	}
+	if want := []string{"m.py=content", "m.py=digest", "m.py=content"}; !slices.Equal(shapes, want) {
+		t.Errorf("sent %v; want %v", shapes, want)
+	}
+}
+
+func TestCallerDigestMissingIsReturned(t *testing.T) {
+	store := &contentStore{m: map[string]string{}}
+	srv := &fakeServer{unary: func(_ int, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
+		return &infillv1.CompleteResponse{}, store.resolve(req.GetRepository())
+	}}
+	c, _ := newTestClient(t, srv, Config{ContentDigests: true})
+	req := &infillv1.CompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{
+		{Path: "x.py", Source: &infillv1.File_Digest{Digest: Digest("unknown")}},
+		{Path: "y.py", Source: &infillv1.File_Digest{Digest: Digest("unknown too")}},
+	}}}
+	_, err := c.Complete(t.Context(), req)
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("err %v; want FAILED_PRECONDITION", err)
+	}
+	if got := MissingContent(err); !slices.Equal(got, []string{"x.py", "y.py"}) {
+		t.Errorf("MissingContent = %v", got)
+	}
+	if srv.Attempts() != 1 {
+		t.Errorf("attempts %d; content the client does not have cannot be resent", srv.Attempts())
+	}
+}
+
+func TestMissingContentIgnoresOtherErrors(t *testing.T) {
+	for _, err := range []error{
+		nil,
+		context.Canceled,
+		status.Error(codes.FailedPrecondition, "prompt does not fit"),
+		status.Error(codes.InvalidArgument, "bad"),
+	} {
+		if got := MissingContent(err); got != nil {
+			t.Errorf("MissingContent(%v) = %v", err, got)
+		}
+	}
+}
+
+func TestDigestSetBounded(t *testing.T) {
+	s := newDigestSet(3)
+	s.add([]string{"a", "b"})
+	s.add([]string{"c"})
+	if !s.has("a") || !s.has("c") {
+		t.Fatal("lost digests below the bound")
+	}
+	s.add([]string{"d"})
+	if s.has("a") || !s.has("d") || len(s.m) > 3 {
+		t.Errorf("set over its bound: %v", s.m)
+	}
+	s.add([]string{"1", "2", "3", "4", "5"})
+	if len(s.m) > 3 {
+		t.Errorf("set over its bound: %v", s.m)
+	}
+}

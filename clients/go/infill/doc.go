@@ -1,0 +1,62 @@
+// Package infill is the Go client library for the infill completion server
+// (infill.v1.CompletionService). It owns the client side of the API: dialing
+// with sensible defaults, safe retries, streaming, the content-digest
+// protocol, and building requests from a directory on disk. Editor plugins
+// and the infill command-line tool are built on it.
+//
+// # Connecting
+//
+// Dial opens a lazily connected client; Config's zero values mean defaults:
+//
+//	c, err := infill.Dial("localhost:50051", infill.Config{}, logger)
+//	defer c.Close()
+//
+// The defaults are plaintext transport (set Config.TLS for TLS), keepalive
+// pings every minute while a call is open, 64 MiB send and receive limits
+// (the server's default receive limit), and up to 4 attempts per call.
+// Config.Token is sent as "authorization: Bearer TOKEN" on every call; it
+// requires TLS unless Config.AllowTokenWithoutTLS is set (for loopback).
+//
+// # Retries
+//
+// Only UNAVAILABLE is retried, and only while nothing has been handed to the
+// caller: for Complete any UNAVAILABLE, for Stream an UNAVAILABLE that
+// arrives before the first TextDelta. Attempts are spaced by exponential
+// backoff with jitter (Config.Retry). Every other code, and any failure
+// after text was yielded, is returned as it is.
+//
+// # Streaming
+//
+// Stream returns an iterator over the stream's events. It yields exactly
+// one successful attempt's events (StreamStart, TextDelta..., the final
+// CompleteResponse as Done) or ends with one error; the StreamStart of an
+// attempt is held back until its first TextDelta or Done, so a retried
+// attempt never shows twice. Breaking out of the loop, or cancelling ctx,
+// cancels the call at the server.
+//
+//	for ev, err := range c.Stream(ctx, req) {
+//		if err != nil {
+//			return err
+//		}
+//		if d := ev.GetDelta(); d != nil {
+//			fmt.Print(d.GetText())
+//		}
+//	}
+//
+// # Content digests
+//
+// With Config.ContentDigests, a file whose content this client already sent
+// in an accepted call is sent again as "sha256:<hex>" (see Digest). When the
+// server answers FAILED_PRECONDITION with a google.rpc.PreconditionFailure
+// whose violations have type "MISSING_CONTENT" and the file's path as
+// subject, the client resends those files with content, transparently.
+// Callers that send digests themselves can read the paths with
+// MissingContent.
+//
+// # Requests from a directory
+//
+// LoadRepository reads a repository directory (skipping .git, node_modules,
+// vendor and other tool directories, binary and non-UTF-8 files, and files
+// over a size cap); ParsePosition and Position.Cursor turn a 1-based
+// "LINE:COL" into the API's 0-based cursor; RequestFromDir does all of it.
+package infill

@@ -1,0 +1,333 @@
+package infill
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+)
+
+// Errors of the request helpers; test with errors.Is.
+var (
+	// ErrBadPosition: a position is not "LINE:COL" with 1-based numbers.
+	ErrBadPosition = errors.New("bad position")
+	// ErrRepositoryTooLarge: the files to send exceed LoadOptions.MaxTotalBytes.
+	ErrRepositoryTooLarge = errors.New("repository too large")
+	// ErrCursorFile: the cursor file cannot be sent (outside the repository,
+	// binary, not UTF-8, over the size cap, or not a regular file).
+	ErrCursorFile = errors.New("cursor file cannot be sent")
+)
+
+// DefaultSkipDirs are the directory names LoadRepository skips by default:
+// version control, dependency trees and tool caches.
+var DefaultSkipDirs = []string{
+	".git", ".hg", ".svn", "node_modules", "vendor", "__pycache__",
+	".venv", ".tox", ".mypy_cache", ".pytest_cache",
+}
+
+// LoadOptions bound what LoadRepository reads. Zero values mean defaults.
+type LoadOptions struct {
+	// MaxFileBytes skips larger files. Default 1 MiB.
+	MaxFileBytes int64
+	// MaxTotalBytes fails the load when the files sent would exceed it.
+	// Default 32 MiB, well inside the 64 MiB message limit.
+	MaxTotalBytes int64
+	// SkipDirs are directory names skipped wherever they appear; nil means
+	// DefaultSkipDirs, an empty non-nil slice skips none.
+	SkipDirs []string
+	// Include lists paths (relative to the root, forward slashes) read even
+	// inside a skipped directory, and for which any problem is an error
+	// wrapping ErrCursorFile rather than a skip: the cursor file.
+	Include []string
+}
+
+func (o LoadOptions) withDefaults() LoadOptions {
+	if o.MaxFileBytes == 0 {
+		o.MaxFileBytes = 1 << 20
+	}
+	if o.MaxTotalBytes == 0 {
+		o.MaxTotalBytes = 32 << 20
+	}
+	if o.SkipDirs == nil {
+		o.SkipDirs = DefaultSkipDirs
+	}
+	return o
+}
+
+// Skipped is a file or directory LoadRepository left out, and why.
+type Skipped struct {
+	Path   string
+	Reason string
+}
+
+// LoadReport says what LoadRepository read and what it left out.
+type LoadReport struct {
+	Files   int
+	Bytes   int64
+	Skipped []Skipped
+}
+
+// LoadRepository reads the text files under root into a Repository named
+// after root's base name. Paths are relative to root with forward slashes,
+// in lexical order. It skips directories named in SkipDirs, symbolic links,
+// files that are not regular, files over MaxFileBytes, binary files (a NUL
+// byte in the first 8000 bytes, as git decides) and files that are not
+// valid UTF-8 (the API carries content as UTF-8 text).
+func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadReport, error) {
+	opts = opts.withDefaults()
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := os.Stat(abs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !info.IsDir() {
+		return nil, nil, fmt.Errorf("repository %s is not a directory", root)
+	}
+	include := map[string]bool{}
+	for _, p := range opts.Include {
+		include[p] = true
+	}
+	repo := &infillv1.Repository{Name: filepath.Base(abs)}
+	report := &LoadReport{}
+	seen := map[string]bool{}
+
+	add := func(rel string, content []byte) error {
+		report.Files++
+		report.Bytes += int64(len(content))
+		if report.Bytes > opts.MaxTotalBytes {
+			return fmt.Errorf("%w: more than %d bytes of text under %s (point the repository at a smaller directory or raise the limit)",
+				ErrRepositoryTooLarge, opts.MaxTotalBytes, root)
+		}
+		seen[rel] = true
+		repo.Files = append(repo.Files, &infillv1.File{Path: rel, Source: &infillv1.File_Content{Content: string(content)}})
+		return nil
+	}
+
+	err = filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
+		if path == abs {
+			return err
+		}
+		r, relErr := filepath.Rel(abs, path)
+		if relErr != nil {
+			return relErr
+		}
+		rel := filepath.ToSlash(r)
+		skip := func(reason string) error {
+			report.Skipped = append(report.Skipped, Skipped{Path: rel, Reason: reason})
+			return nil
+		}
+		if err != nil {
+			// Unreadable entry: leave it out rather than fail the load.
+			report.Skipped = append(report.Skipped, Skipped{Path: rel, Reason: "unreadable"})
+			if d != nil && d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch {
+		case d.IsDir():
+			if slices.Contains(opts.SkipDirs, d.Name()) {
+				report.Skipped = append(report.Skipped, Skipped{Path: rel + "/", Reason: "skipped directory"})
+				return filepath.SkipDir
+			}
+			return nil
+		case d.Type()&fs.ModeSymlink != 0:
+			return skip("symbolic link")
+		case !d.Type().IsRegular():
+			return skip("not a regular file")
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > opts.MaxFileBytes {
+			if include[rel] {
+				return fmt.Errorf("%w: %s is %d bytes, over the %d-byte cap", ErrCursorFile, rel, info.Size(), opts.MaxFileBytes)
+			}
+			return skip(fmt.Sprintf("over %d bytes", opts.MaxFileBytes))
+		}
+		content, err := os.ReadFile(path)
+		if err != nil {
+			if include[rel] {
+				return fmt.Errorf("%w: %w", ErrCursorFile, err)
+			}
+			return skip("unreadable")
+		}
+		if reason := textProblem(content); reason != "" {
+			if include[rel] {
+				return fmt.Errorf("%w: %s is %s", ErrCursorFile, rel, reason)
+			}
+			return skip(reason)
+		}
+		return add(rel, content)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	// Included paths inside skipped directories.
+	for _, rel := range opts.Include {
+		if seen[rel] {
+			continue
+		}
+		path := filepath.Join(abs, filepath.FromSlash(rel))
+		info, err := os.Lstat(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrCursorFile, err)
+		}
+		if !info.Mode().IsRegular() {
+			return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrCursorFile, rel)
+		}
+		if info.Size() > opts.MaxFileBytes {
+			return nil, nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte cap", ErrCursorFile, rel, info.Size(), opts.MaxFileBytes)
+		}
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrCursorFile, err)
+		}
+		if reason := textProblem(content); reason != "" {
+			return nil, nil, fmt.Errorf("%w: %s is %s", ErrCursorFile, rel, reason)
+		}
+		if err := add(rel, content); err != nil {
+			return nil, nil, err
+		}
+	}
+	return repo, report, nil
+}
+
+// textProblem says why content cannot be sent as text, or "".
+func textProblem(content []byte) string {
+	head := content[:min(len(content), 8000)]
+	if bytes.IndexByte(head, 0) >= 0 {
+		return "binary"
+	}
+	if !utf8.Valid(content) {
+		return "not UTF-8"
+	}
+	return ""
+}
+
+// FindRoot returns the repository directory of file: the nearest enclosing
+// directory that holds a ".git" entry, or else the file's own directory.
+func FindRoot(file string) (string, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(abs)
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir, nil
+		}
+		d = parent
+	}
+}
+
+// Position is a 1-based line and column, as people and most tools count.
+type Position struct {
+	Line, Column int
+}
+
+// ParsePosition parses "LINE:COL" (or "LINE", meaning column 1), both
+// 1-based.
+func ParsePosition(s string) (Position, error) {
+	bad := func() (Position, error) {
+		return Position{}, fmt.Errorf("%w %q: want LINE:COL, both counted from 1", ErrBadPosition, s)
+	}
+	lineStr, colStr, hasCol := strings.Cut(s, ":")
+	if !hasCol {
+		colStr = "1"
+	}
+	line, err1 := strconv.Atoi(lineStr)
+	col, err2 := strconv.Atoi(colStr)
+	if err1 != nil || err2 != nil || line < 1 || col < 1 || line > math.MaxUint32 || col > math.MaxUint32 {
+		return bad()
+	}
+	return Position{Line: line, Column: col}, nil
+}
+
+// String formats p as "LINE:COL".
+func (p Position) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Column) }
+
+// Cursor returns the API cursor for p in the file at path: 0-based line and
+// column, the column counted in enc (UTF-8 bytes, UTF-16 code units or
+// Unicode code points; POSITION_ENCODING_UNSPECIFIED means UTF-16).
+func (p Position) Cursor(path string, enc infillv1.PositionEncoding) *infillv1.Cursor {
+	return &infillv1.Cursor{
+		Path:     path,
+		Line:     uint32(p.Line - 1),
+		Column:   uint32(p.Column - 1),
+		Encoding: enc,
+	}
+}
+
+// RequestFromDir builds a request for a completion in file at pos, with
+// the repository read from root ("" means FindRoot(file)). pos.Column is
+// counted in enc. The cursor file is always sent, even inside a skipped
+// directory; it must lie under root.
+func RequestFromDir(root, file string, pos Position, enc infillv1.PositionEncoding, opts LoadOptions) (*infillv1.CompleteRequest, *LoadReport, error) {
+	if enc == infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET {
+		return nil, nil, fmt.Errorf("%w: LINE:COL cannot use the byte-offset encoding", ErrBadPosition)
+	}
+	if root == "" {
+		r, err := FindRoot(file)
+		if err != nil {
+			return nil, nil, err
+		}
+		root = r
+	}
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	absFile, err := filepath.Abs(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	rel, err := filepath.Rel(absRoot, absFile)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, nil, fmt.Errorf("%w: %s is not inside the repository %s", ErrCursorFile, file, root)
+	}
+	rel = filepath.ToSlash(rel)
+	opts.Include = append(slices.Clip(opts.Include), rel)
+	repo, report, err := LoadRepository(absRoot, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &infillv1.CompleteRequest{
+		Repository: repo,
+		Cursor:     pos.Cursor(rel, enc),
+	}, report, nil
+}
+
+// StreamRequest returns the streaming twin of r. The two messages have the
+// same fields; the copy shares r's sub-messages.
+func StreamRequest(r *infillv1.CompleteRequest) *infillv1.StreamCompleteRequest {
+	out := &infillv1.StreamCompleteRequest{}
+	dst := out.ProtoReflect()
+	fields := dst.Descriptor().Fields()
+	r.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if f := fields.ByNumber(fd.Number()); f != nil && f.Kind() == fd.Kind() {
+			dst.Set(f, v)
+		}
+		return true
+	})
+	return out
+}

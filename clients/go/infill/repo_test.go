@@ -1,0 +1,218 @@
+package infill
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+)
+
+// writeTree creates files (path → content) under a new directory "repo".
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "repo")
+	for p, content := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func paths(repo *infillv1.Repository) []string {
+	var out []string
+	for _, f := range repo.GetFiles() {
+		out = append(out, f.GetPath())
+	}
+	return out
+}
+
+func TestLoadRepositorySkips(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"README.md":               "# r\n",
+		"src/app.py":              "import util\n",
+		"src/util.py":             "def f():\n    return 1\n",
+		"src/empty.py":            "",
+		".git/config":             "[core]\n",
+		"node_modules/x/index.js": "module.exports = 1\n",
+		"vendor/lib/lib.go":       "package lib\n",
+		"src/__pycache__/a.pyc":   "\x00\x01",
+		"data/blob.bin":           "abc\x00def",
+		"data/latin1.txt":         "caf\xe9\n",
+		"data/big.txt":            strings.Repeat("x", 2000),
+	})
+	if err := os.Symlink("app.py", filepath.Join(root, "src", "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	repo, report, err := LoadRepository(root, LoadOptions{MaxFileBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if repo.GetName() != "repo" {
+		t.Errorf("name %q", repo.GetName())
+	}
+	if got, want := paths(repo), []string{"README.md", "src/app.py", "src/empty.py", "src/util.py"}; !slices.Equal(got, want) {
+		t.Errorf("files %v; want %v", got, want)
+	}
+	if repo.GetFiles()[1].GetContent() != "import util\n" {
+		t.Errorf("content %q", repo.GetFiles()[1].GetContent())
+	}
+	var skipped []string
+	for _, s := range report.Skipped {
+		skipped = append(skipped, s.Path+": "+s.Reason)
+	}
+	want := []string{
+		".git/: skipped directory",
+		"data/big.txt: over 1000 bytes",
+		"data/blob.bin: binary",
+		"data/latin1.txt: not UTF-8",
+		"node_modules/: skipped directory",
+		"src/__pycache__/: skipped directory",
+		"src/link.py: symbolic link",
+		"vendor/: skipped directory",
+	}
+	if !slices.Equal(skipped, want) {
+		t.Errorf("skipped:\n%s\nwant:\n%s", strings.Join(skipped, "\n"), strings.Join(want, "\n"))
+	}
+	if report.Files != 4 || report.Bytes != int64(len("# r\nimport util\ndef f():\n    return 1\n")) {
+		t.Errorf("report %d files, %d bytes", report.Files, report.Bytes)
+	}
+
+	all, _, err := LoadRepository(root, LoadOptions{MaxFileBytes: 1000, SkipDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(paths(all), "vendor/lib/lib.go") || !slices.Contains(paths(all), ".git/config") {
+		t.Errorf("an empty SkipDirs must skip nothing: %v", paths(all))
+	}
+}
+
+func TestLoadRepositoryTotalCap(t *testing.T) {
+	root := writeTree(t, map[string]string{"a.txt": strings.Repeat("a", 600), "b.txt": strings.Repeat("b", 600)})
+	_, _, err := LoadRepository(root, LoadOptions{MaxTotalBytes: 1000})
+	if !errors.Is(err, ErrRepositoryTooLarge) {
+		t.Errorf("err %v; want ErrRepositoryTooLarge", err)
+	}
+}
+
+func TestRequestFromDir(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		".git/HEAD":         "ref: refs/heads/main\n",
+		"pkg/mod.py":        "def f():\n    pass\n",
+		"vendor/dep/dep.py": "X = 1\n",
+		"bin/tool":          "\x7fELF\x00",
+		"huge.py":           strings.Repeat("#\n", 600),
+	})
+	opts := LoadOptions{MaxFileBytes: 1000}
+	req, report, err := RequestFromDir("", filepath.Join(root, "pkg", "mod.py"), Position{Line: 2, Column: 5},
+		infillv1.PositionEncoding_POSITION_ENCODING_UTF32, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.GetRepository().GetName() != "repo" || !slices.Equal(paths(req.GetRepository()), []string{"pkg/mod.py"}) {
+		t.Errorf("repository %q %v (root should be found from .git)", req.GetRepository().GetName(), paths(req.GetRepository()))
+	}
+	c := req.GetCursor()
+	if c.GetPath() != "pkg/mod.py" || c.GetLine() != 1 || c.GetColumn() != 4 ||
+		c.GetEncoding() != infillv1.PositionEncoding_POSITION_ENCODING_UTF32 {
+		t.Errorf("cursor %v; want pkg/mod.py 1:4 (0-based) UTF-32", c)
+	}
+	if report.Files != 1 {
+		t.Errorf("report %+v", report)
+	}
+
+	// The cursor file is sent even inside a skipped directory.
+	req, _, err = RequestFromDir(root, filepath.Join(root, "vendor", "dep", "dep.py"), Position{1, 1},
+		infillv1.PositionEncoding_POSITION_ENCODING_UTF8, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := paths(req.GetRepository()); !slices.Equal(got, []string{"pkg/mod.py", "vendor/dep/dep.py"}) {
+		t.Errorf("files %v", got)
+	}
+
+	for name, file := range map[string]string{
+		"binary":  filepath.Join(root, "bin", "tool"),
+		"too big": filepath.Join(root, "huge.py"),
+		"outside": filepath.Join(t.TempDir(), "other.py"),
+		"missing": filepath.Join(root, "nope.py"),
+	} {
+		_, _, err := RequestFromDir(root, file, Position{1, 1}, infillv1.PositionEncoding_POSITION_ENCODING_UTF8, opts)
+		if !errors.Is(err, ErrCursorFile) {
+			t.Errorf("%s: err %v; want ErrCursorFile", name, err)
+		}
+	}
+}
+
+func TestFindRootWithoutGit(t *testing.T) {
+	dir := t.TempDir()
+	got, err := FindRoot(filepath.Join(dir, "a", "b.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Some ancestor of TempDir may be a git checkout; only check the
+	// fallback when none is.
+	if _, err := os.Stat(filepath.Join(got, ".git")); err != nil && got != filepath.Join(dir, "a") {
+		t.Errorf("FindRoot = %q; want the file's directory", got)
+	}
+}
+
+func TestParsePosition(t *testing.T) {
+	good := map[string]Position{"1:1": {1, 1}, "12:5": {12, 5}, "7": {7, 1}, "3:40": {3, 40}}
+	for s, want := range good {
+		got, err := ParsePosition(s)
+		if err != nil || got != want {
+			t.Errorf("ParsePosition(%q) = %v, %v; want %v", s, got, err, want)
+		}
+		if want.Column != 1 || strings.Contains(s, ":") {
+			if got.String() != s {
+				t.Errorf("String() = %q; want %q", got.String(), s)
+			}
+		}
+	}
+	for _, s := range []string{"", "0:1", "1:0", "-1:2", "a:b", "1:2:3", "1:", ":1", "99999999999:1"} {
+		if _, err := ParsePosition(s); !errors.Is(err, ErrBadPosition) {
+			t.Errorf("ParsePosition(%q) err %v; want ErrBadPosition", s, err)
+		}
+	}
+	c := Position{Line: 3, Column: 7}.Cursor("a.go", infillv1.PositionEncoding_POSITION_ENCODING_UTF16)
+	if c.GetLine() != 2 || c.GetColumn() != 6 || c.GetPath() != "a.go" {
+		t.Errorf("Cursor = %v", c)
+	}
+}
+
+func TestStreamRequestCopiesEveryField(t *testing.T) {
+	temp := float32(0.2)
+	r := &infillv1.CompleteRequest{
+		Repository:    &infillv1.Repository{Name: "r", Files: []*infillv1.File{{Path: "a", Source: &infillv1.File_Digest{Digest: "sha256:00"}}}},
+		Cursor:        &infillv1.Cursor{Path: "a", Line: 1, Column: 2, Offset: 3, Encoding: infillv1.PositionEncoding_POSITION_ENCODING_UTF8},
+		Generation:    &infillv1.GenerationOptions{MaxTokens: 5, Temperature: &temp, Stop: []string{"\n\n"}, Candidates: 2},
+		TokenBudget:   100,
+		Model:         "m",
+		ClientId:      "c",
+		SessionId:     "s",
+		LatencyBudget: durationpb.New(1e9),
+	}
+	s := StreamRequest(r)
+	a, err1 := proto.MarshalOptions{Deterministic: true}.Marshal(r)
+	b, err2 := proto.MarshalOptions{Deterministic: true}.Marshal(s)
+	if err1 != nil || err2 != nil || string(a) != string(b) {
+		t.Errorf("StreamRequest lost fields:\n%v\n%v", r, s)
+	}
+	// Every CompleteRequest field is set above, so a field added later
+	// without a twin shows up here.
+	if n := r.ProtoReflect().Descriptor().Fields().Len(); n != 8 {
+		t.Errorf("CompleteRequest has %d fields; update this test", n)
+	}
+}
