@@ -1,0 +1,136 @@
+package tokenizer
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// cgj is U+034F COMBINING GRAPHEME JOINER. golang.org/x/text inserts it after
+// 30 consecutive non-starters (the Unicode Stream-Safe Text Format); Hugging
+// Face's NFC does not, so such text takes the exact slow path below.
+const cgj = "\u034F"
+
+// normalize returns the NFC form of valid UTF-8 text, as Hugging Face's NFC
+// normalizer (Rust unicode-normalization) computes it.
+func normalize(s string) string {
+	if isASCII(s) {
+		return s
+	}
+	out := norm.NFC.String(s)
+	if out == s {
+		return s
+	}
+	if strings.Contains(out, cgj) && strings.Count(out, cgj) != strings.Count(s, cgj) {
+		return nfcExact(s)
+	}
+	return out
+}
+
+func isASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if (s[i]|s[i+1]|s[i+2]|s[i+3]|s[i+4]|s[i+5]|s[i+6]|s[i+7])&0x80 != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// nfcExact is the textbook NFC algorithm (UAX #15: full canonical
+// decomposition, canonical ordering, canonical composition) on
+// golang.org/x/text's Unicode data, without stream-safe CGJ insertion. It is
+// only used for text with very long runs of combining characters.
+func nfcExact(s string) string {
+	// Canonical decomposition. Hangul syllables are kept whole: they are
+	// starters, and composing them again below gives the same result.
+	rs := make([]rune, 0, len(s))
+	for i := 0; i < len(s); {
+		p := norm.NFD.PropertiesString(s[i:])
+		w := p.Size()
+		if w == 0 {
+			w = 1
+		}
+		if d := p.Decomposition(); d != nil {
+			for _, r := range string(d) {
+				rs = append(rs, r)
+			}
+		} else {
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			rs = append(rs, r)
+		}
+		i += w
+	}
+	cccOf := func(r rune) uint8 { return norm.NFD.PropertiesString(string(r)).CCC() }
+	ccc := make([]uint8, len(rs))
+	for i, r := range rs {
+		ccc[i] = cccOf(r)
+	}
+
+	// Canonical ordering: stable sort of every run of non-starters by class.
+	for i := 0; i < len(rs); {
+		if ccc[i] == 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < len(rs) && ccc[j] != 0 {
+			j++
+		}
+		type mark struct {
+			r rune
+			c uint8
+		}
+		run := make([]mark, j-i)
+		for k := range run {
+			run[k] = mark{rs[i+k], ccc[i+k]}
+		}
+		slices.SortStableFunc(run, func(a, b mark) int { return int(a.c) - int(b.c) })
+		for k, m := range run {
+			rs[i+k], ccc[i+k] = m.r, m.c
+		}
+		i = j
+	}
+
+	// Canonical composition.
+	cache := map[[2]rune]rune{}
+	compose := func(a, b rune) (rune, bool) {
+		k := [2]rune{a, b}
+		if c, ok := cache[k]; ok {
+			return c, c >= 0
+		}
+		c := rune(-1)
+		out := norm.NFC.String(string([]rune{a, b}))
+		if r, w := utf8.DecodeRuneInString(out); w == len(out) && r != utf8.RuneError {
+			c = r
+		}
+		cache[k] = c
+		return c, c >= 0
+	}
+	out := make([]rune, 0, len(rs))
+	starter := -1   // index in out of the last starter
+	last := int(-1) // class of the last char appended after the starter; -1: none
+	for i, r := range rs {
+		c := int(ccc[i])
+		if starter >= 0 && (last == -1 || (last != 0 && last < c)) {
+			if comp, ok := compose(out[starter], r); ok {
+				out[starter] = comp
+				continue
+			}
+		}
+		if c == 0 {
+			starter, last = len(out), -1
+		} else {
+			last = c
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
