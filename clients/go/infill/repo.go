@@ -22,7 +22,8 @@ import (
 var (
 	// ErrBadPosition: a position is not "LINE:COL" with 1-based numbers.
 	ErrBadPosition = errors.New("bad position")
-	// ErrRepositoryTooLarge: the files to send exceed LoadOptions.MaxTotalBytes.
+	// ErrRepositoryTooLarge: the files to send exceed LoadOptions.MaxTotalBytes
+	// or MaxFiles.
 	ErrRepositoryTooLarge = errors.New("repository too large")
 	// ErrCursorFile: the cursor file cannot be sent (outside the repository,
 	// binary, not UTF-8, over the size cap, or not a regular file).
@@ -43,6 +44,9 @@ type LoadOptions struct {
 	// MaxTotalBytes fails the load when the files sent would exceed it.
 	// Default 32 MiB, well inside the 64 MiB message limit.
 	MaxTotalBytes int64
+	// MaxFiles fails the load when more files would be sent. Default
+	// 20,000, the server's default cap per request.
+	MaxFiles int
 	// SkipDirs are directory names skipped wherever they appear; nil means
 	// DefaultSkipDirs, an empty non-nil slice skips none.
 	SkipDirs []string
@@ -58,6 +62,9 @@ func (o LoadOptions) withDefaults() LoadOptions {
 	}
 	if o.MaxTotalBytes == 0 {
 		o.MaxTotalBytes = 32 << 20
+	}
+	if o.MaxFiles == 0 {
+		o.MaxFiles = 20000
 	}
 	if o.SkipDirs == nil {
 		o.SkipDirs = DefaultSkipDirs
@@ -111,6 +118,10 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 		if report.Bytes > opts.MaxTotalBytes {
 			return fmt.Errorf("%w: more than %d bytes of text under %s (point the repository at a smaller directory or raise the limit)",
 				ErrRepositoryTooLarge, opts.MaxTotalBytes, root)
+		}
+		if report.Files > opts.MaxFiles {
+			return fmt.Errorf("%w: more than %d files under %s (point the repository at a smaller directory or raise the limit)",
+				ErrRepositoryTooLarge, opts.MaxFiles, root)
 		}
 		seen[rel] = true
 		repo.Files = append(repo.Files, &infillv1.File{Path: rel, Source: &infillv1.File_Content{Content: string(content)}})

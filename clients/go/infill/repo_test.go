@@ -104,6 +104,10 @@ func TestLoadRepositoryTotalCap(t *testing.T) {
 	if !errors.Is(err, ErrRepositoryTooLarge) {
 		t.Errorf("err %v; want ErrRepositoryTooLarge", err)
 	}
+	_, _, err = LoadRepository(root, LoadOptions{MaxFiles: 1})
+	if !errors.Is(err, ErrRepositoryTooLarge) {
+		t.Errorf("err %v; want ErrRepositoryTooLarge for too many files", err)
+	}
 }
 
 func TestRequestFromDir(t *testing.T) {

@@ -1,0 +1,27 @@
+// Command infill is the command-line tool of the infill completion server:
+// `infill complete FILE LINE:COL` streams a completion to the terminal.
+// Run `infill --help` for the commands; the code lives in clients/internal/cli.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/infill-dev/infill/clients/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], cli.Env{
+		Stdout:           os.Stdout,
+		Stderr:           os.Stderr,
+		Getenv:           os.Getenv,
+		StdoutIsTerminal: term.IsTerminal(int(os.Stdout.Fd())),
+	})
+	stop()
+	os.Exit(code)
+}
