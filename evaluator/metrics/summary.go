@@ -22,6 +22,10 @@ type Sample struct {
 	Total time.Duration `json:"total_ns"`
 }
 
+// VerdictSkipped marks samples that were not executed (no tests); they
+// count for exact match and edit similarity but not for pass@k.
+const VerdictSkipped = "skipped"
+
 // Latency summarises durations of the samples that reported one.
 type Latency struct {
 	Count int           `json:"count"`
@@ -38,9 +42,9 @@ type Group struct {
 	Level     string `json:"level,omitempty"`
 	Tasks     int    `json:"tasks"`
 	Samples   int    `json:"samples"`
-	// PassAtK maps k to the mean unbiased pass@k over the group's tasks, in
-	// 0..1. A k is present only when every task of the group has at least k
-	// samples.
+	// PassAtK maps k to the mean unbiased pass@k over the group's executed
+	// tasks, in 0..1. A k is present only when every such task has at least
+	// k executed samples.
 	PassAtK map[int]float64 `json:"pass_at_k"`
 	// ExactMatch is the fraction of samples that match exactly, 0..1.
 	ExactMatch float64 `json:"exact_match"`
@@ -127,15 +131,19 @@ func group(samples []Sample, ks []int) Group {
 	tasks := map[string]*tally{}
 	var ttft, total []time.Duration
 	es := 0
+	seen := map[string]bool{}
 	for _, s := range samples {
-		t := tasks[s.TaskID]
-		if t == nil {
-			t = &tally{}
-			tasks[s.TaskID] = t
-		}
-		t.n++
-		if s.Passed {
-			t.c++
+		seen[s.TaskID] = true
+		if s.Verdict != VerdictSkipped {
+			t := tasks[s.TaskID]
+			if t == nil {
+				t = &tally{}
+				tasks[s.TaskID] = t
+			}
+			t.n++
+			if s.Passed {
+				t.c++
+			}
 		}
 		if s.ExactMatch {
 			g.ExactMatch++
@@ -151,7 +159,7 @@ func group(samples []Sample, ks []int) Group {
 			total = append(total, s.Total)
 		}
 	}
-	g.Tasks = len(tasks)
+	g.Tasks = len(seen)
 	if g.Samples > 0 {
 		g.ExactMatch /= float64(g.Samples)
 		g.EditSimilarity = float64(es) / float64(g.Samples)

@@ -1,0 +1,284 @@
+package evaluator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/infill-dev/infill/evaluator/metrics"
+)
+
+// Config configures a Runner.
+type Config struct {
+	// Workers bounds the samples graded at once (default runtime.NumCPU()).
+	Workers int
+	// Ks are the k of pass@k reported in summaries (default {1}).
+	Ks []int
+	// ResultsPath, if set, is the JSON-lines journal: finished samples are
+	// appended (fsync per record) and skipped when a run is resumed.
+	ResultsPath string
+	// OutputTailBytes is how much of stdout and of stderr each Result keeps
+	// (default 2048).
+	OutputTailBytes int
+	// AllowedRepoRoots, if non-empty, restricts ExecRepository tasks to
+	// repositories under one of these absolute directories.
+	AllowedRepoRoots []string
+}
+
+// ErrInvalidConfig wraps Config validation errors.
+var ErrInvalidConfig = errors.New("evaluator: invalid config")
+
+// WithDefaults fills zero fields.
+func (c Config) WithDefaults() Config {
+	if c.Workers == 0 {
+		c.Workers = runtime.NumCPU()
+	}
+	if len(c.Ks) == 0 {
+		c.Ks = []int{1}
+	}
+	if c.OutputTailBytes == 0 {
+		c.OutputTailBytes = 2048
+	}
+	return c
+}
+
+// Validate checks the configuration (after defaults).
+func (c Config) Validate() error {
+	if c.Workers < 1 {
+		return fmt.Errorf("%w: Workers must be at least 1", ErrInvalidConfig)
+	}
+	for _, k := range c.Ks {
+		if k < 1 {
+			return fmt.Errorf("%w: pass@k needs k >= 1, got %d", ErrInvalidConfig, k)
+		}
+	}
+	if c.OutputTailBytes < 0 {
+		return fmt.Errorf("%w: negative OutputTailBytes", ErrInvalidConfig)
+	}
+	for _, r := range c.AllowedRepoRoots {
+		if !filepath.IsAbs(r) {
+			return fmt.Errorf("%w: AllowedRepoRoots entry %q is not absolute", ErrInvalidConfig, r)
+		}
+	}
+	return nil
+}
+
+func (c *Config) repoAllowed(dir string) bool {
+	if len(c.AllowedRepoRoots) == 0 {
+		return true
+	}
+	dir = filepath.Clean(dir)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	for _, root := range c.AllowedRepoRoots {
+		root = filepath.Clean(root)
+		if real, err := filepath.EvalSymlinks(root); err == nil {
+			root = real
+		}
+		if dir == root || strings.HasPrefix(dir, root+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Job asks for Samples completions of Task to be graded. When Completions
+// is set the harness made them already and they are graded as given
+// (Samples defaults to len(Completions)); otherwise the Runner's Completer
+// makes them.
+type Job struct {
+	Task        Task
+	Samples     int
+	Completions []Completion
+}
+
+// ErrNoCompleter is the VerdictError reason for a job without completions
+// on a Runner without a Completer.
+var ErrNoCompleter = errors.New("evaluator: no completion supplied and no completer configured")
+
+// Report is what a run produced.
+type Report struct {
+	// Summary covers this run's results and those resumed from the journal.
+	Summary metrics.Summary
+	// Graded counts results produced by this run; Resumed those found in
+	// the journal and skipped.
+	Graded, Resumed int
+}
+
+// Runner grades jobs with a bounded worker pool.
+type Runner struct {
+	cfg       Config
+	exec      Executor
+	completer Completer
+	log       *zap.Logger
+}
+
+// NewRunner returns a Runner. completer may be nil when every job carries
+// its completions.
+func NewRunner(cfg Config, exec Executor, completer Completer, log *zap.Logger) (*Runner, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if exec == nil {
+		return nil, fmt.Errorf("%w: nil Executor", ErrInvalidConfig)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Runner{cfg: cfg, exec: exec, completer: completer, log: log}, nil
+}
+
+// Grade completes (when c is nil) and grades one sample of t. It returns an
+// error only when ctx is done.
+func (r *Runner) Grade(ctx context.Context, t Task, sample int, c *Completion) (Result, error) {
+	if c == nil {
+		if r.completer == nil {
+			return errorResult(&t, sample, ErrNoCompleter), nil
+		}
+		got, err := r.completer.Complete(ctx, t, sample)
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		if err != nil {
+			return errorResult(&t, sample, fmt.Errorf("completion: %w", err)), nil
+		}
+		c = &got
+	}
+	return grade(ctx, r.exec, &r.cfg, &t, sample, *c)
+}
+
+func errorResult(t *Task, sample int, err error) Result {
+	return Result{TaskID: t.ID, Benchmark: t.Benchmark, Level: t.Level, Sample: sample,
+		Verdict: VerdictError, Error: err.Error(), ExitCode: -1}
+}
+
+// RunJobs is Run over a slice.
+func (r *Runner) RunJobs(ctx context.Context, jobs []Job, emit func(Result) error) (Report, error) {
+	ch := make(chan Job)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer close(ch)
+		for _, j := range jobs {
+			select {
+			case ch <- j:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return r.Run(ctx, ch, emit)
+}
+
+type unit struct {
+	job    *Job
+	sample int
+}
+
+// Run grades every sample of every job received on jobs until jobs is
+// closed, with at most Config.Workers samples in flight. Each result is
+// appended to the journal (if any) and then passed to emit as soon as it is
+// ready; emit calls are serialised. Samples already in the journal are
+// skipped. When ctx is cancelled or emit returns an error, samples in flight
+// are killed and not recorded, and Run returns that error with the report so
+// far. One sample's crash, hang or flood only affects its own result.
+func (r *Runner) Run(ctx context.Context, jobs <-chan Job, emit func(Result) error) (Report, error) {
+	agg := metrics.NewAggregator(r.cfg.Ks...)
+	var rep Report
+	var journal *Journal
+	if r.cfg.ResultsPath != "" {
+		j, prev, err := OpenJournal(r.cfg.ResultsPath)
+		if err != nil {
+			return rep, err
+		}
+		defer j.Close()
+		journal = j
+		for i := range prev {
+			agg.Add(prev[i].MetricsSample())
+		}
+		rep.Resumed = len(prev)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	units := make(chan unit)
+	var mu sync.Mutex // serialises journal appends, aggregation and emit
+	record := func(res *Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		if journal != nil && res.Verdict != VerdictError {
+			if err := journal.Append(res); err != nil {
+				cancel(fmt.Errorf("evaluator: writing results journal: %w", err))
+				return
+			}
+		}
+		agg.Add(res.MetricsSample())
+		rep.Graded++
+		if emit != nil && ctx.Err() == nil {
+			if err := emit(*res); err != nil {
+				cancel(err)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range r.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range units {
+				var c *Completion
+				if u.sample < len(u.job.Completions) {
+					c = &u.job.Completions[u.sample]
+				}
+				res, err := r.Grade(ctx, u.job.Task, u.sample, c)
+				if err != nil {
+					continue // ctx done: drain without recording
+				}
+				record(&res)
+			}
+		}()
+	}
+dispatch:
+	for {
+		var job Job
+		var ok bool
+		select {
+		case <-ctx.Done():
+			break dispatch
+		case job, ok = <-jobs:
+			if !ok {
+				break dispatch
+			}
+		}
+		n := job.Samples
+		if n <= 0 {
+			n = max(1, len(job.Completions))
+		}
+		jp := &job
+		for s := range n {
+			if journal != nil && journal.Done(job.Task.Benchmark, job.Task.ID, s) {
+				continue
+			}
+			select {
+			case units <- unit{jp, s}:
+			case <-ctx.Done():
+				break dispatch
+			}
+		}
+	}
+	close(units)
+	wg.Wait()
+	rep.Summary = agg.Summary()
+	if err := context.Cause(ctx); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}

@@ -1,0 +1,177 @@
+package evaluator
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// Level is the granularity of a masked span.
+type Level string
+
+// Levels. Grammar-based levels follow ExecRepoBench (expression, statement,
+// block) with block split into function and class where known; random levels
+// cover HumanEval infilling and ExecRepoBench's random masks.
+const (
+	LevelExpression Level = "expression"
+	LevelStatement  Level = "statement"
+	LevelBlock      Level = "block"
+	LevelFunction   Level = "function"
+	LevelClass      Level = "class"
+	LevelSingleLine Level = "single-line"
+	LevelMultiLine  Level = "multi-line"
+	LevelRandomSpan Level = "random-span"
+)
+
+// Levels lists every known level.
+func Levels() []Level {
+	return []Level{LevelExpression, LevelStatement, LevelBlock, LevelFunction, LevelClass,
+		LevelSingleLine, LevelMultiLine, LevelRandomSpan}
+}
+
+// Valid reports whether l is a known level.
+func (l Level) Valid() bool {
+	for _, x := range Levels() {
+		if l == x {
+			return true
+		}
+	}
+	return false
+}
+
+// ContextFile is one cross-file context entry.
+type ContextFile struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// ExecKind says how a task's completion is executed.
+type ExecKind string
+
+const (
+	// ExecNone: no tests; only exact match and edit similarity are scored
+	// and the verdict is VerdictSkipped.
+	ExecNone ExecKind = ""
+	// ExecProgram: the file Prefix+completion+Suffix followed by Epilogue is
+	// one Python program, run as __main__ (HumanEval infilling).
+	ExecProgram ExecKind = "program"
+	// ExecRepository: Prefix+completion+Suffix replaces the file Path in a
+	// private copy of RepoDir, then Test runs there.
+	ExecRepository ExecKind = "repository"
+)
+
+// TestKind selects how a repository's tests are run.
+type TestKind string
+
+const (
+	// TestScript runs a Python script like `python SCRIPT ARGS`
+	// (ExecRepoBench's evaluate_repo.py). Pass: exit 0 and the runner's
+	// nonce after the script returned.
+	TestScript TestKind = "script"
+	// TestPytest runs pytest ARGS in-process. Pass: exit 0, the nonce, no
+	// failures or errors and ExpectedTests passed tests (at least one when
+	// ExpectedTests is 0).
+	TestPytest TestKind = "pytest"
+	// TestCommand runs an arbitrary command. Pass: exit 0 only; this is the
+	// weakest signal (an early exit(0) passes) and results say so.
+	TestCommand TestKind = "command"
+)
+
+// TestSpec is a repository's test entry point.
+type TestSpec struct {
+	Kind          TestKind `json:"kind"`
+	Script        string   `json:"script,omitempty"`
+	Args          []string `json:"args,omitempty"`
+	Command       []string `json:"command,omitempty"`
+	ExpectedTests int      `json:"expected_tests,omitempty"`
+}
+
+// Exec describes how to execute a completed task.
+type Exec struct {
+	Kind ExecKind
+	// Epilogue follows the completed file in ExecProgram (HumanEval:
+	// "\n" + test + "\n" + "check(" + entry_point + ")").
+	Epilogue string
+	// RepoDir is the host directory of the pristine repository
+	// (ExecRepository). It is copied, never modified.
+	RepoDir string
+	// Test is the repository's test entry point (ExecRepository).
+	Test TestSpec
+	// Timeout overrides the sandbox's wall-clock limit when positive.
+	Timeout time.Duration
+}
+
+// Task is one infilling problem.
+type Task struct {
+	// ID is unique within Benchmark.
+	ID        string
+	Benchmark string
+	Level     Level
+	// FillType is the benchmark's own label (e.g. ExecRepoBench's
+	// "grammar-based: expression"); informational.
+	FillType string
+	Language string
+	RepoName string
+	// Path is the target file, slash-separated, relative to the repository
+	// root (ExecRepository) or the program's file name (ExecProgram).
+	Path   string
+	Prefix string
+	Suffix string
+	// Reference is the ground-truth middle; it may be empty.
+	Reference string
+	// Context is cross-file context, most relevant first.
+	Context []ContextFile
+	Exec    Exec
+}
+
+// ErrInvalidTask wraps every task validation error.
+var ErrInvalidTask = errors.New("evaluator: invalid task")
+
+// Validate checks the task's fields.
+func (t *Task) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidTask, t.ID, fmt.Sprintf(format, a...))
+	}
+	if t.ID == "" {
+		return fmt.Errorf("%w: empty task id", ErrInvalidTask)
+	}
+	if t.Level != "" && !t.Level.Valid() {
+		return bad("unknown level %q", t.Level)
+	}
+	switch t.Exec.Kind {
+	case ExecNone:
+	case ExecProgram:
+	case ExecRepository:
+		if t.Exec.RepoDir == "" || !filepath.IsAbs(t.Exec.RepoDir) {
+			return bad("repository directory %q must be absolute", t.Exec.RepoDir)
+		}
+		if t.Path == "" || !filepath.IsLocal(filepath.FromSlash(t.Path)) {
+			return bad("target path %q must be relative and stay inside the repository", t.Path)
+		}
+		switch t.Exec.Test.Kind {
+		case TestScript:
+			if s := t.Exec.Test.Script; s == "" || !filepath.IsLocal(filepath.FromSlash(s)) {
+				return bad("test script %q must be a relative path inside the repository", s)
+			}
+		case TestPytest:
+		case TestCommand:
+			if len(t.Exec.Test.Command) == 0 {
+				return bad("empty test command")
+			}
+		default:
+			return bad("unknown test kind %q", t.Exec.Test.Kind)
+		}
+		if t.Exec.Test.ExpectedTests < 0 {
+			return bad("negative expected test count")
+		}
+	default:
+		return bad("unknown exec kind %q", t.Exec.Kind)
+	}
+	return nil
+}
+
+// Compose returns the completed target file: Prefix + completion + Suffix.
+func (t *Task) Compose(completion string) string {
+	return t.Prefix + completion + t.Suffix
+}

@@ -1,0 +1,5 @@
+import sys
+
+import pytest
+
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "tests"]))
