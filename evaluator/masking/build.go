@@ -1,0 +1,477 @@
+package masking
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/dataset"
+)
+
+// Options configures benchmark construction.
+type Options struct {
+	// Seed makes the selection deterministic: the same repository, options
+	// and seed give the same samples.
+	Seed uint64
+	// PerLevel is the number of samples wanted per level (default 5).
+	PerLevel int
+	// Levels to produce (default: all eight).
+	Levels []evaluator.Level
+	// MinMiddle and MaxMiddle bound the stripped middle's length in bytes
+	// (defaults 3 and 1500).
+	MinMiddle, MaxMiddle int
+	// MaxLines bounds multi-line masks (default 10 lines, at least 2).
+	MaxLines int
+	// MaxSpan bounds random spans in bytes (default 30).
+	MaxSpan int
+	// Include selects the files to mask, by slash-separated path relative
+	// to the repository (default: DefaultInclude).
+	Include func(rel string) bool
+	// Test is the repository's test entry point (default: script
+	// evaluate_repo.py when the repository has one, else pytest -q).
+	Test *evaluator.TestSpec
+	// Benchmark names the records (default "infill").
+	Benchmark string
+	// Repository is written to each record's repository field (default: the
+	// repository's absolute path).
+	Repository string
+	// RequireEmptyFails keeps only samples whose tests fail when the span is
+	// left empty, i.e. samples the tests actually exercise.
+	RequireEmptyFails bool
+	// MaxAttempts bounds the candidates validated per level (default
+	// 10 × PerLevel).
+	MaxAttempts int
+	// Timeout is each test run's wall-clock limit (default: the sandbox's).
+	Timeout time.Duration
+}
+
+// Grader grades one completion; *evaluator.Runner implements it.
+type Grader interface {
+	Grade(ctx context.Context, t evaluator.Task, sample int, c *evaluator.Completion) (evaluator.Result, error)
+}
+
+// Stats describes a build.
+type Stats struct {
+	Files      int                     `json:"files"`
+	Skipped    []string                `json:"skipped_files,omitempty"`
+	Candidates map[evaluator.Level]int `json:"candidates"`
+	Kept       map[evaluator.Level]int `json:"kept"`
+	// Uncovered counts samples dropped because the tests still passed with
+	// the span left empty (RequireEmptyFails).
+	Uncovered map[evaluator.Level]int `json:"uncovered"`
+	// BaselineTests is the pytest pass count of the unmodified repository.
+	BaselineTests int `json:"baseline_tests,omitempty"`
+}
+
+// Errors.
+var (
+	ErrInvalidOptions = errors.New("masking: invalid options")
+	ErrNoFiles        = errors.New("masking: no Python files to mask")
+	ErrBaselineFails  = errors.New("masking: the unmodified repository does not pass its tests")
+)
+
+// DefaultInclude accepts .py files outside test, docs and build trees,
+// except test files, conftest.py, setup.py and evaluate_repo.py.
+func DefaultInclude(rel string) bool {
+	if !strings.HasSuffix(rel, ".py") {
+		return false
+	}
+	parts := strings.Split(rel, "/")
+	for _, d := range parts[:len(parts)-1] {
+		switch d {
+		case "tests", "test", "testing", "docs", "doc", "build", "dist", "examples", "venv", ".venv", "node_modules":
+			return false
+		}
+		if strings.HasPrefix(d, ".") {
+			return false
+		}
+	}
+	base := parts[len(parts)-1]
+	switch {
+	case base == "evaluate_repo.py", base == "setup.py", base == "conftest.py",
+		strings.HasPrefix(base, "test_"), strings.HasSuffix(base, "_test.py"):
+		return false
+	}
+	return true
+}
+
+func (o Options) withDefaults() Options {
+	if o.PerLevel == 0 {
+		o.PerLevel = 5
+	}
+	if len(o.Levels) == 0 {
+		o.Levels = evaluatorLevels()
+	}
+	if o.MinMiddle == 0 {
+		o.MinMiddle = 3
+	}
+	if o.MaxMiddle == 0 {
+		o.MaxMiddle = 1500
+	}
+	if o.MaxLines == 0 {
+		o.MaxLines = 10
+	}
+	if o.MaxSpan == 0 {
+		o.MaxSpan = 30
+	}
+	if o.Include == nil {
+		o.Include = DefaultInclude
+	}
+	if o.Benchmark == "" {
+		o.Benchmark = dataset.InfillName
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 10 * o.PerLevel
+	}
+	return o
+}
+
+func evaluatorLevels() []evaluator.Level {
+	return []evaluator.Level{evaluator.LevelExpression, evaluator.LevelStatement, evaluator.LevelBlock,
+		evaluator.LevelFunction, evaluator.LevelClass, evaluator.LevelSingleLine, evaluator.LevelMultiLine,
+		evaluator.LevelRandomSpan}
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.PerLevel < 1 || o.MaxAttempts < 1:
+		return fmt.Errorf("%w: PerLevel and MaxAttempts must be positive", ErrInvalidOptions)
+	case o.MinMiddle < 1 || o.MaxMiddle < o.MinMiddle:
+		return fmt.Errorf("%w: need 1 <= MinMiddle <= MaxMiddle", ErrInvalidOptions)
+	case o.MaxLines < 2 || o.MaxSpan < 1:
+		return fmt.Errorf("%w: MaxLines must be at least 2 and MaxSpan positive", ErrInvalidOptions)
+	}
+	for _, l := range o.Levels {
+		if !l.Valid() {
+			return fmt.Errorf("%w: unknown level %q", ErrInvalidOptions, l)
+		}
+	}
+	return nil
+}
+
+// source is one file of the repository.
+type source struct {
+	rel string
+	src []byte
+	sum string
+}
+
+// plan lists, per level, the candidates in the order they are tried.
+type plan struct {
+	repo    string
+	files   map[string]*source
+	byLevel map[evaluator.Level][]Candidate
+	stats   Stats
+}
+
+func makePlan(ctx context.Context, repoDir string, o Options, log *zap.Logger) (*plan, error) {
+	p := &plan{repo: repoDir, files: map[string]*source{}, byLevel: map[evaluator.Level][]Candidate{},
+		stats: Stats{Candidates: map[evaluator.Level]int{}, Kept: map[evaluator.Level]int{}, Uncovered: map[evaluator.Level]int{}}}
+	var rels []string
+	err := filepath.WalkDir(repoDir, func(pth string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoDir, pth)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "__pycache__") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() && o.Include(rel) {
+			rels = append(rels, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(rels)
+	all := map[evaluator.Level][]Candidate{}
+	for _, rel := range rels {
+		data, err := os.ReadFile(filepath.Join(repoDir, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		grammar, err := GrammarCandidates(ctx, rel, data)
+		if err != nil {
+			if errors.Is(err, ErrSyntax) {
+				p.stats.Skipped = append(p.stats.Skipped, rel)
+				log.Debug("masking: skipping file that does not parse", zap.String("file", rel))
+				continue
+			}
+			return nil, err
+		}
+		sum := sha256.Sum256(data)
+		p.files[rel] = &source{rel: rel, src: data, sum: hex.EncodeToString(sum[:])}
+		p.stats.Files++
+		for _, c := range grammar {
+			all[c.Level] = append(all[c.Level], c)
+		}
+		all[evaluator.LevelSingleLine] = append(all[evaluator.LevelSingleLine], LineCandidates(rel, data)...)
+	}
+	if len(p.files) == 0 {
+		return nil, fmt.Errorf("%w in %s", ErrNoFiles, repoDir)
+	}
+	for _, level := range o.Levels {
+		rng := rand.New(rand.NewPCG(o.Seed, levelSalt(level)))
+		var cands []Candidate
+		switch level {
+		case evaluator.LevelMultiLine:
+			cands = multiLineCandidates(p, rels, o, rng)
+		case evaluator.LevelRandomSpan:
+			cands = spanCandidates(p, rels, o, rng)
+		default:
+			cands = slices.Clone(all[level])
+		}
+		rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+		seen := map[string]bool{}
+		var kept []Candidate
+		for _, c := range cands {
+			mid := strings.TrimSpace(string(p.files[c.Path].src[c.Start:c.End]))
+			if len(mid) < o.MinMiddle || len(mid) > o.MaxMiddle || seen[mid] {
+				continue
+			}
+			seen[mid] = true
+			kept = append(kept, c)
+		}
+		p.byLevel[level] = kept
+		p.stats.Candidates[level] = len(kept)
+	}
+	return p, nil
+}
+
+func levelSalt(l evaluator.Level) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(l))
+	return h.Sum64()
+}
+
+// multiLineCandidates draws, for each non-blank starting line in file
+// order, a block of 2..MaxLines lines.
+func multiLineCandidates(p *plan, rels []string, o Options, rng *rand.Rand) []Candidate {
+	var out []Candidate
+	for _, rel := range rels {
+		f := p.files[rel]
+		if f == nil {
+			continue
+		}
+		starts := lineStarts(f.src)
+		for i := range starts {
+			if len(bytes.TrimSpace(lineAt(f.src, starts, i))) == 0 {
+				continue
+			}
+			n := 2 + rng.IntN(o.MaxLines-1)
+			last := min(i+n-1, len(starts)-1)
+			if last == i {
+				continue
+			}
+			end := lineEnd(f.src, starts, last)
+			out = append(out, Candidate{Path: rel, Start: starts[i], End: end, Level: evaluator.LevelMultiLine, NodeType: fmt.Sprintf("lines:%d", last-i+1)})
+		}
+	}
+	return out
+}
+
+// spanCandidates draws random byte spans of 1..MaxSpan bytes on character
+// boundaries, about one per 40 bytes of source.
+func spanCandidates(p *plan, rels []string, o Options, rng *rand.Rand) []Candidate {
+	var out []Candidate
+	for _, rel := range rels {
+		f := p.files[rel]
+		if f == nil || len(f.src) < 2 {
+			continue
+		}
+		for range max(1, len(f.src)/40) {
+			start := runeBoundary(f.src, rng.IntN(len(f.src)))
+			end := runeBoundary(f.src, min(len(f.src), start+1+rng.IntN(o.MaxSpan)))
+			if end <= start {
+				continue
+			}
+			out = append(out, Candidate{Path: rel, Start: start, End: end, Level: evaluator.LevelRandomSpan, NodeType: "span"})
+		}
+	}
+	return out
+}
+
+func lineAt(src []byte, starts []int, i int) []byte { return src[starts[i]:lineEnd(src, starts, i)] }
+
+func lineEnd(src []byte, starts []int, i int) int {
+	if i+1 < len(starts) {
+		return starts[i+1] - 1
+	}
+	if n := len(src); n > 0 && src[n-1] == '\n' {
+		return n - 1
+	}
+	return len(src)
+}
+
+func (p *plan) record(c Candidate, o Options, test evaluator.TestSpec) dataset.InfillRecord {
+	f := p.files[c.Path]
+	repo := o.Repository
+	if repo == "" {
+		repo = p.repo
+	}
+	r := dataset.InfillRecord{
+		ID:           fmt.Sprintf("%s/%s:%d-%d", c.Level, c.Path, c.Start, c.End),
+		Benchmark:    o.Benchmark,
+		Repository:   repo,
+		RepoName:     path.Base(filepath.ToSlash(p.repo)),
+		Target:       c.Path,
+		Span:         &dataset.Span{Start: c.Start, End: c.End},
+		TargetSHA256: f.sum,
+		Level:        c.Level,
+		NodeType:     c.NodeType,
+		Test:         test,
+	}
+	if o.Timeout > 0 {
+		r.TimeoutS = o.Timeout.Seconds()
+	}
+	return r
+}
+
+// Select picks samples without running any test: the first PerLevel
+// candidates of each level in seeded order.
+func Select(ctx context.Context, repoDir string, o Options) ([]dataset.InfillRecord, Stats, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, Stats{}, err
+	}
+	repoDir, err := filepath.Abs(repoDir)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	p, err := makePlan(ctx, repoDir, o, zap.NewNop())
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	test := defaultTest(repoDir, o)
+	var out []dataset.InfillRecord
+	for _, level := range o.Levels {
+		for _, c := range p.byLevel[level][:min(o.PerLevel, len(p.byLevel[level]))] {
+			out = append(out, p.record(c, o, test))
+			p.stats.Kept[level]++
+		}
+	}
+	return out, p.stats, nil
+}
+
+func defaultTest(repoDir string, o Options) evaluator.TestSpec {
+	if o.Test != nil {
+		return *o.Test
+	}
+	if fi, err := os.Stat(filepath.Join(repoDir, "evaluate_repo.py")); err == nil && fi.Mode().IsRegular() {
+		return evaluator.TestSpec{Kind: evaluator.TestScript, Script: "evaluate_repo.py"}
+	}
+	return evaluator.TestSpec{Kind: evaluator.TestPytest, Args: []string{"-q", "-p", "no:cacheprovider"}}
+}
+
+// Build selects samples like Select but keeps only those that pass the
+// checks in the sandbox: the unmodified repository must pass its tests
+// (once; every sample's reference restores exactly that file, so its
+// verdict is the same), and with RequireEmptyFails the tests must fail
+// when the span is left empty. For pytest the baseline's passed-test count
+// becomes each record's expected_tests.
+func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Logger) ([]dataset.InfillRecord, Stats, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, Stats{}, err
+	}
+	if g == nil {
+		return nil, Stats{}, fmt.Errorf("%w: nil Grader", ErrInvalidOptions)
+	}
+	repoDir, err := filepath.Abs(repoDir)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	p, err := makePlan(ctx, repoDir, o, log)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	test := defaultTest(repoDir, o)
+	// Baseline: the unmodified repository.
+	var first *source
+	for _, f := range p.files {
+		if first == nil || f.rel < first.rel {
+			first = f
+		}
+	}
+	base := p.record(Candidate{Path: first.rel, Start: 0, End: len(first.src), Level: evaluator.LevelRandomSpan}, o, test)
+	bt, err := base.Task(repoDir)
+	if err != nil {
+		return nil, p.stats, err
+	}
+	res, err := g.Grade(ctx, bt, 0, &evaluator.Completion{Text: bt.Reference})
+	if err != nil {
+		return nil, p.stats, err
+	}
+	if !res.Passed() {
+		return nil, p.stats, fmt.Errorf("%w: %s %s %s", ErrBaselineFails, res.Verdict, res.Reason, lastLines(res.StdoutTail+res.StderrTail, 5))
+	}
+	if test.Kind == evaluator.TestPytest && test.ExpectedTests == 0 && res.Tests != nil {
+		test.ExpectedTests = res.Tests.Passed
+		p.stats.BaselineTests = res.Tests.Passed
+	}
+	var out []dataset.InfillRecord
+	for _, level := range o.Levels {
+		kept, tried := 0, 0
+		for _, c := range p.byLevel[level] {
+			if kept == o.PerLevel || tried == o.MaxAttempts {
+				break
+			}
+			rec := p.record(c, o, test)
+			if o.RequireEmptyFails {
+				tried++
+				t, err := rec.Task(repoDir)
+				if err != nil {
+					return nil, p.stats, err
+				}
+				r, err := g.Grade(ctx, t, 0, &evaluator.Completion{Text: ""})
+				if err != nil {
+					return nil, p.stats, err
+				}
+				if r.Verdict == evaluator.VerdictError {
+					return nil, p.stats, fmt.Errorf("masking: grading %s: %s", rec.ID, r.Error)
+				}
+				if r.Passed() {
+					p.stats.Uncovered[level]++
+					continue
+				}
+			}
+			out = append(out, rec)
+			kept++
+		}
+		p.stats.Kept[level] = kept
+		log.Info("masking: level done", zap.String("level", string(level)), zap.Int("kept", kept),
+			zap.Int("candidates", len(p.byLevel[level])), zap.Int("uncovered", p.stats.Uncovered[level]))
+	}
+	return out, p.stats, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
