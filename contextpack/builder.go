@@ -2,11 +2,15 @@ package contextpack
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
+	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/infill-dev/infill/contextpack/tokenizer"
 )
 
 // Qwen2.5-Coder control tokens used in prompts.
@@ -18,47 +22,33 @@ const (
 	FileSep   = "<|file_sep|>"
 )
 
-// Tokenizer counts tokens exactly as the model does and makes user text
-// safe to embed in a raw prompt.
+// Tokenizer counts tokens exactly as the model does (*tokenizer.Tokenizer
+// from contextpack/tokenizer in production).
 type Tokenizer interface {
 	// Count returns the number of tokens of text encoded as ordinary text.
 	Count(text string) int
-	// Neutralize rewrites literal special-token text (e.g. "<|endoftext|>")
-	// so that the backend cannot read it as a control token.
+}
+
+// Neutralizer is optionally implemented by a Tokenizer: Neutralize
+// rewrites literal special-token text (e.g. "<|endoftext|>") so that the
+// backend cannot read it as a control token. Without it the Builder uses
+// tokenizer.Neutralize (Qwen2.5's added tokens).
+type Neutralizer interface {
 	Neutralize(text string) string
 }
 
-// Config configures a Builder.
-type Config struct {
-	// ContextTokens is the model's context window as sent to the backend
-	// (num_ctx). Prompt plus generation never exceed it.
-	ContextTokens int
-	// MinPromptTokens is the smallest prompt worth sending; a budget that
-	// leaves less is ErrBudget.
-	MinPromptTokens int
-}
-
-// DefaultConfig returns the defaults: an 8,192-token context.
-func DefaultConfig() Config {
-	return Config{ContextTokens: 8192, MinPromptTokens: 16}
-}
-
-// Validate reports a configuration that cannot work.
-func (c Config) Validate() error {
-	if c.ContextTokens < 64 {
-		return fmt.Errorf("contextpack: ContextTokens %d < 64", c.ContextTokens)
-	}
-	if c.MinPromptTokens < 4 || c.MinPromptTokens >= c.ContextTokens {
-		return fmt.Errorf("contextpack: MinPromptTokens %d out of range [4, %d)", c.MinPromptTokens, c.ContextTokens)
-	}
-	return nil
-}
-
-// Builder builds prompts. It is safe for concurrent use.
+// Builder builds prompts. It is safe for concurrent use. It keeps the
+// content store and repository indexes between requests, so one Builder
+// should serve a whole process; Close frees its C memory.
 type Builder struct {
-	cfg Config
-	tok Tokenizer
-	log *zap.Logger
+	cfg      Config
+	tok      Tokenizer
+	neutral  func(string) string
+	log      *zap.Logger
+	grammars *grammars
+	store    *store
+	count    *counter
+	aopt     analyzeOptions
 }
 
 // NewBuilder returns a Builder; log may be nil.
@@ -72,8 +62,33 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Builder{cfg: cfg, tok: tok, log: log}, nil
+	neutral := tokenizer.Neutralize
+	if n, ok := tok.(Neutralizer); ok {
+		neutral = n.Neutralize
+	}
+	return &Builder{
+		cfg:      cfg,
+		tok:      tok,
+		neutral:  neutral,
+		log:      log,
+		grammars: newGrammars(cfg.Workers),
+		store:    newStore(cfg.CacheBytes, cfg.MaxRepositories, log),
+		count:    newCounter(tok, neutral, cfg.CountCacheSegments),
+		aopt: analyzeOptions{
+			maxParseBytes:  cfg.MaxParseBytes,
+			parseTimeoutUS: int(cfg.ParseTimeout.Microseconds()),
+			windowLines:    cfg.WindowLines,
+			windowStride:   cfg.WindowStride,
+		},
+	}, nil
 }
+
+// Close frees the parsers and queries (C memory) once running builds have
+// finished with them. Builds after Close fail.
+func (b *Builder) Close() { b.grammars.close() }
+
+// Stats reports the cache's occupancy.
+func (b *Builder) Stats() Stats { return b.store.stats() }
 
 // Budget returns the total token budget for a request: the request's own,
 // capped by the model context.
@@ -84,183 +99,216 @@ func (b *Builder) Budget(req Request) int {
 	return req.TokenBudget
 }
 
-// Build renders a file-level fill-in-the-middle prompt for the cursor file:
-// prefix and suffix cut at line boundaries (prefix from the left, suffix from
-// the right) so that prompt plus MaxNewTokens fit the budget.
+// Digest returns the content digest clients send in File.Digest.
+func Digest(content string) string {
+	h := sha256.Sum256([]byte(content))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// Build renders the prompt for req: the cursor file's prefix and suffix
+// (cut at line boundaries, enclosing scope headers kept) and cross-file
+// context from imports, definitions of the symbols near the cursor and
+// similar code, in Qwen2.5-Coder's repository-level format, within the
+// budget. A request with a single file and no repository name gets the
+// file-level fill-in-the-middle format.
 func (b *Builder) Build(ctx context.Context, req Request) (*Prompt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	target, err := b.resolveFiles(req)
+	if req.MaxNewTokens < 0 {
+		return nil, &ArgumentError{Field: "generation.max_tokens", Reason: "must be >= 0"}
+	}
+	ti, digests, err := b.checkFiles(req)
 	if err != nil {
 		return nil, err
 	}
-	off, err := ByteOffset(target.Content, req.Cursor)
+	contents := make([]string, len(req.Files))
+	has := make([]bool, len(req.Files))
+	for i := range req.Files {
+		contents[i], has[i] = req.Files[i].Content, req.Files[i].HasContent
+	}
+	es, missing := b.store.resolve(digests, contents, has)
+	if len(missing) > 0 {
+		paths := make([]string, len(missing))
+		for i, m := range missing {
+			paths[i] = req.Files[m].Path
+		}
+		return nil, &MissingContentError{Paths: paths}
+	}
+	defer b.store.unpin(es)
+
+	target := es[ti]
+	off, err := ByteOffset(target.content, req.Cursor)
 	if err != nil {
 		return nil, err
 	}
 	budget := b.Budget(req)
-	if req.MaxNewTokens < 0 {
-		return nil, &ArgumentError{Field: "generation.max_tokens", Reason: "must be >= 0"}
-	}
 	promptBudget := budget - req.MaxNewTokens
 	if promptBudget < b.cfg.MinPromptTokens {
 		return nil, fmt.Errorf("%w: budget %d leaves %d prompt tokens after %d for generation (need at least %d)",
 			ErrBudget, budget, promptBudget, req.MaxNewTokens, b.cfg.MinPromptTokens)
 	}
-	const specials = 3 // fim_prefix, fim_suffix, fim_middle
-	prefix := b.tok.Neutralize(target.Content[:off])
-	suffix := b.tok.Neutralize(target.Content[off:])
-	pre, suf := b.fit(prefix, suffix, promptBudget-specials)
 
-	var sb strings.Builder
-	sb.Grow(len(pre.text) + len(suf.text) + 64)
-	sb.WriteString(FIMPrefix)
-	sb.WriteString(pre.text)
-	sb.WriteString(FIMSuffix)
-	sb.WriteString(suf.text)
-	sb.WriteString(FIMMiddle)
-	// Special tokens split pre-tokenization, so the segments count
-	// independently and the sum is exact.
-	tokens := specials + pre.tokens + suf.tokens
-	m := Manifest{
-		TokenBudget:      budget,
-		GenerationTokens: req.MaxNewTokens,
-		PromptTokens:     tokens,
-		Sources: []Source{
-			pre.source(SourcePrefix, target.Path, target.Content[:off]),
-			suf.source(SourceSuffix, target.Path, target.Content[:off]),
-		},
-	}
-	return &Prompt{Text: sb.String(), Tokens: tokens, Manifest: m}, nil
-}
-
-// resolveFiles checks the file list and returns the cursor file.
-func (b *Builder) resolveFiles(req Request) (File, error) {
-	if req.Cursor.Path == "" {
-		return File{}, &ArgumentError{Field: "cursor.path", Reason: "empty"}
-	}
-	seen := make(map[string]bool, len(req.Files))
-	var missing []string
-	var target *File
+	files := make([]reqFile, len(req.Files))
 	for i := range req.Files {
 		f := &req.Files[i]
+		files[i] = reqFile{path: f.Path, lang: detectLang(f.Path, f.Language), e: es[i]}
+	}
+	if err := b.analyzeAll(ctx, files); err != nil {
+		return nil, err
+	}
+
+	r := b.store.repo(req.RepoName, newRepoIndex)
+	r.mu.Lock()
+	add, drop, changed := r.update(files)
+	b.store.repin(add, drop)
+	as := &assembly{b: b, r: r, t: r.files[files[ti].path], req: &req, off: off,
+		budget: budget, promptBudget: promptBudget}
+	p, err := as.run()
+	size := r.memBytes()
+	r.mu.Unlock()
+	b.store.releaseRepo(r, size)
+	if err != nil {
+		return nil, err
+	}
+	b.log.Debug("contextpack: prompt built", zap.String("repo", req.RepoName), zap.String("path", req.Cursor.Path),
+		zap.Int("files", len(files)), zap.Int("changed", changed), zap.Int("tokens", p.Tokens),
+		zap.Int("budget", budget))
+	return p, nil
+}
+
+// checkFiles validates paths and computes digests of sent content; it
+// returns the cursor file's index.
+func (b *Builder) checkFiles(req Request) (int, []string, error) {
+	if req.Cursor.Path == "" {
+		return 0, nil, &ArgumentError{Field: "cursor.path", Reason: "empty"}
+	}
+	seen := make(map[string]bool, len(req.Files))
+	ti := -1
+	for i := range req.Files {
+		f := &req.Files[i]
+		field := fmt.Sprintf("repository.files[%d]", i)
 		if f.Path == "" {
-			return File{}, &ArgumentError{Field: fmt.Sprintf("repository.files[%d].path", i), Reason: "empty"}
+			return 0, nil, &ArgumentError{Field: field + ".path", Reason: "empty"}
 		}
 		if seen[f.Path] {
-			return File{}, &ArgumentError{Field: fmt.Sprintf("repository.files[%d].path", i),
-				Reason: fmt.Sprintf("duplicate path %q", f.Path)}
+			return 0, nil, &ArgumentError{Field: field + ".path", Reason: fmt.Sprintf("duplicate path %q", f.Path)}
 		}
 		seen[f.Path] = true
-		if !f.HasContent {
-			// No content store yet: every digest is unknown.
-			missing = append(missing, f.Path)
+		if !f.HasContent && f.Digest == "" {
+			return 0, nil, &ArgumentError{Field: field, Reason: fmt.Sprintf("file %q has neither content nor digest", f.Path)}
 		}
 		if f.Path == req.Cursor.Path {
-			target = f
+			ti = i
 		}
 	}
-	if target == nil {
-		return File{}, &ArgumentError{Field: "cursor.path",
+	if ti < 0 {
+		return 0, nil, &ArgumentError{Field: "cursor.path",
 			Reason: fmt.Sprintf("file %q is not in repository.files", req.Cursor.Path)}
 	}
-	if len(missing) > 0 {
-		return File{}, &MissingContentError{Paths: missing}
-	}
-	return *target, nil
-}
-
-// piece is a cut prefix or suffix.
-type piece struct {
-	text          string
-	tokens        int
-	droppedTokens int
-	droppedLines  int
-}
-
-func (p piece) source(kind SourceKind, path, before string) Source {
-	s := Source{Kind: kind, Path: path, Tokens: p.tokens, Included: true, Reason: "cursor file"}
-	if p.droppedLines > 0 {
-		s.Reason = fmt.Sprintf("cursor file, %d line(s) (%d tokens) cut to fit the budget", p.droppedLines, p.droppedTokens)
-	}
-	// Line range of the kept text.
-	curLine := strings.Count(before, "\n") + 1
-	kept := strings.Count(p.text, "\n")
-	if kind == SourcePrefix {
-		s.StartLine, s.EndLine = curLine-kept, curLine
-	} else {
-		s.StartLine, s.EndLine = curLine, curLine+kept
-	}
-	return s
-}
-
-// fit cuts prefix (from the left) and suffix (from the right) at line
-// boundaries so that their tokens sum to at most avail. The prefix gets
-// three quarters of a tight budget, or more when the suffix needs less.
-func (b *Builder) fit(prefix, suffix string, avail int) (piece, piece) {
-	pt, st := b.tok.Count(prefix), b.tok.Count(suffix)
-	if pt+st <= avail {
-		return piece{text: prefix, tokens: pt}, piece{text: suffix, tokens: st}
-	}
-	sufShare := avail / 4
-	if st < sufShare {
-		sufShare = st
-	}
-	preShare := avail - sufShare
-	if pt < preShare {
-		preShare = pt
-		sufShare = avail - pt
-	}
-	return b.cut(prefix, pt, preShare, true), b.cut(suffix, st, sufShare, false)
-}
-
-// cut keeps whole lines of s nearest the cursor (the end of s when
-// fromLeft, its start otherwise) within limit tokens. The partial line at
-// the cursor is kept whole or not at all.
-func (b *Builder) cut(s string, total, limit int, fromLeft bool) piece {
-	if total <= limit {
-		return piece{text: s, tokens: total}
-	}
-	lines := strings.SplitAfter(s, "\n")
-	kept, used := 0, 0
-	for kept < len(lines) {
-		var ln string
-		if fromLeft {
-			ln = lines[len(lines)-1-kept]
+	digests := make([]string, len(req.Files))
+	var sent []int
+	total := 0
+	for i := range req.Files {
+		if req.Files[i].HasContent {
+			sent = append(sent, i)
+			total += len(req.Files[i].Content)
 		} else {
-			ln = lines[kept]
+			digests[i] = req.Files[i].Digest
 		}
-		n := b.tok.Count(ln)
-		if used+n > limit {
-			break
-		}
-		used += n
-		kept++
 	}
-	var text string
-	if fromLeft {
-		text = strings.Join(lines[len(lines)-kept:], "")
-	} else {
-		text = strings.Join(lines[:kept], "")
-	}
-	// Per-line counts may differ from the joined count at line joins; count
-	// the result exactly and drop lines until it fits.
-	n := b.tok.Count(text)
-	for n > limit && text != "" {
-		if fromLeft {
-			i := strings.IndexByte(text, '\n')
-			if i < 0 {
-				text = ""
-			} else {
-				text = text[i+1:]
+	var mu sync.Mutex
+	var bad error
+	hash := func(k int) {
+		i := sent[k]
+		f := &req.Files[i]
+		d := Digest(f.Content)
+		digests[i] = d
+		if f.Digest != "" && f.Digest != d {
+			mu.Lock()
+			if bad == nil {
+				bad = &ArgumentError{Field: fmt.Sprintf("repository.files[%d].digest", i),
+					Reason: fmt.Sprintf("%q does not match the content of %q (%s)", f.Digest, f.Path, d)}
 			}
-		} else {
-			i := strings.LastIndexByte(strings.TrimSuffix(text, "\n"), '\n')
-			text = text[:i+1]
+			mu.Unlock()
 		}
-		n = b.tok.Count(text)
 	}
-	return piece{text: text, tokens: n, droppedTokens: total - n,
-		droppedLines: strings.Count(s, "\n") - strings.Count(text, "\n")}
+	if total < 1<<20 {
+		for k := range sent {
+			hash(k)
+		}
+	} else {
+		b.parallel(len(sent), hash)
+	}
+	if bad != nil {
+		return 0, nil, bad
+	}
+	return ti, digests, nil
+}
+
+// parallel runs fn(0..n-1) on up to cfg.Workers goroutines.
+func (b *Builder) parallel(n int, fn func(i int)) {
+	w := min(b.cfg.Workers, n)
+	if w <= 1 || n < 64 {
+		for i := 0; i < n; i++ {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	for g := 0; g < w; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// analyzeAll fills in the analyses, parsing what the cache lacks.
+func (b *Builder) analyzeAll(ctx context.Context, files []reqFile) error {
+	var todo []int
+	for i := range files {
+		f := &files[i]
+		f.e.mu.Lock()
+		f.an = f.e.an[f.lang]
+		f.e.mu.Unlock()
+		if f.an == nil {
+			todo = append(todo, i)
+		}
+	}
+	var mu sync.Mutex
+	var first error
+	b.parallel(len(todo), func(k int) {
+		if ctx.Err() != nil {
+			return
+		}
+		f := &files[todo[k]]
+		a, err := b.analysisFor(ctx, f.e, f.lang)
+		if err != nil {
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			mu.Unlock()
+			return
+		}
+		f.an = a
+	})
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
 }

@@ -114,8 +114,26 @@ type Manifest struct {
 	TokenBudget      int
 	GenerationTokens int
 	PromptTokens     int
-	Sources          []Source
-	Warnings         []string
+	// ContextBudget is the share of the prompt budget given to cross-file
+	// and same-file context; ContextTokens what that context used
+	// (separators and path lines included).
+	ContextBudget int
+	ContextTokens int
+	Sources       []Source
+	Warnings      []string
+}
+
+// CheckEvaluated adds a warning when the backend saw fewer prompt tokens
+// than planned (it truncated the prompt silently) and reports whether it
+// did. evaluated must be the prompt length the backend worked with, not
+// the tokens it had to compute after its prompt cache; 0 means unknown.
+func (m *Manifest) CheckEvaluated(evaluated int) bool {
+	if evaluated >= m.PromptTokens || evaluated <= 0 {
+		return false
+	}
+	m.Warnings = append(m.Warnings, fmt.Sprintf(
+		"backend evaluated %d prompt tokens of %d planned: the prompt was truncated", evaluated, m.PromptTokens))
+	return true
 }
 
 // Prompt is a rendered prompt ready for the backend.

@@ -1,0 +1,157 @@
+package contextpack
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// Config configures a Builder. Start from DefaultConfig; the defaults of
+// the budget split were chosen with the quality tool
+// (scripts/contextpack/QUALITY.md).
+type Config struct {
+	// ContextTokens is the model's context window as sent to the backend
+	// (num_ctx). Prompt plus generation never exceed it.
+	ContextTokens int
+	// MinPromptTokens is the smallest prompt worth sending; a budget that
+	// leaves less is ErrBudget.
+	MinPromptTokens int
+
+	// LocalShare is the share of the prompt budget for the cursor file
+	// when the whole file does not fit it; the rest is cross-file context.
+	// A file that fits leaves everything it does not use to context.
+	LocalShare float64
+	// SuffixShare is the suffix's share of the local budget when both the
+	// prefix and the suffix need more than they can get.
+	SuffixShare float64
+	// ImportShare is the share of the cross-file budget reserved for the
+	// stable tier (files the cursor file imports), which comes first in the
+	// prompt and does not change while the cursor moves.
+	ImportShare float64
+	// ContextQuantum rounds the cross-file budget down to a multiple of
+	// this many tokens, so that typing in a file that fits whole does not
+	// change the context on every keystroke (backend prompt cache).
+	ContextQuantum int
+	// PrefixQuantumLines rounds the first line of a cut prefix up to a
+	// multiple of this many lines, for the same reason.
+	PrefixQuantumLines int
+
+	// WindowLines and WindowStride shape the sliding windows that the
+	// lexical similarity index scores.
+	WindowLines, WindowStride int
+	// QueryLines bounds the lines around the cursor used to query
+	// definitions and similar windows when the enclosing function is
+	// longer (or there is none).
+	QueryLines int
+	// MaxCandidates bounds the ranked list each source contributes.
+	MaxCandidates int
+	// MaxSnippetsPerFile caps the cursor-dependent snippets from one file.
+	MaxSnippetsPerFile int
+	// MaxSnippetTokens is the largest definition shown whole; longer ones
+	// are shown as their header and an outline of their members.
+	MaxSnippetTokens int
+	// MaxImportFileTokens is the largest imported file shown whole; larger
+	// ones are shown as an outline of their definitions.
+	MaxImportFileTokens int
+	// RRFK is the k of reciprocal rank fusion, score = Σ 1/(k+rank).
+	RRFK float64
+
+	// MaxParseBytes: larger files are treated as plain text.
+	MaxParseBytes int
+	// ParseTimeout bounds one tree-sitter parse; a file that takes longer
+	// is treated as plain text.
+	ParseTimeout time.Duration
+	// Workers bounds parallel file analyses (parsing, indexing).
+	Workers int
+
+	// CacheBytes caps the memory of the content store, the per-file
+	// analyses and the per-repository indexes together (least recently
+	// used first out).
+	CacheBytes int64
+	// MaxRepositories bounds how many repository indexes are kept.
+	MaxRepositories int
+	// CountCacheSegments bounds the cache of segment token counts (it
+	// holds up to twice this many segments).
+	CountCacheSegments int
+}
+
+// DefaultConfig returns the defaults: an 8,192-token context.
+func DefaultConfig() Config {
+	return Config{
+		ContextTokens:       8192,
+		MinPromptTokens:     16,
+		LocalShare:          0.5,
+		SuffixShare:         0.25,
+		ImportShare:         0.5,
+		ContextQuantum:      64,
+		PrefixQuantumLines:  16,
+		WindowLines:         20,
+		WindowStride:        10,
+		QueryLines:          40,
+		MaxCandidates:       40,
+		MaxSnippetsPerFile:  3,
+		MaxSnippetTokens:    384,
+		MaxImportFileTokens: 1024,
+		RRFK:                60,
+		MaxParseBytes:       1 << 20,
+		ParseTimeout:        500 * time.Millisecond,
+		Workers:             runtime.GOMAXPROCS(0),
+		CacheBytes:          512 << 20,
+		MaxRepositories:     8,
+		CountCacheSegments:  1 << 17,
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.ContextTokens < 64 {
+		return fmt.Errorf("contextpack: ContextTokens %d < 64", c.ContextTokens)
+	}
+	if c.MinPromptTokens < 4 || c.MinPromptTokens >= c.ContextTokens {
+		return fmt.Errorf("contextpack: MinPromptTokens %d out of range [4, %d)", c.MinPromptTokens, c.ContextTokens)
+	}
+	share := func(name string, v float64, lo float64) error {
+		if !(v >= lo && v <= 1) {
+			return fmt.Errorf("contextpack: %s %v out of range [%v, 1]", name, v, lo)
+		}
+		return nil
+	}
+	if err := share("LocalShare", c.LocalShare, 0.05); err != nil {
+		return err
+	}
+	if err := share("SuffixShare", c.SuffixShare, 0); err != nil {
+		return err
+	}
+	if err := share("ImportShare", c.ImportShare, 0); err != nil {
+		return err
+	}
+	positive := []struct {
+		name string
+		v    int
+	}{
+		{"ContextQuantum", c.ContextQuantum}, {"PrefixQuantumLines", c.PrefixQuantumLines},
+		{"WindowLines", c.WindowLines}, {"WindowStride", c.WindowStride}, {"QueryLines", c.QueryLines},
+		{"MaxCandidates", c.MaxCandidates}, {"MaxSnippetsPerFile", c.MaxSnippetsPerFile},
+		{"MaxSnippetTokens", c.MaxSnippetTokens}, {"MaxImportFileTokens", c.MaxImportFileTokens},
+		{"MaxParseBytes", c.MaxParseBytes}, {"Workers", c.Workers}, {"MaxRepositories", c.MaxRepositories},
+		{"CountCacheSegments", c.CountCacheSegments},
+	}
+	for _, p := range positive {
+		if p.v < 1 {
+			return fmt.Errorf("contextpack: %s %d must be >= 1", p.name, p.v)
+		}
+	}
+	if c.WindowStride > c.WindowLines {
+		return fmt.Errorf("contextpack: WindowStride %d > WindowLines %d", c.WindowStride, c.WindowLines)
+	}
+	if !(c.RRFK > 0) {
+		return fmt.Errorf("contextpack: RRFK %v must be > 0", c.RRFK)
+	}
+	if c.ParseTimeout <= 0 {
+		return fmt.Errorf("contextpack: ParseTimeout %v must be > 0", c.ParseTimeout)
+	}
+	if c.CacheBytes < 1<<20 {
+		return fmt.Errorf("contextpack: CacheBytes %d < 1 MiB", c.CacheBytes)
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package contextpack
+
+import (
+	"strings"
+	"sync"
+)
+
+// Exact counting by segments.
+//
+// Qwen2's pre-tokenizer splits text with the pattern
+//
+//	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// and BPE never merges across pre-tokens. No alternative can consume a
+// newline and then continue into a line that holds a non-space character:
+// the newline is matched by \s*[\r\n]+ (which must end on a newline) or
+// absorbed by the trailing [\r\n]* of a punctuation run, both of which stop
+// before such a line. So a text splits, without changing its tokens, before
+// every line that is not blank. A segment is one non-blank line plus the
+// blank lines after it (the first segment may also be leading blank lines),
+// and the token count of a text is exactly the sum of the counts of its
+// segments. Special tokens are split out before pre-tokenization, so text on
+// either side of one counts independently too.
+//
+// The assembler therefore renders every part of a prompt as whole segments
+// (parts start at a non-blank line or right after a special token, and end
+// with a newline or right before a special token), counts segments once
+// through a bounded cache, and gets the prompt's exact count as a sum.
+
+// forSegments calls fn for each segment of s in order.
+func forSegments(s string, fn func(seg string)) {
+	start := 0
+	i := 0
+	for i < len(s) {
+		j := strings.IndexByte(s[i:], '\n')
+		if j < 0 {
+			break
+		}
+		next := i + j + 1 // start of the following line
+		if next < len(s) && !blankLineAt(s, next) {
+			fn(s[start:next])
+			start = next
+		}
+		i = next
+	}
+	if start < len(s) {
+		fn(s[start:])
+	}
+}
+
+// blankLineAt reports whether the line starting at off holds only white
+// space (Unicode White_Space, which is what \s matches in the pattern); a
+// final line without a newline that is all white space counts as blank.
+func blankLineAt(s string, off int) bool {
+	end := strings.IndexByte(s[off:], '\n')
+	if end < 0 {
+		end = len(s)
+	} else {
+		end += off
+	}
+	return isBlank(s[off:end])
+}
+
+// counter counts user text exactly (after Neutralize) with a cache of
+// segment counts shared by all requests. The cache holds at most 2×max
+// segments: when the current generation fills, it becomes the old one.
+type counter struct {
+	tok     Tokenizer
+	neutral func(string) string
+	max     int
+
+	mu  sync.Mutex
+	cur map[string]int32
+	old map[string]int32
+}
+
+// maxCachedSegment is the longest segment kept in the cache; longer ones
+// (minified code) are rare and counted each time.
+const maxCachedSegment = 4096
+
+func newCounter(tok Tokenizer, neutral func(string) string, max int) *counter {
+	if max < 16 {
+		max = 16
+	}
+	return &counter{tok: tok, neutral: neutral, max: max, cur: make(map[string]int32)}
+}
+
+// segment counts one segment of user text.
+func (c *counter) segment(s string) int {
+	if len(s) > maxCachedSegment {
+		return c.tok.Count(c.neutral(s))
+	}
+	c.mu.Lock()
+	n, ok := c.cur[s]
+	if !ok {
+		if n, ok = c.old[s]; ok {
+			c.putLocked(s, n)
+		}
+	}
+	c.mu.Unlock()
+	if ok {
+		return int(n)
+	}
+	n = int32(c.tok.Count(c.neutral(s)))
+	c.mu.Lock()
+	c.putLocked(strings.Clone(s), n)
+	c.mu.Unlock()
+	return int(n)
+}
+
+func (c *counter) putLocked(s string, n int32) {
+	if len(c.cur) >= c.max {
+		c.old = c.cur
+		c.cur = make(map[string]int32, c.max/4)
+	}
+	c.cur[s] = n
+}
+
+// text counts s exactly as the sum of its segments.
+func (c *counter) text(s string) int {
+	total := 0
+	forSegments(s, func(seg string) { total += c.segment(seg) })
+	return total
+}
+
+// plain counts a short string that is not segment-aligned (a path line)
+// with the cache.
+func (c *counter) plain(s string) int { return c.segment(s) }

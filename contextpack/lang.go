@@ -1,0 +1,238 @@
+package contextpack
+
+import (
+	"embed"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+
+	sitter "github.com/smacker/go-tree-sitter"
+	"github.com/smacker/go-tree-sitter/c"
+	"github.com/smacker/go-tree-sitter/cpp"
+	"github.com/smacker/go-tree-sitter/golang"
+	"github.com/smacker/go-tree-sitter/java"
+	"github.com/smacker/go-tree-sitter/javascript"
+	"github.com/smacker/go-tree-sitter/python"
+	"github.com/smacker/go-tree-sitter/rust"
+	"github.com/smacker/go-tree-sitter/typescript/tsx"
+	"github.com/smacker/go-tree-sitter/typescript/typescript"
+)
+
+// langID identifies a supported language; langPlain is everything else.
+type langID uint8
+
+const (
+	langPlain langID = iota
+	langPython
+	langGo
+	langJS
+	langTS
+	langTSX
+	langJava
+	langRust
+	langC
+	langCPP
+	numLangs
+)
+
+var langNames = [numLangs]string{"plain", "python", "go", "javascript", "typescript", "tsx", "java", "rust", "c", "cpp"}
+
+func (l langID) String() string {
+	if l < numLangs {
+		return langNames[l]
+	}
+	return fmt.Sprintf("langID(%d)", int(l))
+}
+
+// languageIDs maps request language names (LSP language identifiers and
+// common aliases) to languages.
+var languageIDs = map[string]langID{
+	"python": langPython, "py": langPython,
+	"go": langGo, "golang": langGo,
+	"javascript": langJS, "js": langJS, "javascriptreact": langJS, "jsx": langJS,
+	"typescript": langTS, "ts": langTS,
+	"typescriptreact": langTSX, "tsx": langTSX,
+	"java": langJava,
+	"rust": langRust, "rs": langRust,
+	"c":   langC,
+	"cpp": langCPP, "c++": langCPP, "cuda-cpp": langCPP, "objective-cpp": langCPP,
+	"plaintext": langPlain, "plain": langPlain, "text": langPlain,
+}
+
+var extLangs = map[string]langID{
+	".py": langPython, ".pyi": langPython, ".pyw": langPython,
+	".go": langGo,
+	".js": langJS, ".mjs": langJS, ".cjs": langJS, ".jsx": langJS,
+	".ts": langTS, ".mts": langTS, ".cts": langTS,
+	".tsx":  langTSX,
+	".java": langJava,
+	".rs":   langRust,
+	".c":    langC, ".h": langC,
+	".cc": langCPP, ".cpp": langCPP, ".cxx": langCPP, ".c++": langCPP, ".hh": langCPP, ".hpp": langCPP,
+	".hxx": langCPP, ".h++": langCPP, ".ipp": langCPP, ".tpp": langCPP, ".cu": langCPP, ".cuh": langCPP,
+}
+
+// detectLang picks the language from the request's language name, else
+// from the file extension; anything unknown is plain text.
+func detectLang(p, language string) langID {
+	if language != "" {
+		if l, ok := languageIDs[strings.ToLower(language)]; ok {
+			return l
+		}
+	}
+	if l, ok := extLangs[strings.ToLower(path.Ext(p))]; ok {
+		return l
+	}
+	return langPlain
+}
+
+//go:embed queries/*.scm
+var queryFS embed.FS
+
+var queryFiles = [numLangs]string{
+	langPython: "python.scm", langGo: "go.scm", langJS: "javascript.scm", langTS: "typescript.scm",
+	langTSX: "typescript.scm", langJava: "java.scm", langRust: "rust.scm", langC: "c.scm", langCPP: "cpp.scm",
+}
+
+func grammar(l langID) *sitter.Language {
+	switch l {
+	case langPython:
+		return python.GetLanguage()
+	case langGo:
+		return golang.GetLanguage()
+	case langJS:
+		return javascript.GetLanguage()
+	case langTS:
+		return typescript.GetLanguage()
+	case langTSX:
+		return tsx.GetLanguage()
+	case langJava:
+		return java.GetLanguage()
+	case langRust:
+		return rust.GetLanguage()
+	case langC:
+		return c.GetLanguage()
+	case langCPP:
+		return cpp.GetLanguage()
+	}
+	return nil
+}
+
+// grammars owns the tree-sitter state of one Builder: per language a
+// compiled tags query (immutable, shared by all goroutines) and a free list
+// of parsers (a parser is used by one goroutine at a time). Parsers beyond
+// the free list's capacity and everything at Close are freed explicitly
+// rather than left to finalizers.
+type grammars struct {
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
+	langs    [numLangs]*langState
+	poolN    int
+}
+
+type langState struct {
+	lang    *sitter.Language
+	query   *sitter.Query
+	capture []string // capture names by id
+	free    chan *sitter.Parser
+}
+
+func newGrammars(poolN int) *grammars {
+	if poolN < 1 {
+		poolN = 1
+	}
+	return &grammars{poolN: poolN}
+}
+
+// acquire returns the compiled state for l (nil for plain text) and
+// registers one user of the C state; the caller must call release once it
+// no longer touches parsers, trees or queries.
+func (g *grammars) acquire(l langID) (*langState, error) {
+	if l == langPlain || l >= numLangs {
+		return nil, nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, errClosed
+	}
+	s, err := g.stateLocked(l)
+	if err != nil {
+		return nil, err
+	}
+	g.inflight.Add(1)
+	return s, nil
+}
+
+func (g *grammars) release() { g.inflight.Done() }
+
+func (g *grammars) stateLocked(l langID) (*langState, error) {
+	if s := g.langs[l]; s != nil {
+		return s, nil
+	}
+	src, err := queryFS.ReadFile("queries/" + queryFiles[l])
+	if err != nil {
+		return nil, err
+	}
+	lang := grammar(l)
+	q, err := sitter.NewQuery(src, lang)
+	if err != nil {
+		return nil, fmt.Errorf("contextpack: %s query: %w", l, err)
+	}
+	s := &langState{lang: lang, query: q, free: make(chan *sitter.Parser, g.poolN)}
+	for i := uint32(0); i < q.CaptureCount(); i++ {
+		s.capture = append(s.capture, q.CaptureNameForId(i))
+	}
+	g.langs[l] = s
+	return s, nil
+}
+
+func (s *langState) getParser() *sitter.Parser {
+	select {
+	case p := <-s.free:
+		return p
+	default:
+	}
+	p := sitter.NewParser()
+	p.SetLanguage(s.lang)
+	return p
+}
+
+// putParser returns p to the free list, or frees it when the list is full.
+// Callers hold an acquire, so close cannot run concurrently.
+func (s *langState) putParser(p *sitter.Parser) {
+	select {
+	case s.free <- p:
+	default:
+		p.Close()
+	}
+}
+
+// close waits for in-flight analyses, then frees every parser and query.
+func (g *grammars) close() {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.closed = true
+	g.mu.Unlock()
+	g.inflight.Wait()
+	for _, s := range g.langs {
+		if s == nil {
+			continue
+		}
+	drain:
+		for {
+			select {
+			case p := <-s.free:
+				p.Close()
+			default:
+				break drain
+			}
+		}
+		s.query.Close()
+	}
+}

@@ -1,0 +1,554 @@
+package contextpack
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// assembly is one Build after the repository index is current. It runs
+// with the index locked.
+type assembly struct {
+	b            *Builder
+	r            *repoIndex
+	t            *slot
+	req          *Request
+	off          int
+	budget       int
+	promptBudget int
+
+	a         *analysis
+	cl        int32
+	repoLevel bool
+	overhead  int
+	avail     int
+	limit     int // local budget
+	win       window
+	wl        lineRange // lines of the window
+	ctxBudget int
+	ctxUsed   int
+
+	used    map[string]bool // identifiers of the cursor file
+	imports []importHit
+	impRank map[*slot]int
+
+	t1      []*candidate // stable tier, most relevant first
+	t1Whole map[*slot]bool
+	all     []*candidate
+	blocks  map[*slot]*block
+	above   []lineRange // same-file context above the window
+	below   []lineRange // and below it
+	extras  int         // tokens of above and below (beyond the headers)
+}
+
+// block is the cursor-dependent context from one file.
+type block struct {
+	sl     *slot
+	ranges []lineRange
+	tokens int // content
+	head   int // file separator and path line
+	best   float64
+	n      int
+}
+
+func (as *assembly) run() (*Prompt, error) {
+	b := as.b
+	cfg := &b.cfg
+	as.a = as.t.an
+	as.cl = as.a.lineOf(as.off)
+	as.repoLevel = as.req.RepoName != "" || len(as.req.Files) > 1
+	if as.repoLevel {
+		as.overhead = 1 + b.count.plain(as.t.path+"\n") + 3
+		if as.req.RepoName != "" {
+			as.overhead += 1 + b.count.plain(as.req.RepoName+"\n")
+		}
+		if as.promptBudget-as.overhead < cfg.MinPromptTokens {
+			as.repoLevel = false // paths do not fit; plain FIM still does
+		}
+	}
+	if !as.repoLevel {
+		as.overhead = 3
+	}
+	as.avail = as.promptBudget - as.overhead
+	others := as.repoLevel && len(as.r.files) > 1
+	as.limit = as.avail
+	if others {
+		as.limit = int(float64(as.avail) * cfg.LocalShare)
+	}
+	as.win = b.localWindow(as.a, as.off, as.limit)
+	as.wl = as.win.lines(as.a, as.off)
+	if others {
+		local := as.win.preTokens + as.win.sufTokens + as.win.headerTokens
+		q := cfg.ContextQuantum
+		as.ctxBudget = max(0, (as.avail-local)/q*q)
+	}
+	as.blocks = map[*slot]*block{}
+	as.t1Whole = map[*slot]bool{}
+	as.impRank = map[*slot]int{}
+	if as.ctxBudget > 0 {
+		as.rankImports()
+		pool := as.packTier1()
+		as.packTier2(pool)
+		as.growWindow()
+	}
+	return as.render()
+}
+
+// localTokens is the cursor file's part: prefix, suffix, headers and
+// same-file context.
+func (as *assembly) localTokens() int {
+	return as.win.preTokens + as.win.sufTokens + as.win.headerTokens + as.extras
+}
+
+// psl is the first line of the kept prefix; sel+1 the line after the kept
+// suffix.
+func (as *assembly) psl() int32 { return as.a.lineOf(as.win.preStart) }
+
+func (as *assembly) aboveRanges(extra []lineRange) []lineRange {
+	return mergeRanges(append(slices.Clone(as.win.headers), extra...))
+}
+
+// extrasTokens is what same-file ranges add to the window's tokens.
+func (as *assembly) extrasTokens(above, below []lineRange) int {
+	n := 0
+	if len(above) > 0 {
+		n += as.b.rangesTokens(as.a, as.aboveRanges(above), -1, as.psl()) - as.win.headerTokens
+	}
+	if len(below) > 0 {
+		n += as.b.rangesTokens(as.a, mergeRanges(below), as.wl.e+1, -1)
+	}
+	return n
+}
+
+// rankImports orders the imported files by how many of their definitions
+// the cursor file names (explicit imports first on ties), which depends on
+// the cursor file only, not on the cursor position.
+func (as *assembly) rankImports() {
+	hits := as.r.resolveImports(as.t)
+	if len(hits) == 0 {
+		return
+	}
+	as.used = map[string]bool{}
+	scanIdents(as.a.content, as.a.lang, func(id string, _ int) bool {
+		as.used[id] = true
+		return true
+	})
+	type ranked struct {
+		h     importHit
+		score float64
+	}
+	rs := make([]ranked, 0, len(hits))
+	for _, h := range hits {
+		names := map[string]bool{}
+		for i := range h.sl.an.defs {
+			n := h.sl.an.defs[i].name
+			if as.used[n] {
+				names[n] = true
+			}
+		}
+		s := float64(len(names))
+		if h.explicit {
+			s += 0.5
+		} else if s == 0 {
+			continue // same package, nothing used from it
+		}
+		rs = append(rs, ranked{h, s})
+	}
+	slices.SortStableFunc(rs, func(x, y ranked) int {
+		if x.score != y.score {
+			if x.score > y.score {
+				return -1
+			}
+			return 1
+		}
+		return x.h.order - y.h.order
+	})
+	for i, r := range rs {
+		as.imports = append(as.imports, r.h)
+		as.impRank[r.h.sl] = i + 1
+	}
+}
+
+func (as *assembly) headTokens(sl *slot) int { return 1 + as.b.count.plain(sl.path+"\n") }
+
+// importCandidate shows an imported file whole when it is small enough,
+// else as an outline of its definitions.
+func (as *assembly) importCandidate(h importHit, rank int) *candidate {
+	b := as.b
+	a := h.sl.an
+	c := &candidate{sl: h.sl, kind: SourceImport}
+	c.rank[srcImp] = rank
+	if len(a.content) <= 12*b.cfg.MaxImportFileTokens {
+		if rs := wholeRanges(a); len(rs) > 0 {
+			if n := b.rangesTokens(a, rs, -1, -1); n <= b.cfg.MaxImportFileTokens {
+				c.ranges, c.whole, c.tokens, c.label = rs, true, n, "whole file"
+			}
+		}
+	}
+	if !c.whole {
+		c.ranges = b.outlineRanges(a, as.used, b.cfg.MaxImportFileTokens)
+		c.outline, c.label = true, "outline"
+		c.tokens = b.rangesTokens(a, c.ranges, -1, -1)
+	}
+	c.key = rangesKey(h.sl, c.ranges)
+	return c
+}
+
+// packTier1 fills the stable tier with imported files in rank order and
+// returns those that did not fit, for the cursor tier.
+func (as *assembly) packTier1() []*candidate {
+	limit := int(float64(as.ctxBudget) * as.b.cfg.ImportShare)
+	var pool []*candidate
+	for i, h := range as.imports {
+		if i >= as.b.cfg.MaxCandidates {
+			break
+		}
+		c := as.importCandidate(h, i+1)
+		if len(c.ranges) == 0 {
+			c.reason = "dropped: nothing to show (no definitions in a large file)"
+			as.all = append(as.all, c)
+			continue
+		}
+		cost := as.headTokens(h.sl) + c.tokens
+		if as.ctxUsed+cost <= limit {
+			c.included, c.tier, c.tokens = true, 1, cost
+			c.reason = fmt.Sprintf("import #%d, %s (stable tier)", i+1, c.label)
+			as.ctxUsed += cost
+			as.t1 = append(as.t1, c)
+			as.all = append(as.all, c)
+			if c.whole {
+				as.t1Whole[h.sl] = true
+			}
+			continue
+		}
+		pool = append(pool, c)
+	}
+	return pool
+}
+
+// queryRegion is the code the cursor-dependent sources look at: the
+// enclosing function when it is short enough, else a window of lines
+// aligned to 8-line steps so that it moves only every few lines.
+func (as *assembly) queryRegion() lineRange {
+	a, cl := as.a, as.cl
+	ql := int32(as.b.cfg.QueryLines)
+	var best *def
+	for i := range a.defs {
+		d := &a.defs[i]
+		if d.start > cl {
+			break
+		}
+		if d.end >= cl && (d.kind == kindFunction || d.kind == kindMethod) {
+			best = d
+		}
+	}
+	if best != nil && best.end-best.start+1 <= 2*ql {
+		return lineRange{best.start, best.end}
+	}
+	const step = 8
+	base := cl / step * step
+	return lineRange{max(0, base-ql*3/4), min(a.numLines()-1, base+step-1+ql/4)}
+}
+
+// queryIdents counts the identifiers of the query region, leaving out the
+// cursor line (it changes on every keystroke; excluding it keeps the
+// cursor-dependent context stable while typing) and names defined inside
+// the region (locals).
+func (as *assembly) queryIdents(reg lineRange) map[string]int {
+	a := as.a
+	q := map[string]int{}
+	for i := reg.s; i <= reg.e; i++ {
+		if i == as.cl {
+			continue
+		}
+		scanIdents(a.lineText(i), a.lang, func(id string, _ int) bool {
+			q[id]++
+			return true
+		})
+	}
+	for i := range a.defs {
+		d := &a.defs[i]
+		if d.start > reg.s && d.start <= reg.e {
+			delete(q, d.name)
+		}
+	}
+	return q
+}
+
+// defCandidates looks up the region's identifiers in the definitions index.
+func (as *assembly) defCandidates(q map[string]int) []*candidate {
+	r, t := as.r, as.t
+	names := make([]string, 0, len(q))
+	for n := range q {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	type hit struct {
+		ref   defRef
+		score float64
+	}
+	var hits []hit
+	const maxRefs = 24
+	for _, name := range names {
+		refs := r.defs[name]
+		if len(refs) == 0 {
+			continue
+		}
+		if len(refs) > maxRefs {
+			var near []defRef
+			for _, ref := range refs {
+				sl := r.slots[ref.slot]
+				if as.impRank[sl] > 0 || sl.dir == t.dir {
+					near = append(near, ref)
+				}
+			}
+			if len(near) == 0 || len(near) > maxRefs {
+				continue // too ambiguous to help
+			}
+			refs = near
+		}
+		base := (1 + math.Log(float64(q[name]))) / math.Sqrt(float64(len(refs)))
+		for _, ref := range refs {
+			sl := r.slots[ref.slot]
+			d := &sl.an.defs[ref.def]
+			if sl == t && d.start <= as.wl.e && d.end >= as.wl.s {
+				continue // visible in the window already
+			}
+			loc := 1.0
+			switch {
+			case sl == t:
+			case as.impRank[sl] > 0:
+				loc = 2
+			case sl.dir == t.dir:
+				loc = 1.5
+			}
+			hits = append(hits, hit{ref, base * loc})
+		}
+	}
+	slices.SortFunc(hits, func(x, y hit) int {
+		if x.score != y.score {
+			if x.score > y.score {
+				return -1
+			}
+			return 1
+		}
+		px, py := r.slots[x.ref.slot].path, r.slots[y.ref.slot].path
+		if c := strings.Compare(px, py); c != 0 {
+			return c
+		}
+		return int(x.ref.def - y.ref.def)
+	})
+	var out []*candidate
+	seen := map[string]bool{}
+	for _, h := range hits {
+		if len(out) >= as.b.cfg.MaxCandidates {
+			break
+		}
+		sl := r.slots[h.ref.slot]
+		d := &sl.an.defs[h.ref.def]
+		rs := as.b.defRanges(sl.an, h.ref.def)
+		if len(rs) == 0 {
+			continue
+		}
+		key := rangesKey(sl, rs)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, &candidate{sl: sl, kind: SourceDefinition, ranges: rs, key: key, score: h.score,
+			label: d.kind.String() + " " + d.name})
+	}
+	return out
+}
+
+// simCandidates are the windows most similar (BM25) to the query region.
+func (as *assembly) simCandidates(q map[string]int) []*candidate {
+	qt := make(map[term]int, len(q))
+	for n, c := range q {
+		qt[hashIdent(n)] += c
+	}
+	wl, t := as.wl, as.t
+	hits := as.r.bm25(qt, 2*as.b.cfg.MaxCandidates, func(sl *slot, c *chunk) bool {
+		return sl != t || c.start > wl.e || c.end < wl.s
+	})
+	var out []*candidate
+	taken := map[*slot][]lineRange{}
+	for _, h := range hits {
+		if len(out) >= as.b.cfg.MaxCandidates {
+			break
+		}
+		cr := as.r.chunks[h.chunk]
+		sl := as.r.slots[cr.slot]
+		c := &sl.an.chunks[cr.idx]
+		s, e, ok := sl.an.trim(c.start, c.end)
+		if !ok {
+			continue
+		}
+		rg := lineRange{s, e}
+		if overlaps(taken[sl], rg) {
+			continue // a shifted copy of a better window
+		}
+		taken[sl] = append(taken[sl], rg)
+		rs := []lineRange{rg}
+		out = append(out, &candidate{sl: sl, kind: SourceSimilar, ranges: rs, key: rangesKey(sl, rs),
+			score: h.score, label: "similar window"})
+	}
+	return out
+}
+
+// packTier2 fuses definitions, similar windows and the imports left over
+// from the stable tier by reciprocal rank, and packs them into what is
+// left of the context budget.
+func (as *assembly) packTier2(pool []*candidate) {
+	b := as.b
+	cfg := &b.cfg
+	q := as.queryIdents(as.queryRegion())
+	lists := [3][]*candidate{as.defCandidates(q), as.simCandidates(q), pool}
+	byKey := map[string]*candidate{}
+	var fused []*candidate
+	for src, list := range lists {
+		for i, c := range list {
+			if prev := byKey[c.key]; prev != nil {
+				prev.rank[src] = i + 1
+				continue
+			}
+			c.rank[src] = i + 1
+			byKey[c.key] = c
+			fused = append(fused, c)
+		}
+	}
+	k := cfg.RRFK
+	for _, c := range fused {
+		s := 0.0
+		for _, r := range c.rank {
+			if r > 0 {
+				s += 1 / (k + float64(r))
+			}
+		}
+		if ir := as.impRank[c.sl]; ir > 0 && c.rank[srcImp] == 0 {
+			s += 1 / (k + float64(ir))
+		}
+		c.score = s
+	}
+	slices.SortStableFunc(fused, func(x, y *candidate) int {
+		if x.score != y.score {
+			if x.score > y.score {
+				return -1
+			}
+			return 1
+		}
+		if c := strings.Compare(x.sl.path, y.sl.path); c != 0 {
+			return c
+		}
+		return int(x.ranges[0].s - y.ranges[0].s)
+	})
+	remaining := as.ctxBudget - as.ctxUsed
+	perFile := map[*slot]int{}
+	for _, c := range fused {
+		as.all = append(as.all, c)
+		own := b.rangesTokens(c.sl.an, c.ranges, -1, -1)
+		c.tokens = own
+		why := fmt.Sprintf("%s, fused %.4f (ranks def %d, similar %d, import %d)", c.label, c.score,
+			c.rank[srcDef], c.rank[srcSim], c.rank[srcImp])
+		switch {
+		case c.sl == as.t && overlaps(c.ranges, as.wl):
+			c.reason = "dropped: inside the prefix/suffix window; " + why
+			continue
+		case as.t1Whole[c.sl]:
+			c.reason = "dropped: whole file already in the stable tier; " + why
+			continue
+		case perFile[c.sl] >= cfg.MaxSnippetsPerFile:
+			c.reason = fmt.Sprintf("dropped: %d snippets from this file already (cap); %s", cfg.MaxSnippetsPerFile, why)
+			continue
+		}
+		var cost int
+		if c.sl == as.t {
+			var ab, be []lineRange
+			for _, r := range c.ranges {
+				if r.e < as.wl.s {
+					ab = append(ab, r)
+				} else {
+					be = append(be, r)
+				}
+			}
+			n := as.extrasTokens(append(slices.Clone(as.above), ab...), append(slices.Clone(as.below), be...))
+			cost = n - as.extras
+			if cost <= remaining {
+				as.above, as.below = append(as.above, ab...), append(as.below, be...)
+				as.extras = n
+			}
+		} else {
+			bl := as.blocks[c.sl]
+			nb := bl == nil
+			if nb {
+				bl = &block{sl: c.sl, head: as.headTokens(c.sl)}
+			}
+			rs := mergeRanges(append(slices.Clone(bl.ranges), c.ranges...))
+			n := b.rangesTokens(c.sl.an, rs, -1, -1)
+			cost = n - bl.tokens
+			if nb {
+				cost += bl.head
+			}
+			if cost <= remaining {
+				bl.ranges, bl.tokens = rs, n
+				bl.best = max(bl.best, c.score)
+				bl.n++
+				as.blocks[c.sl] = bl
+			}
+		}
+		if cost > remaining {
+			c.reason = fmt.Sprintf("dropped: needs %d tokens, %d left; %s", cost, remaining, why)
+			continue
+		}
+		remaining -= cost
+		as.ctxUsed += cost
+		perFile[c.sl]++
+		c.included, c.tier, c.tokens = true, 2, cost
+		c.reason = "cursor tier: " + why
+	}
+}
+
+// growWindow gives context budget that nothing used back to a cut
+// prefix/suffix window.
+func (as *assembly) growWindow() {
+	if !as.win.preCut && !as.win.sufCut {
+		return
+	}
+	spare := as.ctxBudget - as.ctxUsed
+	if spare < 16 {
+		return
+	}
+	b := as.b
+	limit := as.avail - (as.ctxUsed - as.extras)
+	nw := b.localWindow(as.a, as.off, limit-as.extras)
+	as.win = nw
+	as.wl = nw.lines(as.a, as.off)
+	keep := func(rs []lineRange) []lineRange {
+		return slices.DeleteFunc(rs, func(r lineRange) bool { return r.s <= as.wl.e && r.e >= as.wl.s })
+	}
+	above, below := keep(as.above), keep(as.below)
+	n := as.extrasTokens(above, below)
+	if nw.preTokens+nw.sufTokens+nw.headerTokens+n+(as.ctxUsed-as.extras) > as.avail {
+		above, below, n = nil, nil, 0
+	}
+	if len(above)+len(below) < len(as.above)+len(as.below) {
+		for _, c := range as.all {
+			if c.included && c.sl == as.t && !overlapsAll(c.ranges, above, below) {
+				c.included = false
+				c.reason = "dropped: covered by the prefix/suffix window after it grew; " + c.reason
+			}
+		}
+	}
+	as.ctxUsed += n - as.extras
+	as.above, as.below, as.extras = above, below, n
+}
+
+func overlapsAll(rs, above, below []lineRange) bool {
+	for _, r := range rs {
+		if !overlaps(above, r) && !overlaps(below, r) {
+			return false
+		}
+	}
+	return true
+}

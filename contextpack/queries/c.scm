@@ -1,0 +1,15 @@
+; Definitions and includes for C (infill contextpack).
+(function_definition declarator: (function_declarator declarator: (identifier) @name)) @def.function
+(function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name))) @def.function
+(function_definition declarator: (pointer_declarator declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name)))) @def.function
+(declaration declarator: (function_declarator declarator: (identifier) @name)) @def.proto
+(declaration declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name))) @def.proto
+(struct_specifier name: (type_identifier) @name body: (_)) @def.class
+(union_specifier name: (type_identifier) @name body: (_)) @def.class
+(enum_specifier name: (type_identifier) @name body: (_)) @def.class
+(type_definition declarator: (type_identifier) @name) @def.type
+(preproc_def name: (identifier) @name) @def.macro
+(preproc_function_def name: (identifier) @name) @def.macro
+(enumerator name: (identifier) @name) @def.field
+(field_declaration declarator: (field_identifier) @name) @def.field
+(preproc_include path: (_) @import)

@@ -1,0 +1,340 @@
+package contextpack
+
+import (
+	"container/list"
+	"math"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// repoIndex is the state of one repository as the last request described
+// it: which content each path holds, an inverted index of definitions by
+// name, and a BM25 index over sliding windows of lines. Requests update it
+// incrementally (only changed paths are re-indexed). Guarded by mu; the
+// fields marked store are guarded by store.mu.
+type repoIndex struct {
+	mu    sync.Mutex
+	key   string
+	inUse int           // store
+	elem  *list.Element // store
+	size  int64         // store
+
+	files   map[string]*slot
+	slots   []*slot // by id; nil when free
+	freeIDs []uint32
+	gen     uint64
+
+	defs map[string][]defRef
+
+	post     map[term][]posting
+	df       map[term]uint32
+	chunks   []chunkRef
+	live     int   // live chunks
+	totalLen int64 // identifiers in live chunks
+	livePost int
+	deadPost int
+	nDefRefs int
+
+	byBase map[string][]*slot // base name → files
+	byDir  map[string][]*slot // directory → files
+	goMods map[string]string  // directory of a go.mod → module path
+
+	scratch []float32
+	touched []uint32
+}
+
+type slot struct {
+	id        uint32
+	path      string
+	dir, base string
+	lang      langID
+	e         *entry
+	an        *analysis
+	chunk0    uint32
+	gen       uint64
+}
+
+type defRef struct {
+	slot uint32
+	def  int32
+}
+
+type posting struct {
+	chunk uint32
+	tf    uint16
+}
+
+type chunkRef struct {
+	slot   uint32
+	idx    uint32
+	length uint32
+	dead   bool
+}
+
+func newRepoIndex() *repoIndex {
+	return &repoIndex{
+		files: map[string]*slot{}, defs: map[string][]defRef{}, post: map[term][]posting{},
+		df: map[term]uint32{}, byBase: map[string][]*slot{}, byDir: map[string][]*slot{},
+		goMods: map[string]string{},
+	}
+}
+
+// reqFile is one request file with its resolved content and analysis.
+type reqFile struct {
+	path string
+	lang langID
+	e    *entry
+	an   *analysis
+}
+
+// update makes the index describe files; it returns the entries the index
+// now references and those it no longer does, for pinning.
+func (r *repoIndex) update(files []reqFile) (add, drop []*entry, changed int) {
+	r.gen++
+	for i := range files {
+		f := &files[i]
+		sl := r.files[f.path]
+		if sl != nil && sl.e == f.e && sl.lang == f.lang {
+			sl.gen = r.gen
+			continue
+		}
+		if sl != nil {
+			drop = append(drop, sl.e)
+			r.remove(sl)
+		}
+		add = append(add, f.e)
+		r.add(f).gen = r.gen
+		changed++
+	}
+	if len(r.files) > len(files) {
+		var gone []*slot
+		for _, sl := range r.files {
+			if sl.gen != r.gen {
+				gone = append(gone, sl)
+			}
+		}
+		for _, sl := range gone {
+			drop = append(drop, sl.e)
+			r.remove(sl)
+			changed++
+		}
+	}
+	if r.deadPost > 1<<16 && r.deadPost > r.livePost {
+		r.compact()
+	}
+	return add, drop, changed
+}
+
+func (r *repoIndex) add(f *reqFile) *slot {
+	sl := &slot{path: f.path, lang: f.lang, e: f.e, an: f.an}
+	sl.dir, sl.base = path.Split(f.path)
+	sl.dir = strings.TrimSuffix(sl.dir, "/")
+	if n := len(r.freeIDs); n > 0 {
+		sl.id = r.freeIDs[n-1]
+		r.freeIDs = r.freeIDs[:n-1]
+		r.slots[sl.id] = sl
+	} else {
+		sl.id = uint32(len(r.slots))
+		r.slots = append(r.slots, sl)
+	}
+	r.files[f.path] = sl
+	r.byBase[sl.base] = append(r.byBase[sl.base], sl)
+	r.byDir[sl.dir] = append(r.byDir[sl.dir], sl)
+	for i := range f.an.defs {
+		n := f.an.defs[i].name
+		r.defs[n] = append(r.defs[n], defRef{sl.id, int32(i)})
+	}
+	r.nDefRefs += len(f.an.defs)
+	r.indexChunks(sl)
+	if sl.base == "go.mod" {
+		if m := goModulePath(f.e.content); m != "" {
+			r.goMods[sl.dir] = m
+		}
+	}
+	return sl
+}
+
+func (r *repoIndex) indexChunks(sl *slot) {
+	sl.chunk0 = uint32(len(r.chunks))
+	for i := range sl.an.chunks {
+		c := &sl.an.chunks[i]
+		id := uint32(len(r.chunks))
+		r.chunks = append(r.chunks, chunkRef{slot: sl.id, idx: uint32(i), length: c.length})
+		for _, t := range c.terms {
+			r.post[t.t] = append(r.post[t.t], posting{id, t.tf})
+			r.df[t.t]++
+		}
+		r.livePost += len(c.terms)
+		r.totalLen += int64(c.length)
+		r.live++
+	}
+}
+
+func (r *repoIndex) remove(sl *slot) {
+	for i := range sl.an.defs {
+		n := sl.an.defs[i].name
+		refs := r.defs[n]
+		refs = slices.DeleteFunc(refs, func(d defRef) bool { return d.slot == sl.id })
+		if len(refs) == 0 {
+			delete(r.defs, n)
+		} else {
+			r.defs[n] = refs
+		}
+	}
+	r.nDefRefs -= len(sl.an.defs)
+	for i := range sl.an.chunks {
+		c := &sl.an.chunks[i]
+		r.chunks[sl.chunk0+uint32(i)].dead = true
+		for _, t := range c.terms {
+			if r.df[t.t] <= 1 {
+				delete(r.df, t.t)
+			} else {
+				r.df[t.t]--
+			}
+		}
+		r.livePost -= len(c.terms)
+		r.deadPost += len(c.terms)
+		r.totalLen -= int64(c.length)
+		r.live--
+	}
+	delSlot := func(m map[string][]*slot, k string) {
+		v := slices.DeleteFunc(m[k], func(x *slot) bool { return x == sl })
+		if len(v) == 0 {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	delSlot(r.byBase, sl.base)
+	delSlot(r.byDir, sl.dir)
+	if sl.base == "go.mod" {
+		delete(r.goMods, sl.dir)
+	}
+	delete(r.files, sl.path)
+	r.slots[sl.id] = nil
+	r.freeIDs = append(r.freeIDs, sl.id)
+}
+
+// compact rebuilds the chunk table and postings from live files.
+func (r *repoIndex) compact() {
+	r.chunks = r.chunks[:0:0]
+	r.post = make(map[term][]posting, len(r.df))
+	r.livePost, r.deadPost, r.live, r.totalLen = 0, 0, 0, 0
+	r.df = make(map[term]uint32, len(r.df))
+	for _, sl := range r.slots {
+		if sl != nil {
+			r.indexChunks(sl)
+		}
+	}
+	r.scratch = nil
+}
+
+// memBytes estimates the index's own memory (analyses are accounted to
+// their entries).
+func (r *repoIndex) memBytes() int64 {
+	return int64(r.livePost+r.deadPost)*8*5/4 + int64(len(r.post))*72 + int64(len(r.df))*24 +
+		int64(len(r.chunks))*16 + int64(r.nDefRefs)*8 + int64(len(r.defs))*64 +
+		int64(len(r.files))*(200) + int64(len(r.scratch))*4
+}
+
+func goModulePath(gomod string) string {
+	for _, ln := range strings.Split(gomod, "\n") {
+		f := strings.Fields(ln)
+		if len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
+}
+
+// scoredChunk is a BM25 hit.
+type scoredChunk struct {
+	chunk uint32
+	score float64
+}
+
+// bm25 scores live chunks against query terms (term → frequency in the
+// query) and returns the k best for which keep is true, best first; ties
+// are broken by path and line so the result does not depend on the order
+// in which files were indexed.
+func (r *repoIndex) bm25(q map[term]int, k int, keep func(sl *slot, c *chunk) bool) []scoredChunk {
+	if r.live == 0 || len(q) == 0 {
+		return nil
+	}
+	const k1, b = 1.2, 0.75
+	n := float64(r.live)
+	avgdl := float64(r.totalLen) / n
+	if avgdl <= 0 {
+		avgdl = 1
+	}
+	if cap(r.scratch) < len(r.chunks) {
+		r.scratch = make([]float32, len(r.chunks), len(r.chunks)+len(r.chunks)/4)
+	}
+	r.scratch = r.scratch[:len(r.chunks)]
+	r.touched = r.touched[:0]
+	terms := make([]term, 0, len(q))
+	for t := range q {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms) // fixed order of float additions
+	for _, t := range terms {
+		df := float64(r.df[t])
+		if df == 0 || df > n/2 {
+			continue // absent, or in most windows: little signal, long lists
+		}
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		w := idf * (1 + math.Log(float64(q[t])))
+		list := r.post[t]
+		dead := 0
+		for _, p := range list {
+			c := &r.chunks[p.chunk]
+			if c.dead {
+				dead++
+				continue
+			}
+			tf := float64(p.tf)
+			s := w * tf * (k1 + 1) / (tf + k1*(1-b+b*float64(c.length)/avgdl))
+			if r.scratch[p.chunk] == 0 {
+				r.touched = append(r.touched, p.chunk)
+			}
+			r.scratch[p.chunk] += float32(s)
+		}
+		if dead > 0 && dead*4 > len(list) {
+			live := slices.DeleteFunc(list, func(p posting) bool { return r.chunks[p.chunk].dead })
+			r.deadPost -= len(list) - len(live)
+			r.post[t] = live
+		}
+	}
+	hits := make([]scoredChunk, 0, len(r.touched))
+	for _, id := range r.touched {
+		hits = append(hits, scoredChunk{id, float64(r.scratch[id])})
+		r.scratch[id] = 0
+	}
+	slices.SortFunc(hits, func(x, y scoredChunk) int {
+		if x.score != y.score {
+			if x.score > y.score {
+				return -1
+			}
+			return 1
+		}
+		cx, cy := r.chunks[x.chunk], r.chunks[y.chunk]
+		if c := strings.Compare(r.slots[cx.slot].path, r.slots[cy.slot].path); c != 0 {
+			return c
+		}
+		return int(cx.idx) - int(cy.idx)
+	})
+	out := hits[:0]
+	for _, h := range hits {
+		c := r.chunks[h.chunk]
+		sl := r.slots[c.slot]
+		if keep(sl, &sl.an.chunks[c.idx]) {
+			out = append(out, h)
+			if len(out) == k {
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,229 @@
+package contextpack
+
+import (
+	"container/list"
+	"context"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// entry is one file content, remembered by digest, with what was derived
+// from it. Content and digest never change.
+type entry struct {
+	digest  string
+	content string
+
+	// Guarded by store.mu.
+	refs    int           // pins: requests in flight and repository indexes
+	elem    *list.Element // position in store.lru while unpinned
+	size    int64         // accounted bytes
+	removed bool          // evicted from the store
+
+	mu sync.Mutex // guards an; held while analysing
+	an [numLangs]*analysis
+}
+
+// store is the content store and cache: entries by digest and repository
+// indexes by name, under one byte cap. Entries pinned by a request or a
+// repository index are not evicted; unpinned entries leave least recently
+// used first, then idle repository indexes (which unpins their entries).
+type store struct {
+	log      *zap.Logger
+	capBytes int64
+	maxRepos int
+
+	mu      sync.Mutex
+	used    int64
+	entries map[string]*entry
+	lru     list.List // unpinned entries, front = most recently used
+	repos   map[string]*repoIndex
+	repoLRU list.List // *repoIndex, front = most recently used
+}
+
+func newStore(capBytes int64, maxRepos int, log *zap.Logger) *store {
+	return &store{log: log, capBytes: capBytes, maxRepos: maxRepos,
+		entries: make(map[string]*entry), repos: make(map[string]*repoIndex)}
+}
+
+const entryOverhead = 160
+
+// resolve returns the entries for a request's files, pinned, admitting
+// new content. missing lists the indexes of files whose digest is not held.
+func (s *store) resolve(digests []string, contents []string, has []bool) (es []*entry, missing []int) {
+	es = make([]*entry, len(digests))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, d := range digests {
+		e := s.entries[d]
+		if e == nil {
+			if !has[i] {
+				missing = append(missing, i)
+				continue
+			}
+			e = &entry{digest: d, content: contents[i], size: int64(len(contents[i])) + entryOverhead}
+			s.entries[d] = e
+			s.used += e.size
+			e.elem = s.lru.PushFront(e)
+		}
+		s.pinLocked(e)
+		es[i] = e
+	}
+	if len(missing) > 0 {
+		for _, e := range es {
+			if e != nil {
+				s.unpinLocked(e)
+			}
+		}
+		return nil, missing
+	}
+	return es, nil
+}
+
+func (s *store) pinLocked(e *entry) {
+	if e.refs == 0 && e.elem != nil {
+		s.lru.Remove(e.elem)
+		e.elem = nil
+	}
+	e.refs++
+}
+
+func (s *store) unpinLocked(e *entry) {
+	e.refs--
+	if e.refs == 0 && !e.removed {
+		e.elem = s.lru.PushFront(e)
+	}
+}
+
+// unpin releases pins and evicts down to the cap.
+func (s *store) unpin(es []*entry) {
+	s.mu.Lock()
+	for _, e := range es {
+		if e != nil {
+			s.unpinLocked(e)
+		}
+	}
+	s.evictLocked()
+	s.mu.Unlock()
+}
+
+// repin moves repository pins: add are newly referenced, drop no longer.
+func (s *store) repin(add, drop []*entry) {
+	s.mu.Lock()
+	for _, e := range add {
+		s.pinLocked(e)
+	}
+	for _, e := range drop {
+		s.unpinLocked(e)
+	}
+	s.mu.Unlock()
+}
+
+// grow accounts bytes derived from e (its analyses).
+func (s *store) grow(e *entry, delta int64) {
+	s.mu.Lock()
+	if !e.removed {
+		e.size += delta
+		s.used += delta
+	}
+	s.mu.Unlock()
+}
+
+func (s *store) evictLocked() {
+	for s.used > s.capBytes {
+		if el := s.lru.Back(); el != nil {
+			e := el.Value.(*entry)
+			s.lru.Remove(el)
+			e.elem = nil
+			e.removed = true
+			delete(s.entries, e.digest)
+			s.used -= e.size
+			continue
+		}
+		if !s.evictRepoLocked() {
+			return // everything left is in use by requests in flight
+		}
+	}
+}
+
+// evictRepoLocked drops the least recently used idle repository index.
+func (s *store) evictRepoLocked() bool {
+	for el := s.repoLRU.Back(); el != nil; el = el.Prev() {
+		r := el.Value.(*repoIndex)
+		if r.inUse > 0 {
+			continue
+		}
+		s.repoLRU.Remove(el)
+		delete(s.repos, r.key)
+		s.used -= r.size
+		for _, sl := range r.slots {
+			if sl != nil {
+				s.unpinLocked(sl.e)
+			}
+		}
+		s.log.Debug("contextpack: repository index evicted", zap.String("repo", r.key))
+		return true
+	}
+	return false
+}
+
+// repo returns the index for key, marked in use.
+func (s *store) repo(key string, newIndex func() *repoIndex) *repoIndex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[key]
+	if r == nil {
+		for len(s.repos) >= s.maxRepos && s.evictRepoLocked() {
+		}
+		r = newIndex()
+		r.key = key
+		s.repos[key] = r
+		r.elem = s.repoLRU.PushFront(r)
+	} else {
+		s.repoLRU.MoveToFront(r.elem)
+	}
+	r.inUse++
+	return r
+}
+
+// releaseRepo ends a request's use of r and accounts its new size.
+func (s *store) releaseRepo(r *repoIndex, size int64) {
+	s.mu.Lock()
+	r.inUse--
+	if s.repos[r.key] == r {
+		s.used += size - r.size
+	}
+	r.size = size
+	s.evictLocked()
+	s.mu.Unlock()
+}
+
+// Stats reports the store's occupancy.
+type Stats struct {
+	Entries      int
+	Repositories int
+	Bytes        int64
+	CapBytes     int64
+}
+
+func (s *store) stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Entries: len(s.entries), Repositories: len(s.repos), Bytes: s.used, CapBytes: s.capBytes}
+}
+
+// analysisFor returns e's analysis in lang, computing it once.
+func (b *Builder) analysisFor(ctx context.Context, e *entry, lang langID) (*analysis, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a := e.an[lang]; a != nil {
+		return a, nil
+	}
+	a, err := analyze(ctx, b.grammars, e.content, lang, b.aopt)
+	if err != nil {
+		return nil, err
+	}
+	e.an[lang] = a
+	b.store.grow(e, a.bytes)
+	return a, nil
+}
