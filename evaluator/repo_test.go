@@ -39,8 +39,8 @@ func TestExecRepoBenchSamples(t *testing.T) {
 	}
 	before := snapshot(t, filepath.Join(execRepoBenchDir, "repos"))
 	hostile := map[string]string{
-		"exit0":  "__import__('os')._exit(0)",
-		"killpg": "__import__('os').killpg(0, 9)",
+		"exit0":   "__import__('os')._exit(0)",
+		"killpg":  "__import__('os').killpg(0, 9)",
 		"sysexit": "__import__('sys').exit(0)",
 	}
 	var jobs []evaluator.Job
