@@ -420,7 +420,7 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 		}
 	}
 	base := p.record(Candidate{Path: first.rel, Start: 0, End: len(first.src), Level: evaluator.LevelRandomSpan}, o, test)
-	bt, err := base.Task(repoDir)
+	bt, err := taskOf(base, repoDir)
 	if err != nil {
 		return nil, p.stats, err
 	}
@@ -445,7 +445,7 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 			rec := p.record(c, o, test)
 			if o.RequireEmptyFails {
 				tried++
-				t, err := rec.Task(repoDir)
+				t, err := taskOf(rec, repoDir)
 				if err != nil {
 					return nil, p.stats, err
 				}
@@ -474,4 +474,11 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// taskOf converts a record whose repository field may be relative to the
+// output file into a task on the repository at repoDir.
+func taskOf(rec dataset.InfillRecord, repoDir string) (evaluator.Task, error) {
+	rec.Repository = repoDir
+	return rec.Task(repoDir)
 }
