@@ -193,10 +193,23 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
+// hintError adds a hint for the user to the one-line rendering of err.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (h hintError) Error() string { return h.err.Error() + "; " + h.hint }
+func (h hintError) Unwrap() error { return h.err }
+
 // errorLine renders err for "infill: ...", with a hint when the server
 // could not be reached at all.
 func errorLine(err error) string {
 	line := infill.FormatError(err)
+	var h hintError
+	if errors.As(err, &h) {
+		line += "; " + h.hint
+	}
 	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable &&
 		(strings.Contains(st.Message(), "while dialing") || strings.Contains(st.Message(), "connection refused")) {
 		line += " (is infill-server running there? set --server or INFILL_SERVER)"

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/infill-dev/infill/clients/go/infill"
@@ -112,7 +114,7 @@ func runComplete(cmd *cobra.Command, env *Env, g *globals, f *completeFlags, fil
 	for ev, err := range client.Stream(ctx, infill.StreamRequest(req)) {
 		if err != nil {
 			endText(env, text.String())
-			return err
+			return cursorHint(err, pos, req.GetCursor())
 		}
 		switch e := ev.GetEvent().(type) {
 		case *infillv1.StreamCompleteResponse_Start:
@@ -153,6 +155,17 @@ func runComplete(cmd *cobra.Command, env *Env, g *globals, f *completeFlags, fil
 		printStats(env.Stderr, final, requestID)
 	}
 	return nil
+}
+
+// cursorHint explains a cursor error, which the server reports 0-based,
+// in terms of the 1-based position the user typed.
+func cursorHint(err error, pos infill.Position, c *infillv1.Cursor) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.InvalidArgument || !strings.HasPrefix(st.Message(), "cursor.") {
+		return err
+	}
+	return hintError{err, fmt.Sprintf("the server counts from 0 (%s here is %d:%d there)",
+		pos, c.GetLine(), c.GetColumn())}
 }
 
 // endText ends the terminal line after text that lacks a final newline.

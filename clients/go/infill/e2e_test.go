@@ -1,0 +1,194 @@
+package infill_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/infill-dev/infill/clients/go/infill"
+	"github.com/infill-dev/infill/clients/internal/e2e"
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+)
+
+// The tests below run against the real server and the real Ollama backend
+// with the tiny random-weight model: they assert properties of the output,
+// never its text.
+
+const circle = `import math
+
+
+def area(r):
+    """Area of a circle of radius r."""
+    return math.pi * r ** 2
+
+
+def circumference(r):
+    return 
+`
+
+func e2eRequest() *infillv1.CompleteRequest {
+	return &infillv1.CompleteRequest{
+		Repository: &infillv1.Repository{Name: "geo", Files: []*infillv1.File{
+			{Path: "geo/circle.py", Source: &infillv1.File_Content{Content: circle}},
+			{Path: "geo/__init__.py", Source: &infillv1.File_Content{Content: strings.Repeat("# geometry helpers\n", 8)}},
+		}},
+		Cursor:     infill.Position{Line: 10, Column: 12}.Cursor("geo/circle.py", infillv1.PositionEncoding_POSITION_ENCODING_UTF32),
+		Generation: &infillv1.GenerationOptions{MaxTokens: 8},
+	}
+}
+
+func TestEndToEndStreamAndComplete(t *testing.T) {
+	srv := e2e.Start(t)
+	c, err := infill.Dial(srv.Addr, infill.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	var kinds []string
+	var text string
+	var done *infillv1.CompleteResponse
+	for ev, err := range c.Stream(t.Context(), infill.StreamRequest(e2eRequest())) {
+		if err != nil {
+			t.Fatal(infill.FormatError(err))
+		}
+		switch e := ev.GetEvent().(type) {
+		case *infillv1.StreamCompleteResponse_Start:
+			kinds = append(kinds, "start")
+		case *infillv1.StreamCompleteResponse_Delta:
+			kinds = append(kinds, "delta")
+			text += e.Delta.GetText()
+		case *infillv1.StreamCompleteResponse_Done:
+			kinds = append(kinds, "done")
+			done = e.Done
+		}
+	}
+	if len(kinds) < 2 || kinds[0] != "start" || kinds[len(kinds)-1] != "done" {
+		t.Fatalf("events %v; want start, deltas, done", kinds)
+	}
+	if got := done.GetCandidates()[0].GetText(); got != text {
+		t.Errorf("streamed text %q differs from the final candidate %q", text, got)
+	}
+	if done.GetUsage().GetCompletionTokens() == 0 || done.GetModel() != srv.Model {
+		t.Errorf("usage %v, model %q", done.GetUsage(), done.GetModel())
+	}
+
+	resp, err := c.Complete(t.Context(), e2eRequest())
+	if err != nil {
+		t.Fatal(infill.FormatError(err))
+	}
+	if len(resp.GetCandidates()) != 1 || resp.GetUsage().GetCompletionTokens() == 0 {
+		t.Errorf("unary response %v", resp)
+	}
+}
+
+func TestEndToEndErrors(t *testing.T) {
+	srv := e2e.Start(t)
+	c, err := infill.Dial(srv.Addr, infill.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := e2eRequest()
+	req.Cursor.Line = 98
+	_, err = c.Complete(t.Context(), req)
+	if line := infill.FormatError(err); status.Code(err) != codes.InvalidArgument || !strings.HasPrefix(line, "INVALID_ARGUMENT: ") {
+		t.Errorf("bad cursor: %q; want INVALID_ARGUMENT", line)
+	}
+	req = e2eRequest()
+	req.Model = "no-such-model:1b"
+	_, err = c.Complete(t.Context(), req)
+	if code := status.Code(err); code != codes.NotFound && code != codes.FailedPrecondition {
+		t.Errorf("unknown model: %v; want NOT_FOUND or FAILED_PRECONDITION", err)
+	}
+}
+
+// TestEndToEndDigests sends the same repository twice with digests on: the
+// second call sends digests and, whatever the server holds, succeeds; when
+// the server lacks content it answers FAILED_PRECONDITION once and the
+// client resends.
+func TestEndToEndDigests(t *testing.T) {
+	srv := e2e.Start(t)
+	var mu sync.Mutex
+	var calls []codes.Code
+	var shapes []string
+	record := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		digests := 0
+		for _, f := range req.(*infillv1.CompleteRequest).GetRepository().GetFiles() {
+			if f.GetDigest() != "" {
+				digests++
+			}
+		}
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, status.Code(err))
+		shapes = append(shapes, map[bool]string{true: "digests", false: "content"}[digests > 0])
+		return err
+	}
+	c, err := infill.Dial(srv.Addr, infill.Config{ContentDigests: true,
+		DialOptions: []grpc.DialOption{grpc.WithUnaryInterceptor(record)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 2 {
+		if _, err := c.Complete(t.Context(), e2eRequest()); err != nil {
+			t.Fatalf("call %d: %s", i+1, infill.FormatError(err))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("RPCs: %v %v", calls, shapes)
+	if len(calls) < 2 || calls[0] != codes.OK || shapes[0] != "content" || shapes[1] != "digests" {
+		t.Fatalf("RPCs %v %v; want content first, then digests", calls, shapes)
+	}
+	switch len(calls) {
+	case 2: // the server held the content
+	case 3:
+		if calls[1] != codes.FailedPrecondition || shapes[2] != "content" {
+			t.Errorf("RPCs %v %v; want FAILED_PRECONDITION then a resend with content", calls, shapes)
+		}
+	default:
+		t.Errorf("%d RPCs for two calls", len(calls))
+	}
+}
+
+func TestEndToEndBreakStopsStream(t *testing.T) {
+	srv := e2e.Start(t)
+	c, err := infill.Dial(srv.Addr, infill.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := infill.StreamRequest(e2eRequest())
+	req.Generation = &infillv1.GenerationOptions{MaxTokens: 2000}
+	got := 0
+	for ev, err := range c.Stream(t.Context(), req) {
+		if err != nil {
+			t.Fatal(infill.FormatError(err))
+		}
+		if ev.GetDelta() != nil {
+			got++
+			break
+		}
+		if ev.GetDone() != nil {
+			t.Skip("the model stopped before a delta arrived")
+		}
+	}
+	// The next call is served at once rather than behind a 2000-token
+	// generation that nobody reads.
+	short := e2eRequest()
+	short.Generation = &infillv1.GenerationOptions{MaxTokens: 1}
+	if _, err := c.Complete(t.Context(), short); err != nil {
+		t.Fatal(infill.FormatError(err))
+	}
+	if got != 1 {
+		t.Errorf("got %d deltas before break", got)
+	}
+}
