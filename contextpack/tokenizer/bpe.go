@@ -1,5 +1,10 @@
 package tokenizer
 
+import (
+	"math/bits"
+	"slices"
+)
+
 // Byte-level BPE, as Hugging Face's tokenizers crate does it: start from one
 // symbol per byte, then repeatedly merge the adjacent pair with the lowest
 // merge rank, the leftmost one on ties, until no pair has a merge. Merge rank r
@@ -13,7 +18,7 @@ type scratch struct {
 	ids   []int32
 	ranks []int32
 	syms  []sym
-	heap  []uint64
+	queue radixQueue
 }
 
 type sym struct {
@@ -93,8 +98,8 @@ func (t *Tokenizer) bpeLinear(p string, sc *scratch) []int32 {
 	return ids
 }
 
-// bpeHeap merges with a min-heap of (rank, position) over a linked list of
-// symbols: O(n log n), so long runs of one character stay cheap.
+// bpeHeap merges with a priority queue of (rank, position) over a linked list
+// of symbols: O(n log n), so long runs of one character stay cheap.
 func (t *Tokenizer) bpeHeap(p string, sc *scratch) []int32 {
 	n := len(p)
 	syms := sc.syms[:0]
@@ -102,22 +107,17 @@ func (t *Tokenizer) bpeHeap(p string, sc *scratch) []int32 {
 		syms = append(syms, sym{id: t.byteID[p[i]], prev: int32(i - 1), next: int32(i + 1)})
 	}
 	syms[n-1].next = -1
-	h := sc.heap[:0]
+	q := &sc.queue
+	q.reset()
 	for i := 0; i+1 < n; i++ {
 		if r := t.merges.get(syms[i].id, syms[i+1].id); r != noMerge {
-			h = append(h, uint64(r)<<32|uint64(i))
+			q.push(uint64(r)<<32 | uint64(i))
 		}
 	}
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		siftDown(h, i)
-	}
-	for len(h) > 0 {
-		top := h[0]
-		last := len(h) - 1
-		h[0] = h[last]
-		h = h[:last]
-		if last > 0 {
-			siftDown(h, 0)
+	for {
+		top, ok := q.pop()
+		if !ok {
+			break
 		}
 		rank, pos := int32(top>>32), int32(uint32(top))
 		s := &syms[pos]
@@ -134,14 +134,16 @@ func (t *Tokenizer) bpeHeap(p string, sc *scratch) []int32 {
 		if s.next >= 0 {
 			syms[s.next].prev = pos
 		}
+		// A pair containing the new token 256+rank always has a higher
+		// rank than rank, so keys only grow: the queue is monotone.
 		if s.prev >= 0 {
 			if r := t.merges.get(syms[s.prev].id, s.id); r != noMerge {
-				h = pushHeap(h, uint64(r)<<32|uint64(s.prev))
+				q.push(uint64(r)<<32 | uint64(s.prev))
 			}
 		}
 		if s.next >= 0 {
 			if r := t.merges.get(s.id, syms[s.next].id); r != noMerge {
-				h = pushHeap(h, uint64(r)<<32|uint64(pos))
+				q.push(uint64(r)<<32 | uint64(pos))
 			}
 		}
 	}
@@ -149,43 +151,63 @@ func (t *Tokenizer) bpeHeap(p string, sc *scratch) []int32 {
 	for i := int32(0); i >= 0; i = syms[i].next {
 		ids = append(ids, syms[i].id)
 	}
-	sc.ids, sc.syms, sc.heap = ids, syms, h
+	sc.ids, sc.syms = ids, syms
 	return ids
 }
 
-func pushHeap(h []uint64, v uint64) []uint64 {
-	h = append(h, v)
-	i := len(h) - 1
-	for i > 0 {
-		parent := (i - 1) / 2
-		if h[parent] <= v {
-			break
-		}
-		h[i] = h[parent]
-		i = parent
-	}
-	h[i] = v
-	return h
+// radixQueue is a monotone priority queue of (rank<<32 | position) keys: a
+// radix heap on the rank, where every pushed rank must be greater than the
+// rank last popped (true for BPE, see bpeHeap). Keys of the current rank sit
+// in bucket 0, sorted by position once when the rank becomes current. push is
+// O(1); pop is amortised O(log maxRank) plus the sort, with sequential memory
+// access, and hostile inputs (few distinct ranks) cost almost nothing.
+type radixQueue struct {
+	last    uint32 // rank of bucket 0
+	head    int    // next key of bucket 0
+	n       int
+	buckets [33][]uint64 // bucket b > 0: highest bit where the rank differs from last is b-1
 }
 
-func siftDown(h []uint64, i int) {
-	n := len(h)
-	v := h[i]
-	for {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if c+1 < n && h[c+1] < h[c] {
-			c++
-		}
-		if v <= h[c] {
-			break
-		}
-		h[i] = h[c]
-		i = c
+func (q *radixQueue) reset() {
+	q.last, q.head, q.n = 0, 0, 0
+	for i := range q.buckets {
+		q.buckets[i] = q.buckets[i][:0]
 	}
-	h[i] = v
+}
+
+func (q *radixQueue) push(k uint64) {
+	b := bits.Len32(uint32(k>>32) ^ q.last)
+	q.buckets[b] = append(q.buckets[b], k)
+	q.n++
+}
+
+func (q *radixQueue) pop() (uint64, bool) {
+	if q.n == 0 {
+		return 0, false
+	}
+	if q.head == len(q.buckets[0]) {
+		q.buckets[0], q.head = q.buckets[0][:0], 0
+		i := 1
+		for len(q.buckets[i]) == 0 {
+			i++
+		}
+		bk := q.buckets[i]
+		m := uint32(bk[0] >> 32)
+		for _, k := range bk[1:] {
+			m = min(m, uint32(k>>32))
+		}
+		q.last = m
+		for _, k := range bk {
+			b := bits.Len32(uint32(k>>32) ^ m)
+			q.buckets[b] = append(q.buckets[b], k)
+		}
+		q.buckets[i] = bk[:0]
+		slices.Sort(q.buckets[0])
+	}
+	k := q.buckets[0][q.head]
+	q.head++
+	q.n--
+	return k, true
 }
 
 // noMerge is the rank of a pair that has no merge.

@@ -52,6 +52,7 @@ func nfcExact(s string) string {
 	// Canonical decomposition. Hangul syllables are kept whole: they are
 	// starters, and composing them again below gives the same result.
 	rs := make([]rune, 0, len(s))
+	ccc := make([]uint8, 0, len(s))
 	for i := 0; i < len(s); {
 		p := norm.NFD.PropertiesString(s[i:])
 		w := p.Size()
@@ -59,19 +60,18 @@ func nfcExact(s string) string {
 			w = 1
 		}
 		if d := p.Decomposition(); d != nil {
-			for _, r := range string(d) {
+			for k := 0; k < len(d); {
+				r, rw := utf8.DecodeRune(d[k:])
 				rs = append(rs, r)
+				ccc = append(ccc, norm.NFD.Properties(d[k:]).CCC())
+				k += rw
 			}
 		} else {
 			r, _ := utf8.DecodeRuneInString(s[i:])
 			rs = append(rs, r)
+			ccc = append(ccc, p.CCC())
 		}
 		i += w
-	}
-	cccOf := func(r rune) uint8 { return norm.NFD.PropertiesString(string(r)).CCC() }
-	ccc := make([]uint8, len(rs))
-	for i, r := range rs {
-		ccc[i] = cccOf(r)
 	}
 
 	// Canonical ordering: stable sort of every run of non-starters by class.

@@ -398,9 +398,13 @@ func TestBPEVariantsAgree(t *testing.T) {
 	sc := new(scratch)
 	r := rand.New(rand.NewPCG(1, 2))
 	alphabets := []string{" =-_ab", "abcdefghij", "  \n\t", "中文字日本語", "0123456789.,", "eeeeee\u0301"}
-	for i := 0; i < 3000; i++ {
+	for i := 0; i < 3060; i++ {
 		al := []rune(alphabets[i%len(alphabets)])
 		n := 1 + r.IntN(80)
+		if i >= 3000 { // long pieces: many distinct ranks in the queue
+			al = []rune(strings.Join(alphabets, ""))
+			n = 200 + r.IntN(400)
+		}
 		var b strings.Builder
 		for range n {
 			b.WriteRune(al[r.IntN(len(al))])
@@ -491,4 +495,39 @@ var fuzzSeeds = []string{
 	"", " ", "\n", "\r\n", "a b", "it's", "'ſa", "x \r y", "a  b", "a\u3000b", "  \n  x",
 	"def f(x):\n\treturn x + 1\n", "<|endoftext|>", "<\u200b|im_start|>", "e\u0301", "x" + strings.Repeat("\u0301", 40),
 	"\u1100" + strings.Repeat("\u1161", 35), "中文 text", "😀👍🏽", " !!!\n\n", "1,000.5", "\xff\xfe",
+}
+
+// radixQueue pops keys in ascending order as long as pushes are monotone in
+// rank, like a binary heap would.
+func TestRadixQueue(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var q radixQueue
+	for round := 0; round < 200; round++ {
+		q.reset()
+		var ref []uint64
+		lastRank := uint32(0)
+		for i := 0; i < 50+r.IntN(50); i++ {
+			k := uint64(r.Uint32N(1000))<<32 | uint64(r.Uint32N(5000))
+			q.push(k)
+			ref = append(ref, k)
+		}
+		for len(ref) > 0 {
+			mi := slices.Index(ref, slices.Min(ref))
+			want := ref[mi]
+			ref = slices.Delete(ref, mi, mi+1)
+			got, ok := q.pop()
+			if !ok || got != want {
+				t.Fatalf("round %d: pop = %#x, %v; want %#x", round, got, ok, want)
+			}
+			lastRank = uint32(got >> 32)
+			for range r.IntN(2) { // on average fewer pushes than pops: it drains
+				k := uint64(lastRank+1+r.Uint32N(1<<17))<<32 | uint64(r.Uint32N(1<<20))
+				q.push(k)
+				ref = append(ref, k)
+			}
+		}
+		if _, ok := q.pop(); ok {
+			t.Fatal("queue not empty")
+		}
+	}
 }

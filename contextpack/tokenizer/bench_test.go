@@ -1,0 +1,116 @@
+package tokenizer
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// Speed targets (see issue 3): at least 1M tokens/s on one core on source
+// code (run with -cpu 1), and each hostile input well under 50 ms per op.
+//
+//	go test ./contextpack/tokenizer -run '^$' -bench . -cpu 1
+
+// codeCorpus is the source code of the reference corpus (all languages, LF).
+func codeCorpus(b *testing.B) string {
+	var sb strings.Builder
+	for _, v := range loadVectors(b) {
+		if strings.HasPrefix(v.Name, "corpus/") && !strings.Contains(v.Name, "#") &&
+			!strings.HasSuffix(v.Name, ".txt") && !strings.HasSuffix(v.Name, ".md") {
+			sb.WriteString(v.Text)
+		}
+	}
+	return sb.String()
+}
+
+func benchEncode(b *testing.B, text string, count bool) {
+	tk := qwen(b)
+	n := tk.Count(text)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if count {
+			tk.Count(text)
+		} else {
+			tk.Encode(text)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+}
+
+func BenchmarkEncode(b *testing.B) { benchEncode(b, codeCorpus(b), false) }
+func BenchmarkCount(b *testing.B)  { benchEncode(b, codeCorpus(b), true) }
+
+// BenchmarkEncodeGoSource encodes a large real file from the Go distribution.
+func BenchmarkEncodeGoSource(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "net", "http", "server.go"))
+	if err != nil {
+		b.Skipf("Go sources not available: %v", err)
+	}
+	benchEncode(b, string(src), false)
+}
+
+func BenchmarkEncodeUnicode(b *testing.B) {
+	for _, v := range loadVectors(b) {
+		if v.Name == "corpus/unicode.txt" {
+			benchEncode(b, v.Text, false)
+			return
+		}
+	}
+	b.Fatal("corpus/unicode.txt missing from vectors")
+}
+
+func BenchmarkEncodeParallel(b *testing.B) {
+	tk := qwen(b)
+	text := codeCorpus(b)
+	n := tk.Count(text)
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			tk.Encode(text)
+		}
+	})
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+}
+
+// BenchmarkHostile: long runs that make naive BPE or backtracking regexes
+// quadratic. Each op is one Encode of the whole input.
+func BenchmarkHostile(b *testing.B) {
+	cases := []struct{ name, text string }{
+		{"equals_50000", strings.Repeat("=", 50000)},
+		{"letter_50000", strings.Repeat("a", 50000)},
+		{"space_50000", strings.Repeat(" ", 50000) + "x"},
+		{"newline_50000", strings.Repeat("\n", 50000)},
+		{"digit_50000", strings.Repeat("7", 50000)},
+		{"cjk_same_50000", strings.Repeat("中", 50000)},
+		{"cjk_text_50000", strings.Repeat("我能吞下玻璃而不伤身体", 4546)},
+		{"emoji_50000", strings.Repeat("😀", 50000)},
+		{"combining_50000", "a" + strings.Repeat("\u0301", 50000)},
+		{"special_text_5000", strings.Repeat("<|endoftext|>", 5000)},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			tk := qwen(b)
+			n := tk.Count(c.text)
+			b.ResetTimer()
+			for range b.N {
+				tk.Encode(c.text)
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/op")
+			b.ReportMetric(float64(n), "tokens")
+		})
+	}
+}
+
+func BenchmarkLoad(b *testing.B) {
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := load(qwen25Data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
