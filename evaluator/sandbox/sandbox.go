@@ -192,8 +192,16 @@ func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
 	if err := s.writeSupport(); err != nil {
 		return nil, err
 	}
-	s.baseArgs = s.buildBaseArgs()
-	if err := s.probe(); err != nil {
+	s.baseArgs = s.buildBaseArgs(true)
+	err = s.probe()
+	if err != nil && strings.Contains(err.Error(), "disable-userns") {
+		// bubblewrap before 0.8 lacks --disable-userns: nested user
+		// namespaces stay possible but are still unprivileged.
+		log.Warn("sandbox: bubblewrap without --disable-userns; nested user namespaces not blocked")
+		s.baseArgs = s.buildBaseArgs(false)
+		err = s.probe()
+	}
+	if err != nil {
 		_ = os.RemoveAll(s.supportDir)
 		return nil, err
 	}
@@ -239,15 +247,18 @@ func (s *Sandbox) writeSupport() error {
 	return nil
 }
 
-func (s *Sandbox) buildBaseArgs() []string {
+func (s *Sandbox) buildBaseArgs(disableUserns bool) []string {
 	c := s.cfg
-	a := []string{
-		"--unshare-all", "--unshare-user", "--disable-userns",
+	a := []string{"--unshare-all", "--unshare-user"}
+	if disableUserns {
+		a = append(a, "--disable-userns")
+	}
+	a = append(a,
 		"--die-with-parent", "--new-session",
 		"--uid", strconv.Itoa(c.UID), "--gid", strconv.Itoa(c.GID),
 		"--hostname", "sandbox",
 		"--ro-bind", "/usr", "/usr",
-	}
+	)
 	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
 		fi, err := os.Lstat(d)
 		switch {

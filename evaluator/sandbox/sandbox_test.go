@@ -54,6 +54,8 @@ func TestRunVerdicts(t *testing.T) {
 		{"script exit 3", Spec{Mode: ModeScript, Target: "s.py", Files: map[string]string{"s.py": "import sys\nsys.exit(3)\n"}}, false, StatusExited, 3},
 		{"multiprocessing", program("import multiprocessing\nif __name__ == '__main__':\n    with multiprocessing.Pool(2) as p:\n        assert p.map(abs, [-1, -2]) == [1, 2]\n"), true, StatusExited, 0},
 		{"threads and tmp", program("import threading, tempfile\nt = threading.Thread(target=lambda: None)\nt.start(); t.join()\nwith tempfile.NamedTemporaryFile() as f:\n    f.write(b'x')\n"), true, StatusExited, 0},
+		{"no nested user namespace", program("import subprocess\nr = subprocess.run(['unshare', '-U', 'true'], capture_output=True)\nassert r.returncode != 0, r\n"), true, StatusExited, 0},
+		{"non-root and no capabilities", program("import os\nassert os.getuid() == 65534 and os.getgid() == 65534\nassert open('/proc/self/status').read().split('CapEff:')[1].split()[0] == '0000000000000000'\nassert os.getpid() < 10\n"), true, StatusExited, 0},
 		{"command", Spec{Mode: ModeCommand, Command: []string{"/bin/sh", "-c", "exit 0"}}, true, StatusExited, 0},
 		{"command fail", Spec{Mode: ModeCommand, Command: []string{"/bin/sh", "-c", "exit 4"}}, false, StatusExited, 4},
 	}
