@@ -87,6 +87,12 @@ type importRef struct {
 	names []string
 }
 
+// localRef is a parameter or local variable declared on a line.
+type localRef struct {
+	t    term
+	line int32
+}
+
 // termTF is a term and its frequency in a chunk.
 type termTF struct {
 	t  term
@@ -108,13 +114,16 @@ type analysis struct {
 	lines   []int32 // byte offset of each line start
 	defs    []def   // sorted by start line
 	imports []importRef
-	pkg     string // Java package
+	locals  []localRef // parameters and local variables, by line
+	pkg     string     // Java package
 	chunks  []chunk
 	note    string // why the file was treated as plain text, if it was
 	bytes   int64  // memory estimate, content excluded
 
 	rcMu sync.Mutex
 	rc   map[uint64]int32 // token counts of line ranges
+
+	fileTermsCache // whole-file terms, for the ExecRepoBench baseline only
 }
 
 func (a *analysis) numLines() int32 { return int32(len(a.lines)) }
@@ -218,7 +227,7 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 		}
 	}
 	a.buildChunks(opt.windowLines, opt.windowStride)
-	a.bytes = int64(len(a.lines))*4 + int64(cap(a.defs))*48 + int64(len(a.imports))*48 + 256
+	a.bytes = int64(len(a.lines))*4 + int64(cap(a.defs))*48 + int64(len(a.imports))*48 + int64(len(a.locals))*8 + 256
 	for _, d := range a.defs {
 		a.bytes += int64(len(d.name))
 	}
@@ -268,6 +277,8 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions) e
 				defNode, kind = c.Node, defKindNames[capName]
 			case capName == "import.reqfn":
 				reqFn = c.Node.Content(src) == "require"
+			case capName == "local":
+				a.locals = append(a.locals, localRef{hashIdent(c.Node.Content(src)), int32(c.Node.StartPoint().Row)})
 			default:
 				a.addImport(capName, c.Node, src, reqFn)
 			}
@@ -308,7 +319,20 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions) e
 		a.defs = append(a.defs, d)
 	}
 	a.nestDefs()
+	a.cleanLocals()
 	return nil
+}
+
+// cleanLocals sorts locals by line and drops those that are definitions
+// (module- or class-level assignments match both patterns).
+func (a *analysis) cleanLocals() {
+	defAt := make(map[localRef]bool, len(a.defs))
+	for i := range a.defs {
+		defAt[localRef{hashIdent(a.defs[i].name), a.defs[i].start}] = true
+	}
+	a.locals = slices.DeleteFunc(a.locals, func(l localRef) bool { return defAt[l] })
+	slices.SortFunc(a.locals, func(x, y localRef) int { return int(x.line - y.line) })
+	a.locals = slices.Clip(a.locals)
 }
 
 // cleanName reduces qualified or generic names to the identifier that code

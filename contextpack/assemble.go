@@ -194,9 +194,9 @@ func (b *Builder) defRanges(a *analysis, di int32) []lineRange {
 	return mergeRanges(rs)
 }
 
-// outlineRanges lists the headers of a file's definitions (top level and
-// members of top-level types) within limit tokens, those whose names the
-// cursor file uses first.
+// outlineRanges lists the headers of a file's top-level definitions and of
+// the methods of top-level types (not fields) within limit tokens, those
+// whose names the cursor file uses first.
 func (b *Builder) outlineRanges(a *analysis, used map[string]bool, limit int) []lineRange {
 	type h struct {
 		r    lineRange
@@ -205,7 +205,7 @@ func (b *Builder) outlineRanges(a *analysis, used map[string]bool, limit int) []
 	var hs []h
 	for i := range a.defs {
 		d := &a.defs[i]
-		if d.parent >= 0 && a.defs[d.parent].parent >= 0 {
+		if d.parent >= 0 && (a.defs[d.parent].parent >= 0 || d.kind != kindMethod && d.kind != kindFunction) {
 			continue
 		}
 		s, e, ok := a.trim(d.start, d.headerEnd)

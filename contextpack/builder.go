@@ -112,6 +112,10 @@ func Digest(content string) string {
 // budget. A request with a single file and no repository name gets the
 // file-level fill-in-the-middle format.
 func (b *Builder) Build(ctx context.Context, req Request) (*Prompt, error) {
+	return b.build(ctx, req, StrategyFused)
+}
+
+func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*Prompt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -163,7 +167,7 @@ func (b *Builder) Build(ctx context.Context, req Request) (*Prompt, error) {
 	add, drop, changed := r.update(files)
 	b.store.repin(add, drop)
 	as := &assembly{b: b, r: r, t: r.files[files[ti].path], req: &req, off: off,
-		budget: budget, promptBudget: promptBudget}
+		budget: budget, promptBudget: promptBudget, strategy: strategy}
 	p, err := as.run()
 	size := r.memBytes()
 	r.mu.Unlock()

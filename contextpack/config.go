@@ -53,8 +53,11 @@ type Config struct {
 	// MaxImportFileTokens is the largest imported file shown whole; larger
 	// ones are shown as an outline of their definitions.
 	MaxImportFileTokens int
-	// RRFK is the k of reciprocal rank fusion, score = Σ 1/(k+rank).
+	// RRFK is the k of reciprocal rank fusion, score = Σ w/(k+rank).
 	RRFK float64
+	// DefinitionWeight, SimilarWeight and ImportWeight are the w of each
+	// source in the fusion.
+	DefinitionWeight, SimilarWeight, ImportWeight float64
 
 	// MaxParseBytes: larger files are treated as plain text.
 	MaxParseBytes int
@@ -93,6 +96,9 @@ func DefaultConfig() Config {
 		MaxSnippetTokens:    384,
 		MaxImportFileTokens: 1024,
 		RRFK:                60,
+		DefinitionWeight:    1,
+		SimilarWeight:       1,
+		ImportWeight:        1,
 		MaxParseBytes:       1 << 20,
 		ParseTimeout:        500 * time.Millisecond,
 		Workers:             runtime.GOMAXPROCS(0),
@@ -146,6 +152,11 @@ func (c Config) Validate() error {
 	}
 	if !(c.RRFK > 0) {
 		return fmt.Errorf("contextpack: RRFK %v must be > 0", c.RRFK)
+	}
+	for _, w := range []float64{c.DefinitionWeight, c.SimilarWeight, c.ImportWeight} {
+		if !(w >= 0 && w <= 100) {
+			return fmt.Errorf("contextpack: source weight %v out of range [0, 100]", w)
+		}
 	}
 	if c.ParseTimeout <= 0 {
 		return fmt.Errorf("contextpack: ParseTimeout %v must be > 0", c.ParseTimeout)

@@ -17,6 +17,7 @@ type assembly struct {
 	off          int
 	budget       int
 	promptBudget int
+	strategy     Strategy
 
 	a         *analysis
 	cl        int32
@@ -33,13 +34,14 @@ type assembly struct {
 	imports []importHit
 	impRank map[*slot]int
 
-	t1      []*candidate // stable tier, most relevant first
-	t1Whole map[*slot]bool
-	all     []*candidate
-	blocks  map[*slot]*block
-	above   []lineRange // same-file context above the window
-	below   []lineRange // and below it
-	extras  int         // tokens of above and below (beyond the headers)
+	t1       []*candidate // stable tier, most relevant first
+	t1Whole  map[*slot]bool
+	t1Ranges map[*slot][]lineRange
+	all      []*candidate
+	blocks   map[*slot]*block
+	above    []lineRange // same-file context above the window
+	below    []lineRange // and below it
+	extras   int         // tokens of above and below (beyond the headers)
 }
 
 // block is the cursor-dependent context from one file.
@@ -57,7 +59,7 @@ func (as *assembly) run() (*Prompt, error) {
 	cfg := &b.cfg
 	as.a = as.t.an
 	as.cl = as.a.lineOf(as.off)
-	as.repoLevel = as.req.RepoName != "" || len(as.req.Files) > 1
+	as.repoLevel = (as.req.RepoName != "" || len(as.req.Files) > 1) && as.strategy != StrategyNone
 	if as.repoLevel {
 		as.overhead = 1 + b.count.plain(as.t.path+"\n") + 3
 		if as.req.RepoName != "" {
@@ -85,11 +87,21 @@ func (as *assembly) run() (*Prompt, error) {
 	}
 	as.blocks = map[*slot]*block{}
 	as.t1Whole = map[*slot]bool{}
+	as.t1Ranges = map[*slot][]lineRange{}
 	as.impRank = map[*slot]int{}
 	if as.ctxBudget > 0 {
-		as.rankImports()
-		pool := as.packTier1()
-		as.packTier2(pool)
+		switch as.strategy {
+		case StrategyExecRepoBench:
+			as.packExecRepoBench()
+		case StrategyJaccard:
+			as.packJaccard()
+		default:
+			as.rankImports()
+			pool := as.packTier1()
+			if as.strategy != StrategyImportsOnly {
+				as.packTier2(pool)
+			}
+		}
 		as.growWindow()
 	}
 	return as.render()
@@ -199,6 +211,12 @@ func (as *assembly) importCandidate(h importHit, rank int) *candidate {
 // returns those that did not fit, for the cursor tier.
 func (as *assembly) packTier1() []*candidate {
 	limit := int(float64(as.ctxBudget) * as.b.cfg.ImportShare)
+	switch as.strategy {
+	case StrategyImportsOnly:
+		limit = as.ctxBudget
+	case StrategyDefinitionsOnly, StrategySimilarOnly:
+		return nil
+	}
 	var pool []*candidate
 	for i, h := range as.imports {
 		if i >= as.b.cfg.MaxCandidates {
@@ -220,6 +238,7 @@ func (as *assembly) packTier1() []*candidate {
 			if c.whole {
 				as.t1Whole[h.sl] = true
 			}
+			as.t1Ranges[h.sl] = c.ranges
 			continue
 		}
 		pool = append(pool, c)
@@ -251,19 +270,31 @@ func (as *assembly) queryRegion() lineRange {
 	return lineRange{max(0, base-ql*3/4), min(a.numLines()-1, base+step-1+ql/4)}
 }
 
-// queryIdents counts the identifiers of the query region, leaving out the
+// queryIdents weighs the identifiers of the query region, leaving out the
 // cursor line (it changes on every keystroke; excluding it keeps the
 // cursor-dependent context stable while typing) and names defined inside
-// the region (locals).
-func (as *assembly) queryIdents(reg lineRange) map[string]int {
+// the region (locals). An occurrence counts more when it is called or
+// looks like a type (capitalised) than when it is a bare lower-case word.
+func (as *assembly) queryIdents(reg lineRange) map[string]float64 {
 	a := as.a
-	q := map[string]int{}
+	q := map[string]float64{}
 	for i := reg.s; i <= reg.e; i++ {
 		if i == as.cl {
 			continue
 		}
-		scanIdents(a.lineText(i), a.lang, func(id string, _ int) bool {
-			q[id]++
+		line := a.lineText(i)
+		scanIdents(line, a.lang, func(id string, off int) bool {
+			w := 0.5
+			end := off + len(id)
+			switch {
+			case end < len(line) && line[end] == '(':
+				w = 1.5
+			case off > 0 && line[off-1] == '.':
+				w = 1
+			case id[0] >= 'A' && id[0] <= 'Z':
+				w = 1
+			}
+			q[id] += w
 			return true
 		})
 	}
@@ -276,12 +307,48 @@ func (as *assembly) queryIdents(reg lineRange) map[string]int {
 	return q
 }
 
-// defCandidates looks up the region's identifiers in the definitions index.
-func (as *assembly) defCandidates(q map[string]int) []*candidate {
+// localsIn is the set of parameters and local variables declared from the
+// start of the function enclosing the cursor to the end of reg.
+func (as *assembly) localsIn(reg lineRange) map[term]bool {
+	a := as.a
+	from := reg.s
+	for i := range a.defs {
+		d := &a.defs[i]
+		if d.start > as.cl {
+			break
+		}
+		if d.end >= as.cl && (d.kind == kindFunction || d.kind == kindMethod) {
+			from = min(from, d.start)
+		}
+	}
+	out := map[term]bool{}
+	i, _ := slices.BinarySearchFunc(a.locals, from, func(l localRef, line int32) int { return int(l.line - line) })
+	for ; i < len(a.locals) && a.locals[i].line <= reg.e; i++ {
+		out[a.locals[i].t] = true
+	}
+	return out
+}
+
+// isTestPath reports test files by the usual naming conventions.
+func isTestPath(p string) bool {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") ||
+		strings.HasSuffix(base, "_test.py") || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
+		strings.HasSuffix(base, "Test.java") || strings.HasSuffix(base, "Tests.java") ||
+		strings.Contains(p, "/tests/") || strings.HasPrefix(p, "tests/") || strings.Contains(p, "/test/") ||
+		strings.HasPrefix(p, "test/") || strings.Contains(p, "/testdata/")
+}
+
+// defCandidates looks up the region's identifiers (locals excluded) in the
+// definitions index.
+func (as *assembly) defCandidates(q map[string]float64, locals map[term]bool) []*candidate {
 	r, t := as.r, as.t
+	testTarget := isTestPath(t.path)
 	names := make([]string, 0, len(q))
 	for n := range q {
-		names = append(names, n)
+		if !locals[hashIdent(n)] {
+			names = append(names, n)
+		}
 	}
 	slices.Sort(names)
 	type hit struct {
@@ -289,11 +356,17 @@ func (as *assembly) defCandidates(q map[string]int) []*candidate {
 		score float64
 	}
 	var hits []hit
-	const maxRefs = 24
+	const maxRefs = 6
 	for _, name := range names {
-		refs := r.defs[name]
-		if len(refs) == 0 {
+		all := r.defs[name]
+		if len(all) == 0 {
 			continue
+		}
+		refs := make([]defRef, 0, len(all))
+		for _, ref := range all {
+			if testTarget || !isTestPath(r.slots[ref.slot].path) {
+				refs = append(refs, ref)
+			}
 		}
 		if len(refs) > maxRefs {
 			var near []defRef
@@ -303,25 +376,28 @@ func (as *assembly) defCandidates(q map[string]int) []*candidate {
 					near = append(near, ref)
 				}
 			}
-			if len(near) == 0 || len(near) > maxRefs {
-				continue // too ambiguous to help
-			}
 			refs = near
 		}
-		base := (1 + math.Log(float64(q[name]))) / math.Sqrt(float64(len(refs)))
+		if len(refs) == 0 || len(refs) > maxRefs {
+			continue // too ambiguous to help
+		}
+		base := (1 + math.Log1p(q[name])) / math.Sqrt(float64(len(refs)))
 		for _, ref := range refs {
 			sl := r.slots[ref.slot]
 			d := &sl.an.defs[ref.def]
 			if sl == t && d.start <= as.wl.e && d.end >= as.wl.s {
 				continue // visible in the window already
 			}
+			if d.kind.isMember() && (d.parent < 0 || !sl.an.defs[d.parent].kind.isScope()) {
+				continue // a field of an anonymous type: no context to show
+			}
 			loc := 1.0
 			switch {
 			case sl == t:
 			case as.impRank[sl] > 0:
-				loc = 2
+				loc *= 2
 			case sl.dir == t.dir:
-				loc = 1.5
+				loc *= 1.5
 			}
 			hits = append(hits, hit{ref, base * loc})
 		}
@@ -363,10 +439,10 @@ func (as *assembly) defCandidates(q map[string]int) []*candidate {
 }
 
 // simCandidates are the windows most similar (BM25) to the query region.
-func (as *assembly) simCandidates(q map[string]int) []*candidate {
+func (as *assembly) simCandidates(q map[string]float64) []*candidate {
 	qt := make(map[term]int, len(q))
 	for n, c := range q {
-		qt[hashIdent(n)] += c
+		qt[hashIdent(n)] += max(1, int(c+0.5))
 	}
 	wl, t := as.wl, as.t
 	hits := as.r.bm25(qt, 2*as.b.cfg.MaxCandidates, func(sl *slot, c *chunk) bool {
@@ -403,8 +479,16 @@ func (as *assembly) simCandidates(q map[string]int) []*candidate {
 func (as *assembly) packTier2(pool []*candidate) {
 	b := as.b
 	cfg := &b.cfg
-	q := as.queryIdents(as.queryRegion())
-	lists := [3][]*candidate{as.defCandidates(q), as.simCandidates(q), pool}
+	reg := as.queryRegion()
+	q := as.queryIdents(reg)
+	var lists [3][]*candidate
+	if as.strategy != StrategySimilarOnly {
+		lists[srcDef] = as.defCandidates(q, as.localsIn(reg))
+	}
+	if as.strategy != StrategyDefinitionsOnly {
+		lists[srcSim] = as.simCandidates(q)
+	}
+	lists[srcImp] = pool
 	byKey := map[string]*candidate{}
 	var fused []*candidate
 	for src, list := range lists {
@@ -419,15 +503,16 @@ func (as *assembly) packTier2(pool []*candidate) {
 		}
 	}
 	k := cfg.RRFK
+	w := [3]float64{cfg.DefinitionWeight, cfg.SimilarWeight, cfg.ImportWeight}
 	for _, c := range fused {
 		s := 0.0
-		for _, r := range c.rank {
+		for src, r := range c.rank {
 			if r > 0 {
-				s += 1 / (k + float64(r))
+				s += w[src] / (k + float64(r))
 			}
 		}
-		if ir := as.impRank[c.sl]; ir > 0 && c.rank[srcImp] == 0 {
-			s += 1 / (k + float64(ir))
+		if ir := as.impRank[c.sl]; ir > 0 && c.rank[srcImp] == 0 && as.strategy == StrategyFused {
+			s += w[srcImp] / (k + float64(ir))
 		}
 		c.score = s
 	}
@@ -455,8 +540,8 @@ func (as *assembly) packTier2(pool []*candidate) {
 		case c.sl == as.t && overlaps(c.ranges, as.wl):
 			c.reason = "dropped: inside the prefix/suffix window; " + why
 			continue
-		case as.t1Whole[c.sl]:
-			c.reason = "dropped: whole file already in the stable tier; " + why
+		case as.t1Whole[c.sl] || covered(c.ranges, as.t1Ranges[c.sl]):
+			c.reason = "dropped: already in the stable tier; " + why
 			continue
 		case perFile[c.sl] >= cfg.MaxSnippetsPerFile:
 			c.reason = fmt.Sprintf("dropped: %d snippets from this file already (cap); %s", cfg.MaxSnippetsPerFile, why)
@@ -542,6 +627,26 @@ func (as *assembly) growWindow() {
 	}
 	as.ctxUsed += n - as.extras
 	as.above, as.below, as.extras = above, below, n
+}
+
+// covered reports whether every line of rs is in cover (both merged).
+func covered(rs, cover []lineRange) bool {
+	if len(cover) == 0 {
+		return false
+	}
+	for _, r := range rs {
+		ok := false
+		for _, c := range cover {
+			if c.s <= r.s && r.e <= c.e {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func overlapsAll(rs, above, below []lineRange) bool {

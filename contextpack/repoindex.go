@@ -40,6 +40,7 @@ type repoIndex struct {
 	byBase map[string][]*slot // base name → files
 	byDir  map[string][]*slot // directory → files
 	goMods map[string]string  // directory of a go.mod → module path
+	fileDF map[term]int32     // files per term; nil until a baseline needs it
 
 	scratch []float32
 	touched []uint32
@@ -148,6 +149,9 @@ func (r *repoIndex) add(f *reqFile) *slot {
 	}
 	r.nDefRefs += len(f.an.defs)
 	r.indexChunks(sl)
+	if r.fileDF != nil {
+		r.fileDFAdd(f.an, 1)
+	}
 	if sl.base == "go.mod" {
 		if m := goModulePath(f.e.content); m != "" {
 			r.goMods[sl.dir] = m
@@ -184,6 +188,9 @@ func (r *repoIndex) remove(sl *slot) {
 		}
 	}
 	r.nDefRefs -= len(sl.an.defs)
+	if r.fileDF != nil {
+		r.fileDFAdd(sl.an, -1)
+	}
 	for i := range sl.an.chunks {
 		c := &sl.an.chunks[i]
 		r.chunks[sl.chunk0+uint32(i)].dead = true

@@ -13,3 +13,9 @@
 (enumerator name: (identifier) @name) @def.field
 (field_declaration declarator: (field_identifier) @name) @def.field
 (preproc_include path: (_) @import)
+; Locals: parameters and variables declared in function bodies.
+(parameter_declaration declarator: (identifier) @local)
+(parameter_declaration declarator: (pointer_declarator declarator: (identifier) @local))
+(compound_statement (declaration declarator: (identifier) @local))
+(compound_statement (declaration declarator: (init_declarator declarator: (identifier) @local)))
+(compound_statement (declaration declarator: (init_declarator declarator: (pointer_declarator declarator: (identifier) @local))))

@@ -11,3 +11,8 @@
 (enum_constant name: (identifier) @name) @def.field
 (import_declaration) @import.java
 (package_declaration) @package
+; Locals: parameters and local variables.
+(formal_parameter name: (identifier) @local)
+(local_variable_declaration declarator: (variable_declarator name: (identifier) @local))
+(enhanced_for_statement name: (identifier) @local)
+(catch_formal_parameter name: (identifier) @local)

@@ -14,3 +14,8 @@
 (field_declaration name: (field_identifier) @name) @def.field
 (enum_variant name: (identifier) @name) @def.field
 (use_declaration argument: (_) @import)
+; Locals: parameters and let bindings.
+(parameter pattern: (identifier) @local)
+(let_declaration pattern: (identifier) @local)
+(closure_parameters (identifier) @local)
+(for_expression pattern: (identifier) @local)

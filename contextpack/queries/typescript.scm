@@ -20,3 +20,10 @@
 (import_statement source: (string (string_fragment) @import))
 (export_statement source: (string (string_fragment) @import))
 (call_expression function: (identifier) @import.reqfn arguments: (arguments . (string (string_fragment) @import.req)))
+; Locals: parameters and variables declared in functions.
+(statement_block (lexical_declaration (variable_declarator name: (identifier) @local)))
+(statement_block (variable_declaration (variable_declarator name: (identifier) @local)))
+(for_in_statement left: (identifier) @local)
+(arrow_function parameter: (identifier) @local)
+(required_parameter pattern: (identifier) @local)
+(optional_parameter pattern: (identifier) @local)

@@ -1,0 +1,123 @@
+package contextpack
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/infill-dev/infill/contextpack/internal/synthrepo"
+)
+
+// Latency targets (issue 3) on the generated 2,000-file, ~20 MB repository:
+// warm p50 < 10 ms and p99 < 25 ms after a one-file edit. Run
+//
+//	go test ./contextpack -run '^$' -bench BuildWarm -benchtime 500x
+//
+// or contextpack/cmd/cpbench for the full report with percentiles.
+
+func synthFiles(tb testing.TB) []File {
+	tb.Helper()
+	gen := synthrepo.Generate(synthrepo.Options{})
+	files := make([]File, 0, len(gen)+1)
+	files = append(files, File{Path: "go.mod", Content: synthrepo.GoMod, HasContent: true})
+	for _, f := range gen {
+		files = append(files, File{Path: f.Path, Content: f.Content, HasContent: true})
+	}
+	return files
+}
+
+func benchBuilder(tb testing.TB) *Builder {
+	tb.Helper()
+	b, err := NewBuilder(DefaultConfig(), qwen(tb), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// editedRequest edits one random file (a word replaced on a random line)
+// and puts the cursor there; every other file goes as a digest.
+func editedRequest(files []File, digests []string, r *rand.Rand) (Request, int) {
+	j := 1 + r.IntN(len(files)-1)
+	f := files[j]
+	lines := strings.SplitAfter(f.Content, "\n")
+	li := r.IntN(len(lines))
+	lines[li] = strings.Replace(lines[li], "e", "e"+string(rune('a'+r.IntN(26))), 1)
+	content := strings.Join(lines, "")
+	off := 0
+	for _, l := range lines[:li] {
+		off += len(l)
+	}
+	off += len(lines[li]) - len(strings.TrimLeft(lines[li], " \t"))
+	req := Request{RepoName: "synth", TokenBudget: 8192, MaxNewTokens: 128,
+		Files:  make([]File, len(files)),
+		Cursor: Cursor{Path: f.Path, Offset: min(off, len(content)), Encoding: EncodingByteOffset}}
+	for i, g := range files {
+		req.Files[i] = File{Path: g.Path, Digest: digests[i]}
+	}
+	req.Files[j] = File{Path: f.Path, Content: content, HasContent: true}
+	return req, j
+}
+
+func fullRequest(files []File) Request {
+	return Request{RepoName: "synth", Files: files, TokenBudget: 8192, MaxNewTokens: 128,
+		Cursor: Cursor{Path: files[1].Path, Line: 3}}
+}
+
+func percentiles(ds []time.Duration) (p50, p99 float64) {
+	slices.Sort(ds)
+	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / 1e6 }
+	return at(0.5), at(0.99)
+}
+
+// BenchmarkBuildCold: a new Builder receives the whole repository with
+// content (hashing, parsing, indexing, assembly).
+func BenchmarkBuildCold(b *testing.B) {
+	files := synthFiles(b)
+	req := fullRequest(files)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		bd := benchBuilder(b)
+		if _, err := bd.Build(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		bd.Close()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkBuildWarmEdit: after a cold build, each iteration edits one
+// random file, sends it with content and every other file as a digest,
+// with the cursor at the edit.
+func BenchmarkBuildWarmEdit(b *testing.B) {
+	files := synthFiles(b)
+	bd := benchBuilder(b)
+	defer bd.Close()
+	if _, err := bd.Build(context.Background(), fullRequest(files)); err != nil {
+		b.Fatal(err)
+	}
+	digests := make([]string, len(files))
+	for i, f := range files {
+		digests[i] = Digest(f.Content)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		req, _ := editedRequest(files, digests, r)
+		b.StartTimer()
+		t := time.Now()
+		if _, err := bd.Build(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(t))
+	}
+	p50, p99 := percentiles(ds)
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
+}
