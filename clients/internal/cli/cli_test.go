@@ -211,9 +211,10 @@ func splitArgs(t *testing.T, s string) []string {
 
 // step is one scripted server action.
 type step struct {
-	msg  *infillv1.StreamCompleteResponse // nil for an error step
-	code codes.Code
-	text string
+	msg   *infillv1.StreamCompleteResponse // nil for an error or sleep step
+	code  codes.Code
+	text  string
+	sleep time.Duration
 }
 
 // parseScript reads the server section: per attempt, lines of
@@ -222,6 +223,7 @@ type step struct {
 //	delta "Go-quoted text"
 //	done {CompleteResponse as protojson}
 //	error CODE_NAME message
+//	sleep DURATION (ends early when the client goes away)
 //
 // with a line "---" between attempts. An attempt without an error line
 // ends the stream with OK after its last message.
@@ -258,6 +260,12 @@ func parseScript(t *testing.T, s string) [][]step {
 				t.Fatalf("server line %d: %v", n+1, err)
 			}
 			st.msg = &infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Done{Done: m}}
+		case "sleep":
+			d, err := time.ParseDuration(rest)
+			if err != nil {
+				t.Fatalf("server line %d: %v", n+1, err)
+			}
+			st.sleep = d
 		case "error":
 			name, msg, _ := strings.Cut(rest, " ")
 			st.code = codeByName(t, name)
@@ -303,6 +311,14 @@ func (s *scriptServer) StreamComplete(req *infillv1.StreamCompleteRequest, st gr
 		return status.Error(codes.Internal, "script has no more attempts")
 	}
 	for _, step := range s.attempts[n] {
+		if step.sleep > 0 {
+			select {
+			case <-st.Context().Done():
+				return st.Context().Err()
+			case <-time.After(step.sleep):
+			}
+			continue
+		}
 		if step.msg == nil {
 			return status.Error(step.code, step.text)
 		}

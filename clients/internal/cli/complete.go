@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -114,6 +116,9 @@ func runComplete(cmd *cobra.Command, env *Env, g *globals, f *completeFlags, fil
 	for ev, err := range client.Stream(ctx, infill.StreamRequest(req)) {
 		if err != nil {
 			endText(env, text.String())
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && cmd.Context().Err() == nil {
+				return status.Errorf(codes.DeadlineExceeded, "no complete answer within --timeout %v", g.timeout)
+			}
 			return cursorHint(err, pos, req.GetCursor())
 		}
 		switch e := ev.GetEvent().(type) {
