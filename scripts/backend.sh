@@ -96,10 +96,17 @@ running_pid() {
   [[ -f "$pidfile" ]] || return 1
   local pid
   pid="$(cat "$pidfile")"
-  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  [[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" || return 1
   # Make sure the pid is still an ollama serve and not a recycled pid.
   tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'ollama serve' || return 1
   printf '%s\n' "$pid"
+}
+
+# alive: the process exists and is not a zombie.
+alive() {
+  local st
+  st="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" || return 1
+  [[ -n "$st" && "$st" != Z ]]
 }
 
 answers() { client list >/dev/null 2>&1; }
@@ -141,14 +148,20 @@ cmd_up() {
   local i
   for ((i = 0; i < 300; i++)); do
     answers && break
-    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$logfile" >&2; rm -f "$pidfile"; die "ollama serve exited"; }
+    alive "$pid" || { tail -n 20 "$logfile" >&2; rm -f "$pidfile"; die "ollama serve exited"; }
     sleep 0.1
   done
   answers || { tail -n 20 "$logfile" >&2; die "ollama serve does not answer on $host after 30s"; }
   local mf="$serve_dir/Modelfile-$port"
   # One thread: on a small shared machine llama.cpp's spinning threads make
   # two threads far slower than one for this tiny model.
-  printf 'FROM %s\nPARAMETER num_thread %s\n' "$gguf" "$threads" >"$mf"
+  # TEMPLATE: Qwen2.5-Coder's PSM fill-in-the-middle format, so the model
+  # supports "insert" (a suffix) like the base models in Ollama's library.
+  cat >"$mf" <<EOF_MODELFILE
+FROM $gguf
+PARAMETER num_thread $threads
+TEMPLATE """{{- if .Suffix }}<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>{{- else }}{{ .Prompt }}{{- end }}"""
+EOF_MODELFILE
   # Idempotent: an unchanged GGUF is not uploaded again.
   local out
   out="$(client create "$model" -f "$mf" 2>&1)" || { printf '%s\n' "$out" | tail -n 5 >&2; die "ollama create $model failed"; }
@@ -166,10 +179,10 @@ cmd_down() {
   kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
   local i
   for ((i = 0; i < 100; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
+    alive "$pid" || break
     sleep 0.1
   done
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$pid"; then
     kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
   fi
   rm -f "$pidfile"

@@ -66,6 +66,12 @@ const (
 	TriggerRepeat = "<|vision_pad|>"
 )
 
+// FIMTemplate is the prompt template the tiny model is created with: the
+// Qwen2.5-Coder PSM fill-in-the-middle format, so that, like the base models
+// in Ollama's library, it supports "insert" (a request with a suffix). Raw
+// requests bypass it.
+const FIMTemplate = `{{- if .Suffix }}<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>{{- else }}{{ .Prompt }}{{- end }}`
+
 // Options adjust Start.
 type Options struct {
 	// Model is the name to create; default DefaultModel.
@@ -430,6 +436,7 @@ func (b *Backend) createModel(ctx context.Context) error {
 		Model:      b.Model,
 		Files:      map[string]string{filepath.Base(b.GGUF): digest},
 		Parameters: b.opts.Parameters,
+		Template:   FIMTemplate,
 		Stream:     &stream,
 	}, func(api.ProgressResponse) error { return nil })
 }

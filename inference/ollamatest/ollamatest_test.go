@@ -167,3 +167,30 @@ func TestTinyModelTriggers(t *testing.T) {
 		}
 	})
 }
+
+// TestSuffix: the tiny model supports insert like the library's base models;
+// a raw request drops the suffix, a templated one builds the FIM prompt.
+func TestSuffix(t *testing.T) {
+	b := ollamatest.Start(t)
+	run := func(prompt, suffix string, raw bool) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		stream := false
+		var out string
+		err := b.Client().Generate(ctx, &api.GenerateRequest{
+			Model: b.Model, Prompt: prompt, Suffix: suffix, Raw: raw, Stream: &stream,
+			Options: map[string]any{"num_predict": 8, "num_ctx": numCtx, "temperature": 0},
+		}, func(r api.GenerateResponse) error { out += r.Response; return nil })
+		if err != nil {
+			t.Fatalf("generate(raw=%v, suffix=%q): %v", raw, suffix, err)
+		}
+		return out
+	}
+	if with, without := run("a = 1", "\n", true), run("a = 1", "", true); with != without {
+		t.Errorf("raw with suffix = %q, without = %q; want the suffix ignored", with, without)
+	}
+	if tmpl, raw := run("a = 1", "\n", false), run("<|fim_prefix|>a = 1<|fim_suffix|>\n<|fim_middle|>", "", true); tmpl != raw {
+		t.Errorf("templated FIM = %q, raw FIM = %q; want equal", tmpl, raw)
+	}
+}
