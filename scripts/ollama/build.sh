@@ -71,7 +71,9 @@ start=$SECONDS
   cd "$tmp"
   export CGO_ENABLED=1
   export GOBIN="$tmp/bin"
-  export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+  # Not the caller's GOFLAGS (e.g. -mod=...) or workspace: upstream's module
+  # graph alone decides the build.
+  export GOFLAGS=-buildvcs=false GOWORK=off
   export CGO_CPPFLAGS="${CGO_CPPFLAGS:-} -I$here/include"
   export CGO_CFLAGS="${CGO_CFLAGS:--O2}"
   export CGO_CXXFLAGS="${CGO_CXXFLAGS:--O2}"
