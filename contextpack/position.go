@@ -32,7 +32,7 @@ func ByteOffset(content string, c Cursor) (int, error) {
 		i := indexByteFrom(content, start, '\n')
 		if i < 0 {
 			return 0, &ArgumentError{Field: "cursor.line",
-				Reason: fmt.Sprintf("line %d past end of file (%d lines)", c.Line, line+1)}
+				Reason: fmt.Sprintf("line %d past end of file (%d lines; lines count from 0)", c.Line, line+1)}
 		}
 		start = i + 1
 	}
@@ -64,7 +64,7 @@ func indexByteFrom(s string, from int, b byte) int {
 func columnToByte(line string, col int, enc Encoding) (int, error) {
 	tooLong := func(units string, n int) error {
 		return &ArgumentError{Field: "cursor.column",
-			Reason: fmt.Sprintf("column %d past end of line (%d %s, %s)", col, n, units, enc)}
+			Reason: fmt.Sprintf("column %d past end of line (%d %s in %s; columns count from 0)", col, n, units, enc)}
 	}
 	switch enc {
 	case EncodingUTF8:

@@ -105,11 +105,11 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 		Prompt:       prompt.Text,
 		PromptTokens: prompt.Tokens,
 		MaxTokens:    maxTokens,
-		Temperature:  gen.Temperature,
-		TopP:         gen.TopP,
-		Seed:         gen.Seed,
 		Stop:         gen.GetStop(),
 		Candidates:   int(gen.GetCandidates()),
+	}
+	if gen != nil { // optional fields: presence matters, so no getters
+		ireq.Temperature, ireq.TopP, ireq.Seed = gen.Temperature, gen.TopP, gen.Seed
 	}
 	if lb := req.GetLatencyBudget(); lb != nil {
 		if ireq.Budget = lb.AsDuration() - assembly; ireq.Budget <= 0 {

@@ -106,12 +106,21 @@ func (s *Server) Shutdown(ctx context.Context) {
 	case <-done:
 		s.log.Info("stopped gracefully")
 	case <-t.C:
-		s.log.Warn("grace period over, stopping", zap.Duration("grace", s.cfg.ShutdownGrace))
-		s.grpc.Stop()
-		<-done
+		s.log.Warn("grace period over, cancelling calls in flight", zap.Duration("grace", s.cfg.ShutdownGrace))
+		s.hardStop(ctx, done)
 	case <-ctx.Done():
-		s.grpc.Stop()
-		<-done
+		s.hardStop(ctx, done)
+	}
+}
+
+// hardStop closes every connection, which cancels the handlers' contexts,
+// and waits for them to return unless ctx ends first.
+func (s *Server) hardStop(ctx context.Context, done <-chan struct{}) {
+	s.grpc.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Error("handlers still running after stop", zap.Error(ctx.Err()))
 	}
 }
 

@@ -1,0 +1,146 @@
+// Command infill-server serves repository-aware code completions over gRPC
+// from a Qwen2.5-Coder model on an Ollama backend.
+//
+// Every flag has an environment variable (INFILL_<FLAG>, upper case, dashes
+// as underscores); a flag given on the command line wins. The backend URL
+// also honours OLLAMA_HOST.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/contextpack/tokenizer"
+	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/server"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "infill-server:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	cfg := server.DefaultConfig()
+	if h := os.Getenv("OLLAMA_HOST"); h != "" {
+		cfg.Inference.URL = ollamaURL(h)
+	}
+	fs := flag.NewFlagSet("infill-server", flag.ContinueOnError)
+	fs.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address")
+	fs.StringVar(&cfg.Inference.URL, "ollama-url", cfg.Inference.URL, "Ollama server URL (default from OLLAMA_HOST)")
+	fs.StringVar(&cfg.Inference.DefaultModel, "model", cfg.Inference.DefaultModel, "default model (a Qwen2.5-Coder base model)")
+	fs.IntVar(&cfg.Inference.ContextTokens, "num-ctx", cfg.Inference.ContextTokens, "num_ctx sent with every request (fixed: changing it reloads the model)")
+	fs.IntVar(&cfg.Inference.DefaultMaxTokens, "max-tokens", cfg.Inference.DefaultMaxTokens, "tokens to generate when a request asks for 0")
+	fs.IntVar(&cfg.Inference.MaxCandidates, "max-candidates", cfg.Inference.MaxCandidates, "most candidates per request")
+	fs.DurationVar(&cfg.Inference.KeepAlive, "keep-alive", cfg.Inference.KeepAlive, "how long Ollama keeps the model loaded")
+	fs.IntVar(&cfg.MaxRecvMsgBytes, "max-recv-bytes", cfg.MaxRecvMsgBytes, "largest request accepted")
+	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "time calls in flight get on SIGTERM")
+	fs.DurationVar(&cfg.HealthInterval, "health-interval", cfg.HealthInterval, "backend probe interval")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error (prompts are logged only at debug)")
+	logJSON := fs.Bool("log-json", false, "log JSON lines instead of console text")
+	if err := applyEnv(fs); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.Context.ContextTokens = cfg.Inference.ContextTokens
+	for _, n := range cfg.Inference.ModelContextTokens {
+		cfg.Context.ContextTokens = max(cfg.Context.ContextTokens, n)
+	}
+
+	log, err := newLogger(*logLevel, *logJSON)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log.Info("config", zap.Any("config", cfg))
+
+	tok, err := tokenizer.Qwen25()
+	if err != nil {
+		return fmt.Errorf("loading tokenizer: %w", err)
+	}
+	builder, err := contextpack.NewBuilder(cfg.Context, tok, log.Named("contextpack"))
+	if err != nil {
+		return err
+	}
+	backend, err := inference.NewOllama(cfg.Inference, log.Named("inference"))
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(cfg, server.Deps{Builder: builder, Backend: backend}, log)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		log.Info("signal received, shutting down")
+		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		return nil
+	}
+}
+
+// applyEnv sets each flag from INFILL_<NAME> when that variable is set.
+func applyEnv(fs *flag.FlagSet) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		key := "INFILL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(key); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", key, v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// ollamaURL turns an OLLAMA_HOST value ("127.0.0.1:11434", "http://h:p")
+// into a URL.
+func ollamaURL(h string) string {
+	if strings.Contains(h, "://") {
+		return h
+	}
+	return "http://" + h
+}
+
+func newLogger(level string, json bool) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	c := zap.NewProductionConfig()
+	if !json {
+		c = zap.NewDevelopmentConfig()
+		c.DisableStacktrace = true
+	}
+	c.Level = zap.NewAtomicLevelAt(lvl)
+	return c.Build()
+}

@@ -1,0 +1,181 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/inference"
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"github.com/infill-dev/infill/server"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// http.Transport idle connections to the test Ollama are closed
+		// lazily by the transport; they are not request goroutines.
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+// fakeBackend scripts backend behaviour for the server's own logic (error
+// mapping, recovery, shutdown); the real backend is in e2e_test.go.
+type fakeBackend struct {
+	err   error
+	panic bool
+	wait  chan struct{}
+}
+
+func (f *fakeBackend) Ping(context.Context) error { return nil }
+func (f *fakeBackend) Model(n string) string      { return "m" }
+func (f *fakeBackend) ContextTokens(string) int   { return 4096 }
+func (f *fakeBackend) MaxTokens(n int) int        { return max(n, 16) }
+func (f *fakeBackend) Generate(ctx context.Context, req inference.Request, d inference.DeltaFunc) (*inference.Result, error) {
+	if f.panic {
+		panic("boom")
+	}
+	if f.wait != nil {
+		select { // like the real backend, a cancelled call stops at once
+		case <-f.wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	if err := d(0, "x"); err != nil {
+		return nil, err
+	}
+	return &inference.Result{Model: "m", Candidates: []inference.Candidate{{Text: "x", Finish: inference.FinishStop, Tokens: 1}}}, nil
+}
+
+type fakeBuilder struct{ err error }
+
+func (f fakeBuilder) Build(context.Context, contextpack.Request) (*contextpack.Prompt, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &contextpack.Prompt{Text: "p", Tokens: 1}, nil
+}
+
+func startFake(t *testing.T, b server.PromptBuilder, be server.Backend) (infillv1.CompletionServiceClient, *server.Server) {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.ShutdownGrace = 200 * time.Millisecond
+	srv, err := server.New(cfg, server.Deps{Builder: b, Backend: be}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		srv.Shutdown(context.Background())
+	})
+	return infillv1.NewCompletionServiceClient(conn), srv
+}
+
+func TestErrorMapping(t *testing.T) {
+	cases := []struct {
+		builder, backend error
+		want             codes.Code
+	}{
+		{&contextpack.ArgumentError{Field: "cursor.line", Reason: "x"}, nil, codes.InvalidArgument},
+		{&contextpack.MissingContentError{Paths: []string{"a"}}, nil, codes.FailedPrecondition},
+		{fmt.Errorf("%w: small", contextpack.ErrBudget), nil, codes.InvalidArgument},
+		{nil, fmt.Errorf("%w: x", inference.ErrPromptTooLong), codes.FailedPrecondition},
+		{nil, &inference.ModelError{Model: "m", Hint: "pull"}, codes.NotFound},
+		{nil, fmt.Errorf("%w: refused", inference.ErrUnavailable), codes.Unavailable},
+		{nil, fmt.Errorf("%w: no done", inference.ErrIncomplete), codes.Unavailable},
+		{nil, fmt.Errorf("%w: temperature", inference.ErrInvalidRequest), codes.InvalidArgument},
+		{nil, context.DeadlineExceeded, codes.DeadlineExceeded},
+		{nil, errors.New("mystery"), codes.Internal},
+	}
+	for _, tc := range cases {
+		client, _ := startFake(t, fakeBuilder{err: tc.builder}, &fakeBackend{err: tc.backend})
+		_, err := client.Complete(context.Background(), request(8))
+		if status.Code(err) != tc.want {
+			t.Errorf("builder %v backend %v: got %v, want %v", tc.builder, tc.backend, err, tc.want)
+		}
+	}
+}
+
+func TestValidation(t *testing.T) {
+	client, _ := startFake(t, fakeBuilder{}, &fakeBackend{})
+	for name, req := range map[string]*infillv1.CompleteRequest{
+		"no repository": {Cursor: &infillv1.Cursor{Path: "a"}},
+		"no cursor":     {Repository: request(1).Repository},
+		"no source":     {Repository: &infillv1.Repository{Files: []*infillv1.File{{Path: "a"}}}, Cursor: &infillv1.Cursor{Path: "a"}},
+		"bad budget":    {Repository: request(1).Repository, Cursor: request(1).Cursor, LatencyBudget: &durationpb.Duration{Seconds: -1}},
+	} {
+		if _, err := client.Complete(context.Background(), req); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestDefaultsWithoutGenerationOptions(t *testing.T) {
+	client, _ := startFake(t, fakeBuilder{}, &fakeBackend{})
+	req := request(1)
+	req.Generation = nil
+	if _, err := client.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPanicRecovered(t *testing.T) {
+	client, _ := startFake(t, fakeBuilder{}, &fakeBackend{panic: true})
+	if _, err := client.Complete(context.Background(), request(8)); status.Code(err) != codes.Internal {
+		t.Fatalf("err = %v", err)
+	}
+	st, err := client.StreamComplete(context.Background(), streamRequest(request(8)))
+	if err == nil {
+		_, err = st.Recv()
+		for err == nil {
+			_, err = st.Recv()
+		}
+	}
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("stream err = %v", err)
+	}
+}
+
+func TestShutdownWaitsThenStops(t *testing.T) {
+	be := &fakeBackend{wait: make(chan struct{})}
+	client, srv := startFake(t, fakeBuilder{}, be)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := client.Complete(context.Background(), request(8))
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let the call reach the backend
+	start := time.Now()
+	srv.Shutdown(context.Background()) // grace 200ms, then hard stop
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("shutdown took %v", d)
+	}
+	if err := <-errc; status.Code(err) != codes.Unavailable {
+		t.Fatalf("in-flight call after hard stop: %v", err)
+	}
+}
