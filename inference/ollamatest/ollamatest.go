@@ -11,8 +11,10 @@
 // INFILL_TINY_GGUF, else at the defaults `scripts/backend.sh prepare` creates:
 // $INFILL_STATE_DIR/ollama/<version>/ollama and
 // $INFILL_STATE_DIR/tinymodel/v1/infill-tiny.gguf, where INFILL_STATE_DIR
-// defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/infill. When either is missing
-// the test is skipped, except with CI=true, where it fails.
+// defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/infill (it must be absolute:
+// go test runs in each package's directory; `eval "$(scripts/backend.sh env)"`
+// exports absolute paths). When either is missing the test is skipped,
+// except with CI=true, where it fails.
 //
 // The tiny model has designed greedy transitions (see scripts/tinymodel): a
 // raw prompt ending in one of the Trigger* tokens continues deterministically
@@ -150,6 +152,10 @@ func Paths() (bin, gguf string, err error) {
 
 func stateDir() (string, error) {
 	if d := os.Getenv("INFILL_STATE_DIR"); d != "" {
+		if !filepath.IsAbs(d) {
+			// go test runs in each package's directory.
+			return "", fmt.Errorf("INFILL_STATE_DIR=%q must be an absolute path", d)
+		}
 		return d, nil
 	}
 	c, err := os.UserCacheDir() // $XDG_CACHE_HOME or $HOME/.cache on Linux

@@ -36,8 +36,8 @@ fi
 [[ "$version" == v* ]] || version="v$version"
 plain="${version#v}"
 
-state="${INFILL_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/infill}"
-bin="${INFILL_OLLAMA_BIN:-$state/ollama/$plain/ollama}"
+state="$(realpath -m "${INFILL_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/infill}")"
+bin="$(realpath -m "${INFILL_OLLAMA_BIN:-$state/ollama/$plain/ollama}")"
 
 if [[ -x "$bin" && $force -eq 0 ]]; then
   printf '%s\n' "$bin"
