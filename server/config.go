@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/infill-dev/infill/contextpack"
@@ -25,6 +27,22 @@ type Config struct {
 	HealthInterval time.Duration
 	Inference      inference.Config
 	Context        contextpack.Config
+	Eval           EvalConfig
+}
+
+// EvalConfig configures the EvaluationService.
+type EvalConfig struct {
+	// Workers bounds samples graded at once per call.
+	Workers int
+	// MaxSamples caps samples per task a client may ask the server to
+	// generate.
+	MaxSamples int
+	// ResultsDir holds RunBenchmark journals (run_id.jsonl); empty disables
+	// run_id.
+	ResultsDir string
+	// RepoRoots are the directories repository tasks may use; empty
+	// forbids repository tasks from clients.
+	RepoRoots []string
 }
 
 // DefaultConfig returns the defaults.
@@ -38,6 +56,7 @@ func DefaultConfig() Config {
 		HealthInterval:  2 * time.Second,
 		Inference:       inference.DefaultConfig(),
 		Context:         contextpack.DefaultConfig(),
+		Eval:            EvalConfig{Workers: runtime.NumCPU(), MaxSamples: 200},
 	}
 }
 
@@ -55,6 +74,14 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownGrace <= 0 || c.HealthInterval <= 0 {
 		errs = append(errs, errors.New("server: ShutdownGrace and HealthInterval must be > 0"))
+	}
+	if c.Eval.Workers < 1 || c.Eval.MaxSamples < 1 {
+		errs = append(errs, errors.New("server: Eval.Workers and Eval.MaxSamples must be >= 1"))
+	}
+	for _, r := range c.Eval.RepoRoots {
+		if !filepath.IsAbs(r) {
+			errs = append(errs, fmt.Errorf("server: Eval.RepoRoots entry %q is not absolute", r))
+		}
 	}
 	errs = append(errs, c.Inference.Validate(), c.Context.Validate())
 	return errors.Join(errs...)

@@ -30,16 +30,17 @@ type harness struct {
 	backend *ollamatest.Backend
 	conn    *grpc.ClientConn
 	client  infillv1.CompletionServiceClient
+	eval    infillv1.EvaluationServiceClient
 	health  healthpb.HealthClient
 }
 
 func start(t *testing.T, mutate func(*server.Config)) *harness {
 	t.Helper()
 	b := ollamatest.Start(t)
-	return startWith(t, b, mutate)
+	return startWith(t, b, mutate, nil)
 }
 
-func startWith(t *testing.T, b *ollamatest.Backend, mutate func(*server.Config)) *harness {
+func startWith(t *testing.T, b *ollamatest.Backend, mutate func(*server.Config), deps func(*server.Deps)) *harness {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.ListenAddr = "127.0.0.1:0"
@@ -64,7 +65,11 @@ func startWith(t *testing.T, b *ollamatest.Backend, mutate func(*server.Config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(cfg, server.Deps{Builder: builder, Backend: backend}, log)
+	d := server.Deps{Builder: builder, Backend: backend}
+	if deps != nil {
+		deps(&d)
+	}
+	srv, err := server.New(cfg, d, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +92,8 @@ func startWith(t *testing.T, b *ollamatest.Backend, mutate func(*server.Config))
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	h := &harness{backend: b, conn: conn, client: infillv1.NewCompletionServiceClient(conn), health: healthpb.NewHealthClient(conn)}
+	h := &harness{backend: b, conn: conn, client: infillv1.NewCompletionServiceClient(conn),
+		eval: infillv1.NewEvaluationServiceClient(conn), health: healthpb.NewHealthClient(conn)}
 	h.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
 	return h
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/infill-dev/infill/evaluator"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -32,6 +33,11 @@ type Pinger interface {
 type Deps struct {
 	Builder PromptBuilder
 	Backend Backend
+	// Executor runs evaluation samples in the sandbox; nil makes the
+	// EvaluationService answer FAILED_PRECONDITION.
+	Executor evaluator.Executor
+	// Benchmarks are the named benchmarks RunBenchmark can run; may be nil.
+	Benchmarks Benchmarks
 }
 
 // Server is a configured gRPC server.
@@ -48,7 +54,7 @@ type Server struct {
 }
 
 // services whose health follows the backend.
-var healthServices = []string{"", infillv1.CompletionService_ServiceDesc.ServiceName}
+var healthServices = []string{"", infillv1.CompletionService_ServiceDesc.ServiceName, infillv1.EvaluationService_ServiceDesc.ServiceName}
 
 // New builds the gRPC server with its interceptors, health, reflection and
 // the completion service. Call Serve, then Shutdown.
@@ -72,6 +78,7 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 		grpc.ChainStreamInterceptor(s.streamLog, streamRecover(log)),
 	)
 	infillv1.RegisterCompletionServiceServer(s.grpc, &completionService{s: s})
+	infillv1.RegisterEvaluationServiceServer(s.grpc, &evaluationService{s: s})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	for _, name := range healthServices {

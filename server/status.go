@@ -5,6 +5,9 @@ import (
 	"errors"
 
 	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/inference"
 	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -40,6 +43,15 @@ func toStatus(log *zap.Logger, err error) error {
 	case errors.Is(err, contextpack.ErrInvalidArgument), errors.Is(err, contextpack.ErrBudget),
 		errors.Is(err, inference.ErrInvalidRequest):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, evaluator.ErrInvalidTask), errors.Is(err, evaluator.ErrNoCompleter):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, evaluator.ErrRepoNotAllowed):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, dataset.ErrUnknownBenchmark):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, dataset.ErrInvalidData), errors.Is(err, evaluator.ErrCorruptJournal),
+		errors.Is(err, sandbox.ErrUnavailable):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, inference.ErrPromptTooLong):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, inference.ErrModelNotFound):

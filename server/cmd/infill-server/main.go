@@ -20,6 +20,8 @@ import (
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
+	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/server"
 	"go.uber.org/zap"
@@ -49,6 +51,20 @@ func run(args []string) error {
 	fs.IntVar(&cfg.MaxRecvMsgBytes, "max-recv-bytes", cfg.MaxRecvMsgBytes, "largest request accepted")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "time calls in flight get on SIGTERM")
 	fs.DurationVar(&cfg.HealthInterval, "health-interval", cfg.HealthInterval, "backend probe interval")
+	fs.IntVar(&cfg.Eval.Workers, "eval-workers", cfg.Eval.Workers, "samples graded at once per evaluation call")
+	fs.StringVar(&cfg.Eval.ResultsDir, "results-dir", cfg.Eval.ResultsDir, "directory for RunBenchmark journals (enables run_id resume)")
+	fs.Func("eval-repo-root", "directory repository evaluation tasks may use (repeatable, or comma-separated)", func(v string) error {
+		for _, r := range strings.Split(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				cfg.Eval.RepoRoots = append(cfg.Eval.RepoRoots, r)
+			}
+		}
+		return nil
+	})
+	humanEvalDir := fs.String("humaneval-dir", "", "directory of the HumanEval infilling .jsonl.gz files (enables those benchmarks)")
+	erbJSONL := fs.String("execrepobench-jsonl", "", "ExecRepoBench JSON lines file (with --execrepobench-repos)")
+	erbRepos := fs.String("execrepobench-repos", "", "ExecRepoBench repositories directory")
+	sandboxTimeout := fs.Duration("sandbox-timeout", sandbox.DefaultTimeout, "wall-clock limit of one evaluation sample")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error (prompts are logged only at debug)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of console text")
 	if err := applyEnv(fs); err != nil {
@@ -84,7 +100,25 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(cfg, server.Deps{Builder: builder, Backend: backend}, log)
+	deps := server.Deps{Builder: builder, Backend: backend}
+	if sb, err := sandbox.New(sandbox.Config{Timeout: *sandboxTimeout}, log.Named("sandbox")); err != nil {
+		log.Warn("evaluation disabled: no sandbox", zap.Error(err))
+	} else {
+		defer sb.Close()
+		deps.Executor = sb
+	}
+	catalog := dataset.Catalog{HumanEvalDir: *humanEvalDir}
+	if *erbJSONL != "" || *erbRepos != "" {
+		if *erbJSONL == "" || *erbRepos == "" {
+			return errors.New("--execrepobench-jsonl and --execrepobench-repos go together")
+		}
+		catalog.ExecRepoBench = &dataset.ExecRepoBenchSource{JSONL: *erbJSONL, ReposDir: *erbRepos}
+	}
+	if names := catalog.Names(); len(names) > 0 {
+		deps.Benchmarks = catalog
+		log.Info("benchmarks", zap.Strings("names", names))
+	}
+	srv, err := server.New(cfg, deps, log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,453 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/metrics"
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Benchmarks loads named benchmarks held by the server (dataset.Catalog).
+type Benchmarks interface {
+	Load(name string) ([]evaluator.Task, error)
+	Names() []string
+}
+
+// passKs are the k of pass@k reported; a k is left out of a summary unless
+// every executed task has at least k samples.
+var passKs = []int{1, 5, 10, 100}
+
+// defaultSampleTemperature is used when several samples are asked for and
+// no temperature is given: pass@k over identical greedy samples means
+// nothing.
+const defaultSampleTemperature = 0.8
+
+type evaluationService struct {
+	infillv1.UnimplementedEvaluationServiceServer
+	s *Server
+}
+
+func (e *evaluationService) ListBenchmarks(context.Context, *infillv1.ListBenchmarksRequest) (*infillv1.ListBenchmarksResponse, error) {
+	var names []string
+	if e.s.deps.Benchmarks != nil {
+		names = e.s.deps.Benchmarks.Names()
+	}
+	return &infillv1.ListBenchmarksResponse{Benchmarks: names}, nil
+}
+
+func (e *evaluationService) Evaluate(stream infillv1.EvaluationService_EvaluateServer) error {
+	return toStatus(e.s.log, e.s.evaluate(stream))
+}
+
+func (e *evaluationService) RunBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1.EvaluationService_RunBenchmarkServer) error {
+	return toStatus(e.s.log, e.s.runBenchmark(req, stream))
+}
+
+func (s *Server) newRunner(resultsPath string, pc *pipelineCompleter) (*evaluator.Runner, error) {
+	if s.deps.Executor == nil {
+		return nil, status.Error(codes.FailedPrecondition,
+			"evaluation is unavailable: the server has no sandbox (install bubblewrap and restart)")
+	}
+	cfg := evaluator.Config{
+		Workers:          s.cfg.Eval.Workers,
+		Ks:               passKs,
+		ResultsPath:      resultsPath,
+		AllowedRepoRoots: s.cfg.Eval.RepoRoots,
+	}
+	return evaluator.NewRunner(cfg, s.deps.Executor, pc, s.log.Named("evaluator"))
+}
+
+// evaluate serves the bidirectional Evaluate stream: a reader goroutine
+// turns requests into jobs, the runner grades them with its worker pool and
+// emits results (serialised) onto the stream, and the summary goes last.
+func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	pc := &pipelineCompleter{s: s, perTask: make(map[string]genParams)}
+	runner, err := s.newRunner("", pc)
+	if err != nil {
+		return err
+	}
+	jobs := make(chan evaluator.Job)
+	var readErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(jobs)
+		for i := 0; ; i++ {
+			req, err := stream.Recv()
+			if err == io.EOF {
+				return
+			}
+			if err == nil {
+				var job evaluator.Job
+				if job, err = s.toJob(req, pc); err != nil {
+					err = fmt.Errorf("request %d (task %q): %w", i, req.GetTask().GetTaskId(), err)
+				} else {
+					select {
+					case jobs <- job:
+						continue
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+			readErr = err
+			cancel() // stop grading: the stream is broken or the input bad
+			return
+		}
+	}()
+	report, runErr := runner.Run(ctx, jobs, func(r evaluator.Result) error {
+		return stream.Send(&infillv1.EvaluateResponse{Event: &infillv1.EvaluateResponse_Result{Result: toSampleResult(&r)}})
+	})
+	cancel()
+	wg.Wait()
+	if readErr != nil {
+		return readErr
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return stream.Send(&infillv1.EvaluateResponse{Event: &infillv1.EvaluateResponse_Summary{Summary: toSummary(report)}})
+}
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// runBenchmark runs a named benchmark the server holds.
+func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1.EvaluationService_RunBenchmarkServer) error {
+	ctx := stream.Context()
+	if s.deps.Benchmarks == nil {
+		return status.Error(codes.FailedPrecondition, "the server holds no benchmarks (configure --humaneval-dir or --execrepobench-*)")
+	}
+	samples := max(int(req.GetSamples()), 1)
+	for _, k := range req.GetK() {
+		if k < 1 || int(k) > samples {
+			return invalid("k", fmt.Sprintf("pass@%d needs 1 <= k <= samples (%d)", k, samples))
+		}
+	}
+	if req.GetReference() && samples != 1 {
+		return invalid("samples", "reference runs grade the one reference middle: samples must be 0 or 1")
+	}
+	var resultsPath string
+	if id := req.GetRunId(); id != "" {
+		if !runIDPattern.MatchString(id) || strings.HasPrefix(id, ".") {
+			return invalid("run_id", "must match [A-Za-z0-9._-]{1,128} and not start with '.'")
+		}
+		if s.cfg.Eval.ResultsDir == "" {
+			return status.Error(codes.FailedPrecondition, "run_id needs a results directory on the server (--results-dir)")
+		}
+		resultsPath = filepath.Join(s.cfg.Eval.ResultsDir, id+".jsonl")
+	}
+	tasks, err := s.deps.Benchmarks.Load(req.GetBenchmark())
+	if err != nil {
+		return err
+	}
+	if l := int(req.GetLimit()); l > 0 && l < len(tasks) {
+		tasks = tasks[:l]
+	}
+	runner, err := s.newRunner(resultsPath, &pipelineCompleter{s: s,
+		gen: genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: samples}})
+	if err != nil {
+		return err
+	}
+	jobs := make([]evaluator.Job, len(tasks))
+	for i, t := range tasks {
+		jobs[i] = evaluator.Job{Task: t, Samples: samples}
+		if req.GetReference() {
+			jobs[i].Completions = []evaluator.Completion{{Text: t.Reference}}
+		}
+	}
+	resumed := 0
+	if resultsPath != "" {
+		if resumed, err = countJournaled(resultsPath, tasks, samples); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	prog := &infillv1.Progress{Total: uint32(len(tasks) * samples), Done: uint32(resumed), Resumed: uint32(resumed)}
+	report, err := runner.RunJobs(ctx, jobs, func(r evaluator.Result) error {
+		prog.Done++
+		if r.Passed() {
+			prog.Passed++
+		}
+		prog.Elapsed = durationpb.New(time.Since(start))
+		if err := stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Result{Result: toSampleResult(&r)}}); err != nil {
+			return err
+		}
+		return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Progress{Progress: proto.Clone(prog).(*infillv1.Progress)}})
+	})
+	if err != nil {
+		return err
+	}
+	s.log.Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.Int("tasks", len(tasks)),
+		zap.Int("graded", report.Graded), zap.Int("resumed", report.Resumed), zap.Duration("elapsed", time.Since(start)))
+	return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{Summary: toSummary(report)}})
+}
+
+// countJournaled counts samples of tasks already in the journal at path.
+func countJournaled(path string, tasks []evaluator.Task, samples int) (int, error) {
+	j, _, err := evaluator.OpenJournal(path)
+	if err != nil {
+		return 0, err
+	}
+	defer j.Close()
+	n := 0
+	for _, t := range tasks {
+		for i := 0; i < samples; i++ {
+			if j.Done(t.Benchmark, t.ID, i) {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// genParams are the generation settings of an evaluation call.
+type genParams struct {
+	model   string
+	opts    *infillv1.GenerationOptions
+	samples int
+}
+
+// pipelineCompleter makes completions through the same path as
+// CompletionService: the task becomes a repository (the target file with
+// the cursor between prefix and suffix, plus its context files), then
+// context assembly and the backend.
+type pipelineCompleter struct {
+	s   *Server
+	gen genParams
+	// perTask holds each Evaluate request's own settings, by task.
+	mu      sync.Mutex
+	perTask map[string]genParams
+}
+
+func (p *pipelineCompleter) params(t evaluator.Task) genParams {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if g, ok := p.perTask[taskKey(t)]; ok {
+		return g
+	}
+	return p.gen
+}
+
+func (p *pipelineCompleter) Complete(ctx context.Context, t evaluator.Task, sample int) (evaluator.Completion, error) {
+	g := p.params(t)
+	opts := &infillv1.GenerationOptions{}
+	if g.opts != nil {
+		opts = proto.Clone(g.opts).(*infillv1.GenerationOptions)
+	}
+	opts.Candidates = 1
+	seed := opts.GetSeed() + int64(sample)
+	opts.Seed = &seed
+	if g.samples > 1 && opts.Temperature == nil {
+		temp := float32(defaultSampleTemperature)
+		opts.Temperature = &temp
+	}
+	path := t.Path
+	if path == "" {
+		path = "main.py"
+	}
+	files := []*infillv1.File{{Path: path, Language: t.Language, Source: &infillv1.File_Content{Content: t.Prefix + t.Suffix}}}
+	for _, c := range t.Context {
+		if c.Path != path {
+			files = append(files, &infillv1.File{Path: c.Path, Source: &infillv1.File_Content{Content: c.Content}})
+		}
+	}
+	resp, err := p.s.complete(ctx, &infillv1.CompleteRequest{
+		Repository: &infillv1.Repository{Name: t.RepoName, Files: files},
+		Cursor: &infillv1.Cursor{Path: path, Offset: uint64(len(t.Prefix)),
+			Encoding: infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET},
+		Generation: opts,
+		Model:      g.model,
+	}, nil)
+	if err != nil {
+		return evaluator.Completion{}, err
+	}
+	if len(resp.Candidates) == 0 {
+		return evaluator.Completion{}, errors.New("backend returned no candidate")
+	}
+	return evaluator.Completion{Text: resp.Candidates[0].Text,
+		TTFT: resp.Timings.GetTimeToFirstToken().AsDuration(), Total: resp.Timings.GetTotal().AsDuration()}, nil
+}
+
+// toJob converts and checks one Evaluate request.
+func (s *Server) toJob(req *infillv1.EvaluateRequest, pc *pipelineCompleter) (evaluator.Job, error) {
+	pt := req.GetTask()
+	if pt == nil {
+		return evaluator.Job{}, invalid("task", "required")
+	}
+	t := evaluator.Task{
+		ID: pt.GetTaskId(), Benchmark: pt.GetBenchmark(), Level: fromLevel(pt.GetLevel()),
+		Language: pt.GetLanguage(), RepoName: pt.GetRepoName(), Path: pt.GetPath(),
+		Prefix: pt.GetPrefix(), Suffix: pt.GetSuffix(), Reference: pt.GetReference(),
+	}
+	for i, f := range pt.GetContext() {
+		c, ok := f.GetSource().(*infillv1.File_Content)
+		if !ok {
+			return evaluator.Job{}, invalid(fmt.Sprintf("task.context[%d]", i), "context files need content")
+		}
+		t.Context = append(t.Context, evaluator.ContextFile{Path: f.GetPath(), Content: c.Content})
+	}
+	if d := pt.GetTimeout(); d != nil {
+		t.Exec.Timeout = d.AsDuration()
+	}
+	switch x := pt.GetExecution().(type) {
+	case *infillv1.EvalTask_Program:
+		t.Exec.Kind, t.Exec.Epilogue = evaluator.ExecProgram, x.Program.GetEpilogue()
+	case *infillv1.EvalTask_Repository:
+		dir, err := s.repoDir(x.Repository.GetRepository())
+		if err != nil {
+			return evaluator.Job{}, err
+		}
+		t.Exec.Kind, t.Exec.RepoDir, t.Exec.Test = evaluator.ExecRepository, dir, fromTestSpec(x.Repository.GetTest())
+	}
+	if err := t.Validate(); err != nil {
+		return evaluator.Job{}, err
+	}
+	job := evaluator.Job{Task: t, Samples: int(req.GetSamples())}
+	for _, c := range req.GetCompletions() {
+		job.Completions = append(job.Completions, evaluator.Completion{Text: c})
+	}
+	if len(job.Completions) == 0 {
+		if job.Samples == 0 {
+			job.Samples = 1
+		}
+		if job.Samples > s.cfg.Eval.MaxSamples {
+			return evaluator.Job{}, invalid("samples", fmt.Sprintf("%d exceeds the limit of %d", job.Samples, s.cfg.Eval.MaxSamples))
+		}
+		pc.mu.Lock()
+		pc.perTask[taskKey(t)] = genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: job.Samples}
+		pc.mu.Unlock()
+	}
+	return job, nil
+}
+
+func taskKey(t evaluator.Task) string { return t.Benchmark + "\x00" + t.ID }
+
+// repoDir resolves a repository named by a client: inside an allowed root,
+// never outside (symbolic links included).
+func (s *Server) repoDir(name string) (string, error) {
+	if len(s.cfg.Eval.RepoRoots) == 0 {
+		return "", status.Error(codes.PermissionDenied, "the server allows no repository tasks (start it with --eval-repo-root DIR)")
+	}
+	dir := name
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(s.cfg.Eval.RepoRoots[0], dir)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(dir))
+	if err != nil {
+		return "", invalid("task.repository.repository", fmt.Sprintf("%q: %v", name, err))
+	}
+	for _, root := range s.cfg.Eval.RepoRoots {
+		r, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return real, nil
+		}
+	}
+	return "", status.Error(codes.PermissionDenied, fmt.Sprintf("repository %q is outside the server's allowed roots", name))
+}
+
+var levels = map[infillv1.Level]evaluator.Level{
+	infillv1.Level_LEVEL_EXPRESSION:  evaluator.LevelExpression,
+	infillv1.Level_LEVEL_STATEMENT:   evaluator.LevelStatement,
+	infillv1.Level_LEVEL_BLOCK:       evaluator.LevelBlock,
+	infillv1.Level_LEVEL_FUNCTION:    evaluator.LevelFunction,
+	infillv1.Level_LEVEL_CLASS:       evaluator.LevelClass,
+	infillv1.Level_LEVEL_SINGLE_LINE: evaluator.LevelSingleLine,
+	infillv1.Level_LEVEL_MULTI_LINE:  evaluator.LevelMultiLine,
+	infillv1.Level_LEVEL_RANDOM_SPAN: evaluator.LevelRandomSpan,
+}
+
+func fromLevel(l infillv1.Level) evaluator.Level { return levels[l] }
+
+func toLevel(l string) infillv1.Level {
+	for k, v := range levels {
+		if string(v) == l {
+			return k
+		}
+	}
+	return infillv1.Level_LEVEL_UNSPECIFIED
+}
+
+func fromTestSpec(t *infillv1.TestSpec) evaluator.TestSpec {
+	kinds := map[infillv1.TestKind]evaluator.TestKind{
+		infillv1.TestKind_TEST_KIND_SCRIPT:  evaluator.TestScript,
+		infillv1.TestKind_TEST_KIND_PYTEST:  evaluator.TestPytest,
+		infillv1.TestKind_TEST_KIND_COMMAND: evaluator.TestCommand,
+	}
+	return evaluator.TestSpec{Kind: kinds[t.GetKind()], Script: t.GetScript(), Args: t.GetArgs(),
+		Command: t.GetCommand(), ExpectedTests: int(t.GetExpectedTests())}
+}
+
+var verdicts = map[evaluator.Verdict]infillv1.Verdict{
+	evaluator.VerdictPassed:  infillv1.Verdict_VERDICT_PASSED,
+	evaluator.VerdictFailed:  infillv1.Verdict_VERDICT_FAILED,
+	evaluator.VerdictTimeout: infillv1.Verdict_VERDICT_TIMEOUT,
+	evaluator.VerdictError:   infillv1.Verdict_VERDICT_ERROR,
+	evaluator.VerdictSkipped: infillv1.Verdict_VERDICT_SKIPPED,
+}
+
+func toSampleResult(r *evaluator.Result) *infillv1.SampleResult {
+	return &infillv1.SampleResult{
+		TaskId: r.TaskID, Benchmark: r.Benchmark, Level: toLevel(string(r.Level)), Sample: uint32(r.Sample),
+		Completion: r.Completion, Verdict: verdicts[r.Verdict], Reason: r.Reason, ExitCode: int32(r.ExitCode),
+		WeakSignal: r.WeakSignal, StdoutTail: r.StdoutTail, StderrTail: r.StderrTail,
+		ExactMatch: r.ExactMatch, EditSimilarity: uint32(r.EditSimilarity),
+		TimeToFirstToken: durationpb.New(r.TTFT), Generation: durationpb.New(r.Total),
+		Execution: durationpb.New(r.ExecDuration), Error: r.Error,
+	}
+}
+
+func toSummary(rep evaluator.Report) *infillv1.EvaluationSummary {
+	out := &infillv1.EvaluationSummary{Overall: toGroup(rep.Summary.Overall),
+		Graded: uint32(rep.Graded), Resumed: uint32(rep.Resumed)}
+	for _, g := range rep.Summary.ByBenchmark {
+		out.ByBenchmark = append(out.ByBenchmark, toGroup(g))
+	}
+	for _, g := range rep.Summary.ByLevel {
+		out.ByLevel = append(out.ByLevel, toGroup(g))
+	}
+	return out
+}
+
+func toGroup(g metrics.Group) *infillv1.MetricsGroup {
+	out := &infillv1.MetricsGroup{Benchmark: g.Benchmark, Level: toLevel(g.Level), Tasks: uint32(g.Tasks),
+		Samples: uint32(g.Samples), ExactMatch: g.ExactMatch, EditSimilarity: g.EditSimilarity,
+		Verdicts: map[string]uint32{}, TimeToFirstToken: toLatency(g.TTFT), Total: toLatency(g.Total)}
+	ks := make([]int, 0, len(g.PassAtK))
+	for k := range g.PassAtK {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	for _, k := range ks {
+		out.PassAtK = append(out.PassAtK, &infillv1.PassAtK{K: uint32(k), Value: g.PassAtK[k]})
+	}
+	for v, n := range g.Verdicts {
+		out.Verdicts[v] = uint32(n)
+	}
+	return out
+}
+
+func toLatency(l metrics.Latency) *infillv1.LatencySummary {
+	return &infillv1.LatencySummary{Count: uint32(l.Count), Mean: durationpb.New(l.Mean),
+		P50: durationpb.New(l.P50), P95: durationpb.New(l.P95), Max: durationpb.New(l.Max)}
+}
