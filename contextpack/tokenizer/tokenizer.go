@@ -206,9 +206,16 @@ func (t *Tokenizer) VocabSize() int { return t.nVocab + len(t.added) }
 // Encode returns the token ids of text as ordinary text: literal special-token
 // strings such as "<|endoftext|>" or "<|fim_prefix|>" are tokenized like any
 // other characters, never turned into control tokens. This equals the Hugging
-// Face tokenizer with an empty added vocabulary. (Hugging Face's default, and
-// Ollama's raw prompts, would turn them into control tokens: see
-// [Tokenizer.EncodeWithSpecial] and [Neutralize].)
+// Face tokenizer with an empty added vocabulary.
+//
+// Hugging Face's default, and Ollama's raw prompts, turn all 22 added-token
+// strings into control tokens (see [Tokenizer.EncodeWithSpecial]). Note that
+// transformers' split_special_tokens=True (tokenizers' encode_special_tokens)
+// is not the same as Encode: it only skips the 14 tokens marked special, so
+// <|fim_prefix|>, <|file_sep|>, <tool_call> and the others marked
+// special=false in tokenizer.json still become control tokens there. Text
+// that will go into a raw prompt must be passed through [Neutralize] first;
+// count it after neutralizing.
 func (t *Tokenizer) Encode(text string) []int {
 	text = normalize(sanitize(text))
 	out := make([]int, 0, len(text)/4+4)
