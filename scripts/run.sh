@@ -32,5 +32,13 @@ Ask for a completion (reflection is on, no proto file needed; grpcurl: go instal
 The tiny model has random weights: expect tokens, not sensible code. Ctrl-C stops the server;
 scripts/backend.sh down stops the backend.
 MSG
-exec "$root/bin/infill-server" --listen "$listen" --ollama-url "http://$OLLAMA_HOST" \
-  --model "${INFILL_MODEL:-infill-tiny}" --num-ctx "${INFILL_NUM_CTX:-8192}" "$@"
+extra=()
+# The HumanEval infilling sets, when the project's shared data sits beside
+# the checkout, become benchmarks for RunBenchmark.
+if [ -d "$root/../shared/data/human-eval-infilling" ]; then
+  extra+=(--humaneval-dir "$(cd "$root/../shared/data/human-eval-infilling" && pwd)")
+fi
+mkdir -p "$root/.state/results"
+exec "$root/bin/infill-server" --listen "$listen" --ollama-url "$OLLAMA_HOST" \
+  --model "${INFILL_MODEL:-infill-tiny}" --num-ctx "${INFILL_NUM_CTX:-8192}" \
+  --results-dir "$root/.state/results" "${extra[@]}" "$@"
