@@ -35,7 +35,7 @@ func (t *Tokenizer) isRegular(id int32) bool { return t.regular[id>>6]&(1<<(id&6
 func (t *Tokenizer) encodeNormalized(text string, sc *scratch, out []int, count bool) ([]int, int) {
 	n := 0
 	for i := 0; i < len(text); {
-		j := nextPiece(text, i)
+		j := t.runes.nextPiece(text, i)
 		p := text[i:j]
 		i = j
 		if id, ok := t.vocab[p]; ok && t.isRegular(id) {

@@ -15,8 +15,8 @@ const cgj = "\u034F"
 
 // normalize returns the NFC form of valid UTF-8 text, as Hugging Face's NFC
 // normalizer (Rust unicode-normalization) computes it.
-func normalize(s string) string {
-	if isASCII(s) {
+func (t *runeTable) normalize(s string) string {
+	if isASCII(s) || t.isNFC(s) {
 		return s
 	}
 	out := norm.NFC.String(s)

@@ -50,20 +50,20 @@ func runeClass(r rune) uint8 {
 }
 
 // classAt returns the class and width of the character at s[i].
-func classAt(s string, i int) (uint8, rune, int) {
+func (t *runeTable) classAt(s string, i int) (uint8, rune, int) {
 	if c := s[i]; c < utf8.RuneSelf {
 		return asciiClass[c], rune(c), 1
 	}
 	r, w := utf8.DecodeRuneInString(s[i:])
-	return runeClass(r), r, w
+	return t.classOf(r), r, w
 }
 
 // nextPiece returns the end of the piece that starts at s[i] (i < len(s)).
-func nextPiece(s string, i int) int {
-	cls, r, w := classAt(s, i)
+func (t *runeTable) nextPiece(s string, i int) int {
+	cls, r, w := t.classAt(s, i)
 	switch cls {
 	case clsLetter: // A2 without the lead char
-		return scanLetters(s, i+w)
+		return t.scanLetters(s, i+w)
 	case clsNumber: // A3
 		return i + w
 	case clsOther:
@@ -73,27 +73,27 @@ func nextPiece(s string, i int) int {
 			}
 		}
 		j := i + w
-		if j < len(s) && isLetterAt(s, j) { // A2 with the lead char
-			return scanLetters(s, j)
+		if j < len(s) && t.isLetterAt(s, j) { // A2 with the lead char
+			return t.scanLetters(s, j)
 		}
-		return scanNewlines(s, scanOthers(s, j)) // A4 without the space
+		return scanNewlines(s, t.scanOthers(s, j)) // A4 without the space
 	}
 	// Whitespace.
 	j := i + w
 	if j < len(s) {
-		if r != '\r' && r != '\n' && isLetterAt(s, j) { // A2, whitespace lead
-			return scanLetters(s, j)
+		if r != '\r' && r != '\n' && t.isLetterAt(s, j) { // A2, whitespace lead
+			return t.scanLetters(s, j)
 		}
 		if r == ' ' {
-			if c, _, _ := classAt(s, j); c == clsOther { // A4 with the space
-				return scanNewlines(s, scanOthers(s, j))
+			if c, _, _ := t.classAt(s, j); c == clsOther { // A4 with the space
+				return scanNewlines(s, t.scanOthers(s, j))
 			}
 		}
 	}
 	// The maximal whitespace run starting at i.
 	end, lastNL, lastStart, chars := i, -1, i, 0
 	for end < len(s) {
-		c, r, w := classAt(s, end)
+		c, r, w := t.classAt(s, end)
 		if c != clsSpace {
 			break
 		}
@@ -142,13 +142,13 @@ func contraction(s string, j int) int {
 	return 0
 }
 
-func isLetterAt(s string, j int) bool {
-	c, _, _ := classAt(s, j)
+func (t *runeTable) isLetterAt(s string, j int) bool {
+	c, _, _ := t.classAt(s, j)
 	return c == clsLetter
 }
 
 // scanLetters returns the end of the run of letters starting at s[j].
-func scanLetters(s string, j int) int {
+func (t *runeTable) scanLetters(s string, j int) int {
 	for j < len(s) {
 		if c := s[j]; c < utf8.RuneSelf {
 			if asciiClass[c] != clsLetter {
@@ -158,7 +158,7 @@ func scanLetters(s string, j int) int {
 			continue
 		}
 		r, w := utf8.DecodeRuneInString(s[j:])
-		if !unicode.IsLetter(r) {
+		if t.classOf(r) != clsLetter {
 			return j
 		}
 		j += w
@@ -167,9 +167,9 @@ func scanLetters(s string, j int) int {
 }
 
 // scanOthers returns the end of the run of [^\s\p{L}\p{N}] starting at s[j].
-func scanOthers(s string, j int) int {
+func (t *runeTable) scanOthers(s string, j int) int {
 	for j < len(s) {
-		c, _, w := classAt(s, j)
+		c, _, w := t.classAt(s, j)
 		if c != clsOther {
 			return j
 		}

@@ -1,11 +1,14 @@
 package tokenizer
 
 import (
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
+	"golang.org/x/text/unicode/norm"
 )
 
 // refPattern is [Pattern] for regexp2 (.NET semantics): identical except that
@@ -40,7 +43,7 @@ func refPieces(t testing.TB, s string) []string {
 func scanPieces(s string) []string {
 	var out []string
 	for i := 0; i < len(s); {
-		j := nextPiece(s, i)
+		j := testRunes().nextPiece(s, i)
 		out = append(out, s[i:j])
 		i = j
 	}
@@ -72,7 +75,7 @@ func TestPretokenizerMatchesRegex(t *testing.T) {
 	}
 	for _, v := range loadVectors(t) {
 		if v.Decode == nil && v.Gen == nil {
-			checkPieces(t, normalize(v.Text))
+			checkPieces(t, testRunes().normalize(v.Text))
 		}
 	}
 }
@@ -90,4 +93,43 @@ func FuzzPretokenizer(f *testing.F) {
 		}
 		checkPieces(t, s)
 	})
+}
+
+var testRunes = sync.OnceValue(buildRuneTable)
+
+// The rune table agrees with the Unicode functions it caches.
+func TestRuneTable(t *testing.T) {
+	tab := testRunes()
+	for r := rune(0); r < 0x10000; r++ {
+		if got, want := tab.classOf(r), runeClass(r); got != want {
+			t.Fatalf("class of %U: %d, want %d", r, got, want)
+		}
+	}
+	for r := rune(0x10000); r < 0x30000; r++ {
+		if supplementaryInert(r) && !isNFCInert(r) {
+			t.Fatalf("%U is in an inert range but not NFC-inert", r)
+		}
+	}
+	// A string of inert runes is NFC, and isNFC never claims otherwise.
+	var inert []rune
+	for r := rune(0); r < 0x10000; r++ {
+		if tab[r]&nfcInert != 0 {
+			inert = append(inert, r)
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 50000 {
+		rs := make([]rune, 2+rng.IntN(3))
+		for k := range rs {
+			rs[k] = inert[rng.IntN(len(inert))]
+		}
+		if s := string(rs); !tab.isNFC(s) || norm.NFC.String(s) != s {
+			t.Fatalf("inert runes %+q are not NFC", s)
+		}
+	}
+	for _, s := range []string{"abc", "日本語", "😀👍🏽", "가각", "é", "e\u0301", "\u212b", "\u1100\u1161", "가\u11a8", "\u0958", "ｶ\uff9e"} {
+		if tab.isNFC(s) && norm.NFC.String(s) != s {
+			t.Errorf("isNFC(%+q) but it is not NFC", s)
+		}
+	}
 }

@@ -146,7 +146,7 @@ func TestReferenceVectors(t *testing.T) {
 			if v.NFC != nil {
 				want = *v.NFC
 			}
-			if got := normalize(v.Text); got != want {
+			if got := tk.runes.normalize(v.Text); got != want {
 				t.Errorf("%s: NFC(%q) = %q, want %q", v.Name, v.Text, got, want)
 			}
 			if got := tk.Encode(v.Text); !slices.Equal(got, v.IDs) {
@@ -177,7 +177,7 @@ func TestRoundTrip(t *testing.T) {
 			continue
 		}
 		in := v.input()
-		want := normalize(in)
+		want := tk.runes.normalize(in)
 		if got := tk.Decode(tk.Encode(in)); got != want {
 			t.Errorf("%s: Decode(Encode(s)) != NFC(s)", v.Name)
 		}
@@ -194,7 +194,7 @@ func FuzzRoundTrip(f *testing.F) {
 	tk := qwen(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		ids := tk.Encode(s)
-		if got, want := tk.Decode(ids), normalize(sanitize(s)); got != want {
+		if got, want := tk.Decode(ids), tk.runes.normalize(sanitize(s)); got != want {
 			t.Fatalf("Decode(Encode(%q)) = %q, want %q", s, got, want)
 		}
 		if n := tk.Count(s); n != len(ids) {
