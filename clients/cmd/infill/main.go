@@ -1,5 +1,7 @@
 // Command infill is the command-line tool of the infill completion server:
-// `infill complete FILE LINE:COL` streams a completion to the terminal.
+// `infill complete FILE LINE:COL` streams a completion to the terminal;
+// `infill eval run|report|mask|list` runs benchmarks through the server,
+// reports their results and builds repository benchmarks.
 // Run `infill --help` for the commands; the code lives in clients/internal/cli.
 package main
 
@@ -21,6 +23,7 @@ func main() {
 		Stderr:           os.Stderr,
 		Getenv:           os.Getenv,
 		StdoutIsTerminal: term.IsTerminal(int(os.Stdout.Fd())),
+		StderrIsTerminal: term.IsTerminal(int(os.Stderr.Fd())),
 	})
 	stop()
 	os.Exit(code)

@@ -34,6 +34,7 @@ const maxResends = 3
 type Client struct {
 	conn *grpc.ClientConn // nil when the caller owns the connection
 	rpc  infillv1.CompletionServiceClient
+	eval infillv1.EvaluationServiceClient
 	cfg  Config
 	log  *zap.Logger
 	held *digestSet
@@ -94,6 +95,7 @@ func newClient(conn grpc.ClientConnInterface, cfg Config, log *zap.Logger) *Clie
 	}
 	return &Client{
 		rpc:   infillv1.NewCompletionServiceClient(conn),
+		eval:  infillv1.NewEvaluationServiceClient(conn),
 		cfg:   cfg,
 		log:   log,
 		held:  newDigestSet(cfg.DigestCacheSize),
@@ -101,6 +103,12 @@ func newClient(conn grpc.ClientConnInterface, cfg Config, log *zap.Logger) *Clie
 		rand:  rand.Float64,
 	}
 }
+
+// Evaluation returns the EvaluationService stub on the client's connection
+// (same credentials, keepalive and message limits). Its calls are not
+// retried: Evaluate and RunBenchmark are long streams whose callers resume
+// from their own results (see the infill tool's `eval run`).
+func (c *Client) Evaluation() infillv1.EvaluationServiceClient { return c.eval }
 
 // Close closes the connection Dial made.
 func (c *Client) Close() error {

@@ -49,6 +49,8 @@ type Env struct {
 	Getenv func(string) string
 	// StdoutIsTerminal adds a final newline after text that lacks one.
 	StdoutIsTerminal bool
+	// StderrIsTerminal draws progress bars (eval run) instead of lines.
+	StderrIsTerminal bool
 	// Dial connects to the server; nil means infill.Dial.
 	Dial func(target string, cfg infill.Config) (*infill.Client, error)
 }
@@ -122,7 +124,7 @@ server is on loopback or a Unix socket.`,
 	pf.BoolVar(&g.useTLS, "tls", false, "connect with TLS, trusting the system's CAs")
 	pf.StringVar(&g.tlsCA, "tls-ca", "", "connect with TLS, trusting the PEM certificates in `FILE`")
 	pf.DurationVar(&g.timeout, "timeout", 5*time.Minute, "give up on a call after this long (0: never)")
-	root.AddCommand(newCompleteCmd(env, g))
+	root.AddCommand(newCompleteCmd(env, g), newEvalCmd(env, g))
 	return root
 }
 

@@ -1,0 +1,641 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/dataset"
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+)
+
+// defaultHumanEvalDir is where the project's shared data sits beside a
+// checkout; used when present and neither --humaneval-dir nor
+// $INFILL_HUMANEVAL_DIR is set.
+const defaultHumanEvalDir = "../shared/data/human-eval-infilling"
+
+func newEvalCmd(env *Env, g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "eval",
+		Short: "Run benchmarks through the server, report their results, build benchmarks",
+		Long: `eval runs execution benchmarks through an infill server (which generates the
+completions and grades them in its sandbox), reports the results as a table
+and an HTML page, and builds repository benchmarks by masking code.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unknown eval command %q (run, report, mask, list)", args[0])}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newEvalRunCmd(env, g), newEvalReportCmd(env), newEvalMaskCmd(env), newEvalListCmd(env, g))
+	return cmd
+}
+
+type evalRunFlags struct {
+	humanEvalDir  string
+	execRepoBench string
+	repos         string
+	infillFile    string
+	serverSide    bool
+	runID         string
+	results       string
+	samples       int
+	ks            string
+	limit         int
+	model         string
+	maxTokens     uint32
+	temperature   float32
+	seed          int64
+	reference     bool
+	maxErrors     int
+	sampleTimeout time.Duration
+	repoMap       string
+	every         time.Duration
+}
+
+func newEvalRunCmd(env *Env, g *globals) *cobra.Command {
+	f := &evalRunFlags{}
+	cmd := &cobra.Command{
+		Use:   "run [BENCHMARK]",
+		Short: "Run a benchmark through the server, with progress, into a results file",
+		Long: `run streams a benchmark's tasks to the server, which generates the completions
+through the same path editors use and grades them in its sandbox. Each
+finished sample is appended to the results file (JSON lines, one
+evaluator result per line, synced to disk) as it arrives.
+
+The benchmark is one of:
+  BENCHMARK         a HumanEval infilling set: humaneval-single-line,
+                    humaneval-multi-line, humaneval-random-span,
+                    humaneval-random-span-light, or humaneval (all four),
+                    read from --humaneval-dir on this machine;
+  --execrepobench FILE --repos DIR
+                    ExecRepoBench-format JSON lines and its repositories;
+  --infill FILE     a repository benchmark made by 'infill eval mask';
+  --server-side BENCHMARK
+                    a benchmark the server holds ('infill eval list'), run
+                    whole on the server (RunBenchmark); --run-id makes the
+                    server journal it and resume it too.
+
+Repository tasks name their repository by its path on this machine; the
+server must allow it (infill-server --eval-repo-root) and see it at the same
+path, or at the path --repo-map LOCAL=REMOTE rewrites it to.
+
+Resuming: samples already in the results file are skipped, so running the
+same command again after Ctrl-C (or a crash: a torn last line is cut off)
+goes on where it stopped. Samples that reached no verdict (generation or
+sandbox errors) are not recorded, so a later run retries them.
+
+A progress bar (done/total, pass rate so far, rate, ETA) is drawn when
+stderr is a terminal; otherwise a progress line is printed every
+--progress-every. At the end the results file's scores are printed as in
+'infill eval report'.`,
+		Example: `  infill eval run humaneval-single-line --limit 100 -o single.jsonl
+  infill eval run humaneval --samples 10 --k 1,10 --temperature 0.8
+  infill eval run --reference humaneval-random-span-light
+  infill eval run --execrepobench samples.jsonl --repos repos/ -o erb.jsonl
+  infill eval run --infill bench.jsonl
+  infill eval run --server-side humaneval-multi-line --run-id ml-7b`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError{fmt.Errorf("run takes at most one BENCHMARK, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			return runEval(cmd, env, g, f, name)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.humanEvalDir, "humaneval-dir", "", "`DIR` of the HumanEval infilling .jsonl.gz files (default $INFILL_HUMANEVAL_DIR, else "+defaultHumanEvalDir+" when present)")
+	fl.StringVar(&f.execRepoBench, "execrepobench", "", "ExecRepoBench-format JSON-lines `FILE` (with --repos)")
+	fl.StringVar(&f.repos, "repos", "", "`DIR` holding one directory per ExecRepoBench repository")
+	fl.StringVar(&f.infillFile, "infill", "", "infill-format benchmark `FILE` (from 'infill eval mask')")
+	fl.BoolVar(&f.serverSide, "server-side", false, "run BENCHMARK as the server holds it (RunBenchmark)")
+	fl.StringVar(&f.runID, "run-id", "", "with --server-side: journal `ID` on the server, so the server resumes too")
+	fl.StringVarP(&f.results, "results", "o", "", "results `FILE` (JSON lines; default BENCHMARK.results.jsonl)")
+	fl.IntVar(&f.samples, "samples", 1, "completions per task (n of pass@k)")
+	fl.StringVar(&f.ks, "k", "1", "comma-separated k of pass@k to report, each <= --samples")
+	fl.IntVar(&f.limit, "limit", 0, "run only the first `N` tasks (0: all)")
+	fl.StringVar(&f.model, "model", "", "model name on the backend (default: the server's)")
+	fl.Uint32Var(&f.maxTokens, "max-tokens", 0, "most tokens per completion (default: the server's)")
+	fl.Float32Var(&f.temperature, "temperature", 0, "sampling temperature (default greedy; 0.8 on the server when --samples > 1)")
+	fl.Int64Var(&f.seed, "seed", 0, "seed of sample 0; sample i uses seed+i (default: the server's)")
+	fl.BoolVar(&f.reference, "reference", false, "grade the benchmark's reference middles instead of generating (checks the harness and data)")
+	fl.IntVar(&f.maxErrors, "max-errors", 20, "stop after this many samples reach no verdict (0: never)")
+	fl.DurationVar(&f.sampleTimeout, "sample-timeout", 0, "wall-clock limit of one sample's tests (default: the server's)")
+	fl.StringVar(&f.repoMap, "repo-map", "", "rewrite repository paths `LOCAL=REMOTE` for a server that sees them elsewhere")
+	fl.DurationVar(&f.every, "progress-every", 10*time.Second, "interval of progress lines when stderr is not a terminal")
+	return cmd
+}
+
+// evalSource is what a run grades, loaded on this machine (tasks) or held
+// by the server (serverName).
+type evalSource struct {
+	name       string // for messages and the default results file
+	tasks      []evaluator.Task
+	serverName string
+}
+
+func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name string) error {
+	ks, err := parseKs(f.ks)
+	if err != nil {
+		return usageError{err}
+	}
+	if err := f.check(ks); err != nil {
+		return usageError{err}
+	}
+	rm, err := parseRepoMap(f.repoMap)
+	if err != nil {
+		return usageError{err}
+	}
+	src, err := f.source(cmd, env, name)
+	if err != nil {
+		return err
+	}
+	resultsPath := f.results
+	if resultsPath == "" {
+		resultsPath = src.name + ".results.jsonl"
+	}
+	journal, existing, err := evaluator.OpenJournal(resultsPath)
+	if err != nil {
+		return fmt.Errorf("results file: %w", err)
+	}
+	defer journal.Close()
+
+	client, _, err := g.dial(env)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	if cmd.Flags().Changed("timeout") && g.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+	}
+
+	r := &evalRun{env: env, f: f, cmd: cmd, journal: journal, results: existing, path: resultsPath, ks: ks,
+		rpc: client.Evaluation(), repoMap: rm}
+	if src.serverName != "" {
+		err = r.serverSide(ctx, src.serverName)
+	} else {
+		err = r.local(ctx, src)
+	}
+	if cmd.Context().Err() != nil {
+		// Interrupted: say what is safe on disk, then exit 130.
+		fmt.Fprintf(env.Stderr, "%d samples are in %s; run the same command again to go on\n", len(r.results), resultsPath)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if len(r.results) == 0 {
+		return nil
+	}
+	fmt.Fprintln(env.Stdout)
+	sum := summarize(r.results, ks)
+	writeTable(env.Stdout, sum, ks)
+	return nil
+}
+
+// check validates flag combinations.
+func (f *evalRunFlags) check(ks []int) error {
+	if f.samples < 1 {
+		return fmt.Errorf("--samples must be at least 1")
+	}
+	for _, k := range ks {
+		if k > f.samples {
+			return fmt.Errorf("--k %d: pass@%d needs at least %d samples per task (--samples %d)", k, k, k, f.samples)
+		}
+	}
+	if f.reference && f.samples != 1 {
+		return fmt.Errorf("--reference grades the one reference middle: --samples must be 1")
+	}
+	if f.limit < 0 || f.maxErrors < 0 {
+		return fmt.Errorf("--limit and --max-errors must not be negative")
+	}
+	if f.runID != "" && !f.serverSide {
+		return fmt.Errorf("--run-id names a journal on the server: it needs --server-side")
+	}
+	return nil
+}
+
+// source works out the benchmark from the arguments and loads local tasks.
+func (f *evalRunFlags) source(cmd *cobra.Command, env *Env, name string) (evalSource, error) {
+	files := 0
+	for _, s := range []string{f.execRepoBench, f.infillFile} {
+		if s != "" {
+			files++
+		}
+	}
+	switch {
+	case f.serverSide:
+		if name == "" || files > 0 {
+			return evalSource{}, usageError{errors.New("--server-side runs a BENCHMARK the server holds: give its name (see 'infill eval list') and no --execrepobench/--infill")}
+		}
+		return evalSource{name: name, serverName: name}, nil
+	case files > 1 || files == 1 && name != "":
+		return evalSource{}, usageError{errors.New("give one benchmark: a BENCHMARK name, --execrepobench FILE or --infill FILE")}
+	case f.execRepoBench != "":
+		if f.repos == "" {
+			return evalSource{}, usageError{errors.New("--execrepobench needs --repos DIR (the repositories its samples name)")}
+		}
+		tasks, err := dataset.LoadExecRepoBench(f.execRepoBench, dataset.ExecRepoBenchOptions{ReposDir: f.repos})
+		return f.finish(evalSource{name: fileStem(f.execRepoBench), tasks: tasks}, err)
+	case f.infillFile != "":
+		tasks, err := dataset.LoadInfill(f.infillFile)
+		return f.finish(evalSource{name: fileStem(f.infillFile), tasks: tasks}, err)
+	case name == "":
+		return evalSource{}, usageError{errors.New("which benchmark? give a HumanEval set (e.g. humaneval-single-line), --execrepobench FILE, --infill FILE or --server-side NAME")}
+	}
+	var sets []dataset.HumanEvalSet
+	if name != "humaneval" {
+		set, err := dataset.ParseHumanEvalSet(name)
+		if err != nil {
+			var names []string
+			for _, s := range dataset.HumanEvalSets() {
+				names = append(names, string(s))
+			}
+			return evalSource{}, usageError{fmt.Errorf("unknown benchmark %q: here that is humaneval or one of %s; "+
+				"use --execrepobench or --infill for files, --server-side for a benchmark the server holds", name, strings.Join(names, ", "))}
+		}
+		sets = append(sets, set)
+	}
+	dir := firstNonEmpty(f.humanEvalDir, env.Getenv("INFILL_HUMANEVAL_DIR"))
+	if dir == "" {
+		if _, err := os.Stat(defaultHumanEvalDir); err != nil {
+			return evalSource{}, usageError{fmt.Errorf("no HumanEval infilling data: pass --humaneval-dir DIR "+
+				"(the .jsonl.gz files of the human-eval-infilling release; %s is absent)", defaultHumanEvalDir)}
+		}
+		dir = defaultHumanEvalDir
+	}
+	tasks, err := dataset.LoadHumanEvalDir(dir, sets...)
+	return f.finish(evalSource{name: name, tasks: tasks}, err)
+}
+
+// finish applies --limit and --sample-timeout to loaded tasks.
+func (f *evalRunFlags) finish(src evalSource, err error) (evalSource, error) {
+	if err != nil {
+		return src, err
+	}
+	if len(src.tasks) == 0 {
+		return src, fmt.Errorf("%s: no tasks", src.name)
+	}
+	if f.limit > 0 && f.limit < len(src.tasks) {
+		src.tasks = src.tasks[:f.limit]
+	}
+	if f.sampleTimeout > 0 {
+		for i := range src.tasks {
+			src.tasks[i].Exec.Timeout = f.sampleTimeout
+		}
+	}
+	return src, nil
+}
+
+// fileStem is a file's base name without its extensions.
+func fileStem(path string) string {
+	base := filepath.Base(path)
+	if i := strings.Index(base, "."); i > 0 {
+		base = base[:i]
+	}
+	return base
+}
+
+// parseKs parses "1,10".
+func parseKs(s string) ([]int, error) {
+	var ks []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, err := strconv.Atoi(part)
+		if err != nil || k < 1 {
+			return nil, fmt.Errorf("--k %q: want positive integers separated by commas", s)
+		}
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return slices.Compact(ks), nil
+}
+
+// generation builds the request's options from the flags.
+func (f *evalRunFlags) generation(cmd *cobra.Command) *infillv1.GenerationOptions {
+	g := &infillv1.GenerationOptions{MaxTokens: f.maxTokens}
+	if cmd.Flags().Changed("temperature") {
+		t := f.temperature
+		g.Temperature = &t
+	}
+	if cmd.Flags().Changed("seed") {
+		s := f.seed
+		g.Seed = &s
+	}
+	return g
+}
+
+// evalRun is one run's state: the results file and the tallies behind the
+// progress display.
+type evalRun struct {
+	env     *Env
+	f       *evalRunFlags
+	cmd     *cobra.Command
+	rpc     infillv1.EvaluationServiceClient
+	journal *evaluator.Journal
+	path    string
+	ks      []int
+	repoMap *repoMap
+
+	// results is everything in the results file: what was there plus what
+	// this run appended.
+	results []evaluator.Result
+	state   runState
+	errs    []string // distinct error messages of this run, first few
+}
+
+// record appends a new result to the results file. Samples already there
+// are dropped; samples without a verdict are counted, not recorded.
+func (r *evalRun) record(res evaluator.Result) (bool, error) {
+	if r.journal.Done(res.Benchmark, res.TaskID, res.Sample) {
+		return false, nil
+	}
+	if res.Verdict == evaluator.VerdictError {
+		r.state.Errors++
+		msg := firstNonEmpty(res.Error, res.Reason, "no verdict")
+		if len(r.errs) < 3 && !slices.Contains(r.errs, msg) {
+			r.errs = append(r.errs, msg)
+		}
+		if r.f.maxErrors > 0 && r.state.Errors >= r.f.maxErrors {
+			return true, fmt.Errorf("stopped after %d samples reached no verdict; first: %s", r.state.Errors, r.errs[0])
+		}
+		return true, nil
+	}
+	if err := r.journal.Append(&res); err != nil {
+		return false, fmt.Errorf("results file: %w", err)
+	}
+	r.results = append(r.results, res)
+	r.count(&res)
+	return true, nil
+}
+
+func (r *evalRun) count(res *evaluator.Result) {
+	switch res.Verdict {
+	case evaluator.VerdictPassed:
+		r.state.Passed++
+		r.state.Executed++
+	case evaluator.VerdictFailed, evaluator.VerdictTimeout:
+		r.state.Executed++
+	}
+}
+
+// header prints what the run is about to do.
+func (r *evalRun) header(name string, tasks, todo int) {
+	samples := plural(r.f.samples, "sample")
+	what := "generated by the server"
+	if r.f.reference {
+		what = "reference middles"
+	}
+	fmt.Fprintf(r.env.Stderr, "%s: %s × %s (%s) → %s", name, plural(tasks, "task"), samples, what, r.path)
+	if r.state.Resumed > 0 {
+		fmt.Fprintf(r.env.Stderr, " (%d already there, %d to go)", r.state.Resumed, todo)
+	}
+	fmt.Fprintln(r.env.Stderr)
+}
+
+// footer prints the run's tally and the errors, if any.
+func (r *evalRun) footer(graded int, took time.Duration) {
+	fmt.Fprintf(r.env.Stderr, "graded %s in %s", plural(graded, "sample"), roundDuration(took))
+	if r.state.Resumed > 0 {
+		fmt.Fprintf(r.env.Stderr, " (%d resumed)", r.state.Resumed)
+	}
+	fmt.Fprintf(r.env.Stderr, "; results in %s\n", r.path)
+	if r.state.Errors > 0 {
+		fmt.Fprintf(r.env.Stderr, "%s reached no verdict and were not recorded (run again to retry them): %s\n",
+			plural(r.state.Errors, "sample"), strings.Join(r.errs, "; "))
+	}
+}
+
+// local runs tasks loaded here through Evaluate.
+func (r *evalRun) local(ctx context.Context, src evalSource) error {
+	samples := r.f.samples
+	var todo []*evaluator.Task
+	r.state.Total = len(src.tasks) * samples
+	inRun := map[[2]string]bool{}
+	for i := range src.tasks {
+		t := &src.tasks[i]
+		inRun[[2]string{t.Benchmark, t.ID}] = true
+		missing := false
+		for s := 0; s < samples; s++ {
+			if r.journal.Done(t.Benchmark, t.ID, s) {
+				r.state.Resumed++
+			} else {
+				missing = true
+			}
+		}
+		if missing {
+			todo = append(todo, t)
+		}
+	}
+	for i := range r.results {
+		if res := &r.results[i]; inRun[[2]string{res.Benchmark, res.TaskID}] && res.Sample < samples {
+			r.count(res)
+		}
+	}
+	r.state.Done = r.state.Resumed
+	r.header(src.name, len(src.tasks), r.state.Total-r.state.Resumed)
+	if len(todo) == 0 {
+		fmt.Fprintf(r.env.Stderr, "nothing to do: all %s are in %s\n", plural(r.state.Total, "sample"), r.path)
+		return nil
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := r.rpc.Evaluate(ctx)
+	if err != nil {
+		return err
+	}
+	gen := r.f.generation(r.cmd)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for _, t := range todo {
+			req := &infillv1.EvaluateRequest{Task: taskToProto(t, r.repoMap), Model: r.f.model}
+			if r.f.reference {
+				req.Completions = []string{t.Reference}
+			} else {
+				req.Samples = uint32(samples)
+				req.Generation = gen
+			}
+			if err := stream.Send(req); err != nil {
+				return // the receive side reports why the stream ended
+			}
+		}
+		_ = stream.CloseSend()
+	}()
+	defer wg.Wait()
+	defer cancel()
+
+	prog := newProgress(r.env.Stderr, r.env.StderrIsTerminal, src.name, r.f.every)
+	start := time.Now()
+	graded := 0
+	prog.update(r.state)
+	defer func() { prog.finish(r.state) }()
+	for {
+		m, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return r.streamError(ctx, err)
+		}
+		res := m.GetResult()
+		if res == nil {
+			continue // the summary: scores are computed from the results file
+		}
+		sample := int(res.GetSample())
+		if !inRun[[2]string{res.GetBenchmark(), res.GetTaskId()}] || sample >= samples {
+			return status.Errorf(codes.Internal, "the server sent a result for a sample not asked for (%s/%s #%d)",
+				res.GetBenchmark(), res.GetTaskId(), sample)
+		}
+		fresh, err := r.record(resultFromProto(res))
+		if fresh {
+			r.state.Done++
+			graded++
+			prog.update(r.state)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	prog.finish(r.state)
+	prog = nopProgress{}
+	r.footer(graded-r.state.Errors, time.Since(start))
+	return nil
+}
+
+// streamError explains a broken stream.
+func (r *evalRun) streamError(ctx context.Context, err error) error {
+	if ctx.Err() != nil && status.Code(err) == codes.Canceled {
+		return ctx.Err()
+	}
+	if status.Code(err) == codes.Unimplemented {
+		return hintError{err, "the server has no EvaluationService (an older infill-server?)"}
+	}
+	return err
+}
+
+// serverSide runs a benchmark the server holds through RunBenchmark.
+func (r *evalRun) serverSide(ctx context.Context, name string) error {
+	req := &infillv1.RunBenchmarkRequest{
+		Benchmark: name, Model: r.f.model, Samples: uint32(r.f.samples), Limit: uint32(r.f.limit),
+		Reference: r.f.reference, RunId: r.f.runID,
+	}
+	for _, k := range r.ks {
+		req.K = append(req.K, uint32(k))
+	}
+	if !r.f.reference {
+		req.Generation = r.f.generation(r.cmd)
+	}
+	fmt.Fprintf(r.env.Stderr, "%s: run on the server → %s\n", name, r.path)
+	if have := len(r.results); have > 0 && r.f.runID == "" {
+		fmt.Fprintf(r.env.Stderr, "note: without --run-id the server grades every sample again; "+
+			"the %d results already in %s are kept, not duplicated\n", have, r.path)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := r.rpc.RunBenchmark(ctx, req)
+	if err != nil {
+		return err
+	}
+	prog := newProgress(r.env.Stderr, r.env.StderrIsTerminal, name, r.f.every)
+	start := time.Now()
+	graded := 0
+	defer func() { prog.finish(r.state) }()
+	for {
+		m, err := stream.Recv()
+		if err == io.EOF {
+			return status.Error(codes.Internal, "the server ended the run without a summary")
+		}
+		if err != nil {
+			return r.streamError(ctx, err)
+		}
+		switch e := m.GetEvent().(type) {
+		case *infillv1.RunBenchmarkResponse_Result:
+			res := resultFromProto(e.Result)
+			if res.Verdict != evaluator.VerdictError {
+				r.count(&res) // the pass rate of what this run sees
+			}
+			fresh, err := r.record(res)
+			if fresh && res.Verdict != evaluator.VerdictError {
+				graded++
+			}
+			if err != nil {
+				return err
+			}
+		case *infillv1.RunBenchmarkResponse_Progress:
+			p := e.Progress
+			r.state.Done, r.state.Total, r.state.Resumed = int(p.GetDone()), int(p.GetTotal()), int(p.GetResumed())
+			prog.update(r.state)
+		case *infillv1.RunBenchmarkResponse_Summary:
+			prog.finish(r.state)
+			prog = nopProgress{}
+			s := e.Summary
+			fmt.Fprintf(r.env.Stderr, "server: graded %d, resumed %d\n", s.GetGraded(), s.GetResumed())
+			r.footer(graded, time.Since(start))
+			return nil
+		}
+	}
+}
+
+type nopProgress struct{}
+
+func (nopProgress) update(runState) {}
+func (nopProgress) finish(runState) {}
+
+// newEvalListCmd lists the benchmarks the server holds.
+func newEvalListCmd(env *Env, g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the benchmarks the server holds (for eval run --server-side)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client, _, err := g.dial(env)
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			ctx, cancel := g.callContext(cmd.Context())
+			defer cancel()
+			resp, err := client.Evaluation().ListBenchmarks(ctx, &infillv1.ListBenchmarksRequest{})
+			if err != nil {
+				return err
+			}
+			if len(resp.GetBenchmarks()) == 0 {
+				fmt.Fprintln(env.Stderr, "the server holds no benchmarks (start infill-server with --humaneval-dir or --execrepobench-*)")
+			}
+			for _, b := range resp.GetBenchmarks() {
+				fmt.Fprintln(env.Stdout, b)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/evaluator/masking"
+	"github.com/infill-dev/infill/evaluator/sandbox"
+)
+
+type maskFlags struct {
+	out           string
+	seed          uint64
+	perLevel      int
+	levels        string
+	requireFail   bool
+	pytest        string
+	script        string
+	command       string
+	timeout       time.Duration
+	noCheck       bool
+	benchmark     string
+	minMiddle     int
+	maxMiddle     int
+	maxAttempts   int
+	expectedTests int
+}
+
+func newEvalMaskCmd(env *Env) *cobra.Command {
+	f := &maskFlags{}
+	cmd := &cobra.Command{
+		Use:   "mask REPO",
+		Short: "Build a benchmark from a Python repository with tests by masking its code",
+		Long: `mask turns a Python repository with tests into an infill-format benchmark, as
+ExecRepoBench built its own: tree-sitter finds expressions, statements,
+blocks, functions and classes to mask, random single-line, multi-line and
+span masks are added, and a seeded generator picks --per-level samples of
+each level (the same repository, flags and seed give the same benchmark).
+
+Every sample is checked in a local bubblewrap sandbox: the unmodified
+repository must pass its tests, and with --require-empty-fails (the default)
+the tests must fail when the masked span is left empty, so that each sample
+is one the tests actually exercise. --no-check skips the sandbox and only
+selects spans.
+
+The tests are the repository's evaluate_repo.py when it has one, else
+pytest -q; --pytest, --script or --test-command choose otherwise.
+
+Run the result with 'infill eval run --infill FILE'. Each record names the
+repository relative to FILE's directory.`,
+		Example: `  infill eval mask ~/src/mylib -o mylib-bench.jsonl
+  infill eval mask --levels expression,statement,function --per-level 20 --seed 7 . -o bench.jsonl
+  infill eval mask --pytest "-q tests/unit" ~/src/mylib -o bench.jsonl`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("mask needs the repository directory, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMask(cmd, env, f, args[0])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.out, "out", "o", "", "benchmark `FILE` to write (JSON lines; default REPO-NAME.bench.jsonl)")
+	fl.Uint64Var(&f.seed, "seed", 1, "selection seed")
+	fl.IntVar(&f.perLevel, "per-level", 5, "samples wanted per level")
+	fl.StringVar(&f.levels, "levels", "", "comma-separated levels (default all: "+levelList()+")")
+	fl.BoolVar(&f.requireFail, "require-empty-fails", true, "keep only spans whose removal makes the tests fail")
+	fl.StringVar(&f.pytest, "pytest", "", "run pytest with these space-separated `ARGS` as the tests")
+	fl.StringVar(&f.script, "script", "", "run this Python `FILE` (relative to REPO) as the tests, like evaluate_repo.py")
+	fl.StringVar(&f.command, "test-command", "", "run this space-separated `COMMAND` as the tests (exit status 0 is the only pass signal: weak)")
+	fl.IntVar(&f.expectedTests, "expected-tests", 0, "with --pytest: tests that must pass (default: as many as pass unmodified)")
+	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "wall-clock limit of one test run")
+	fl.BoolVar(&f.noCheck, "no-check", false, "select spans without running any test (no sandbox needed)")
+	fl.StringVar(&f.benchmark, "name", "", "benchmark name in the records (default: the repository's directory name)")
+	fl.IntVar(&f.minMiddle, "min-middle", 0, "shortest masked text in bytes, stripped (default 3)")
+	fl.IntVar(&f.maxMiddle, "max-middle", 0, "longest masked text in bytes, stripped (default 1500)")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "candidates checked per level at most (default 10 × --per-level)")
+	return cmd
+}
+
+func levelList() string {
+	var names []string
+	for _, l := range evaluator.Levels() {
+		names = append(names, string(l))
+	}
+	return strings.Join(names, ", ")
+}
+
+func runMask(cmd *cobra.Command, env *Env, f *maskFlags, repo string) error {
+	absRepo, err := filepath.Abs(repo)
+	if err != nil {
+		return err
+	}
+	opts, err := f.options(absRepo)
+	if err != nil {
+		return usageError{err}
+	}
+	out := f.out
+	if out == "" {
+		out = filepath.Base(absRepo) + ".bench.jsonl"
+	}
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(filepath.Dir(absOut), absRepo); err == nil {
+		opts.Repository = filepath.ToSlash(rel)
+	}
+	ctx := cmd.Context()
+	var (
+		recs  []dataset.InfillRecord
+		stats masking.Stats
+	)
+	if f.noCheck {
+		recs, stats, err = masking.Select(ctx, absRepo, opts)
+	} else {
+		sb, serr := sandbox.New(sandbox.Config{Timeout: f.timeout}, zap.NewNop())
+		if serr != nil {
+			if errors.Is(serr, sandbox.ErrUnavailable) {
+				return hintError{serr, "eval mask checks every sample in a local bubblewrap sandbox: " +
+					"install bubblewrap (Debian: apt-get install bubblewrap), or pass --no-check to select spans without running tests"}
+			}
+			return serr
+		}
+		defer sb.Close()
+		runner, rerr := evaluator.NewRunner(evaluator.Config{Workers: 1}, sb, nil, zap.NewNop())
+		if rerr != nil {
+			return rerr
+		}
+		fmt.Fprintf(env.Stderr, "masking %s: checking each sample in the sandbox (this runs the tests up to twice per sample)\n", absRepo)
+		recs, stats, err = masking.Build(ctx, absRepo, opts, runner, zap.NewNop())
+	}
+	if err != nil {
+		if errors.Is(err, masking.ErrBaselineFails) {
+			return hintError{err, "the benchmark needs a repository whose tests pass as it is; choose them with --pytest, --script or --test-command"}
+		}
+		return err
+	}
+	if len(recs) == 0 {
+		writeMaskStats(env.Stdout, stats, f.noCheck)
+		return fmt.Errorf("no sample survived the checks; nothing written")
+	}
+	var buf bytes.Buffer
+	if err := dataset.WriteInfill(&buf, recs); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(absOut, buf.Bytes()); err != nil {
+		return err
+	}
+	writeMaskStats(env.Stdout, stats, f.noCheck)
+	fmt.Fprintf(env.Stdout, "wrote %s to %s; run it with: infill eval run --infill %s\n", plural(len(recs), "sample"), out, out)
+	return nil
+}
+
+// options turns the flags into masking options.
+func (f *maskFlags) options(absRepo string) (masking.Options, error) {
+	o := masking.Options{
+		Seed: f.seed, PerLevel: f.perLevel, RequireEmptyFails: f.requireFail && !f.noCheck,
+		Timeout: f.timeout, Benchmark: f.benchmark, MinMiddle: f.minMiddle, MaxMiddle: f.maxMiddle,
+		MaxAttempts: f.maxAttempts,
+	}
+	if o.Benchmark == "" {
+		o.Benchmark = filepath.Base(absRepo)
+	}
+	if f.perLevel < 1 {
+		return o, errors.New("--per-level must be at least 1")
+	}
+	for _, l := range strings.Split(f.levels, ",") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		if !evaluator.Level(l).Valid() {
+			return o, fmt.Errorf("--levels: unknown level %q (known: %s)", l, levelList())
+		}
+		o.Levels = append(o.Levels, evaluator.Level(l))
+	}
+	tests := 0
+	for _, s := range []string{f.pytest, f.script, f.command} {
+		if s != "" {
+			tests++
+		}
+	}
+	if tests > 1 {
+		return o, errors.New("give at most one of --pytest, --script and --test-command")
+	}
+	switch {
+	case f.pytest != "":
+		o.Test = &evaluator.TestSpec{Kind: evaluator.TestPytest, Args: strings.Fields(f.pytest), ExpectedTests: f.expectedTests}
+	case f.script != "":
+		o.Test = &evaluator.TestSpec{Kind: evaluator.TestScript, Script: f.script}
+	case f.command != "":
+		o.Test = &evaluator.TestSpec{Kind: evaluator.TestCommand, Command: strings.Fields(f.command)}
+	}
+	if f.expectedTests != 0 && f.pytest == "" {
+		return o, errors.New("--expected-tests goes with --pytest")
+	}
+	return o, nil
+}
+
+// writeMaskStats prints per level how many spans were found and kept.
+func writeMaskStats(w io.Writer, s masking.Stats, noCheck bool) {
+	fmt.Fprintf(w, "%s masked", plural(s.Files, "Python file"))
+	if len(s.Skipped) > 0 {
+		fmt.Fprintf(w, ", %d skipped (%s)", len(s.Skipped), strings.Join(firstN(s.Skipped, 3), ", "))
+	}
+	if s.BaselineTests > 0 {
+		fmt.Fprintf(w, "; the unmodified repository passes %s", plural(s.BaselineTests, "test"))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if noCheck {
+		fmt.Fprintln(tw, "LEVEL\tCANDIDATES\tSELECTED")
+	} else {
+		fmt.Fprintln(tw, "LEVEL\tCANDIDATES\tKEPT\tNOT COVERED BY TESTS")
+	}
+	levels := evaluator.Levels()
+	for l := range s.Candidates {
+		if !slices.Contains(levels, l) {
+			levels = append(levels, l)
+		}
+	}
+	for _, l := range levels {
+		c, k, u := s.Candidates[l], s.Kept[l], s.Uncovered[l]
+		if c == 0 && k == 0 {
+			continue
+		}
+		if noCheck {
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", l, c, k)
+		} else {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", l, c, k, u)
+		}
+	}
+	_ = tw.Flush()
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(slices.Clone(s[:n]), "…")
+}

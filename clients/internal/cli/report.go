@@ -1,0 +1,366 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/metrics"
+)
+
+// reportKs are the k of pass@k a report shows when --k is not given; each
+// appears only where every task has enough samples.
+var reportKs = []int{1, 5, 10, 100}
+
+type reportFlags struct {
+	html  string
+	ks    string
+	title string
+}
+
+func newEvalReportCmd(env *Env) *cobra.Command {
+	f := &reportFlags{}
+	cmd := &cobra.Command{
+		Use:   "report RESULTS.jsonl...",
+		Short: "Score results files: a table, and an HTML page with charts",
+		Long: `report reads results files written by 'infill eval run' (or the server's
+RunBenchmark journals, or infill-eval) and prints pass@k, exact match, edit
+similarity, latency and verdicts by benchmark and by level. The numbers are
+computed as the server computes them (evaluator/metrics).
+
+--html FILE also writes a self-contained page (no scripts, no network):
+headline numbers, pass rate by level, verdicts by level, latency and edit
+similarity histograms, the table, and the commonest failure reasons.
+
+pass@k appears for k = 1, 5, 10, 100 where every task has at least k
+samples; --k chooses other values.`,
+		Example: `  infill eval report single.jsonl
+  infill eval report --html report.html single.jsonl multi.jsonl`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{errors.New("report needs at least one results file")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReport(env, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.html, "html", "", "also write an HTML report to `FILE`")
+	fl.StringVar(&f.ks, "k", "", "comma-separated k of pass@k (default: 1,5,10,100 where every task has enough samples)")
+	fl.StringVar(&f.title, "title", "", "title of the HTML report (default: the results files' names)")
+	return cmd
+}
+
+func runReport(env *Env, f *reportFlags, paths []string) error {
+	ks := reportKs
+	if f.ks != "" {
+		var err error
+		if ks, err = parseKs(f.ks); err != nil {
+			return usageError{err}
+		}
+	}
+	var all []evaluator.Result
+	for _, p := range paths {
+		rs, torn, err := readResults(p)
+		if err != nil {
+			return err
+		}
+		if torn {
+			fmt.Fprintf(env.Stderr, "%s: its last line is incomplete (an interrupted write) and is left out\n", p)
+		}
+		all = append(all, rs...)
+	}
+	if len(all) == 0 {
+		return fmt.Errorf("%s: no results", strings.Join(paths, ", "))
+	}
+	sum := summarize(all, ks)
+	shown := ks
+	if f.ks == "" {
+		shown = presentKs(sum)
+	}
+	fmt.Fprintf(env.Stdout, "%s of %s from %s\n\n", plural(sum.Overall.Samples, "sample"),
+		plural(sum.Overall.Tasks, "task"), strings.Join(paths, ", "))
+	writeTable(env.Stdout, sum, shown)
+	if reasons := failureReasons(all, 5); len(reasons) > 0 {
+		fmt.Fprintln(env.Stdout, "\ncommonest reasons for failing:")
+		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+		for _, r := range reasons {
+			fmt.Fprintf(tw, "  %d\t%s\n", r.Count, r.Reason)
+		}
+		_ = tw.Flush()
+	}
+	if f.html != "" {
+		title := f.title
+		if title == "" {
+			var names []string
+			for _, p := range paths {
+				names = append(names, filepath.Base(p))
+			}
+			title = strings.Join(names, ", ")
+		}
+		page, err := renderHTML(title, all, sum, shown)
+		if err != nil {
+			return err
+		}
+		if err := writeFileAtomic(f.html, page); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stderr, "wrote %s\n", f.html)
+	}
+	return nil
+}
+
+// readResults reads a results file without changing it. A last line
+// without its newline (a write cut short) is left out and reported; any
+// other line that is not a result is an error.
+func readResults(path string) (results []evaluator.Result, torn bool, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var r evaluator.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			if line == bytes.Count(data, []byte("\n"))+1 {
+				return results, true, nil // the last line, without newline
+			}
+			return nil, false, fmt.Errorf("%s:%d: not a result: %v", path, line, err)
+		}
+		if r.TaskID == "" || r.Verdict == "" {
+			return nil, false, fmt.Errorf("%s:%d: not a result (no task_id or verdict)", path, line)
+		}
+		results = append(results, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", path, err)
+	}
+	return results, false, nil
+}
+
+// summarize scores results with evaluator/metrics, as the server does.
+func summarize(results []evaluator.Result, ks []int) metrics.Summary {
+	samples := make([]metrics.Sample, len(results))
+	for i := range results {
+		samples[i] = results[i].MetricsSample()
+	}
+	return metrics.Summarize(samples, ks...)
+}
+
+// presentKs lists the k that some group reports.
+func presentKs(s metrics.Summary) []int {
+	var ks []int
+	for _, g := range append([]metrics.Group{s.Overall}, append(s.ByBenchmark, s.ByLevel...)...) {
+		for k := range g.PassAtK {
+			if !slices.Contains(ks, k) {
+				ks = append(ks, k)
+			}
+		}
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// tableRow is one line of the scores table: a benchmark (level "all", or
+// its only level), one of its levels, or everything.
+type tableRow struct {
+	Benchmark, Level string
+	Indent           bool
+	G                metrics.Group
+}
+
+// tableRows orders the groups: each benchmark, then its levels when it has
+// more than one, then the overall line when there are several benchmarks.
+func tableRows(s metrics.Summary) []tableRow {
+	var rows []tableRow
+	for _, b := range s.ByBenchmark {
+		var levels []metrics.Group
+		for _, l := range s.ByLevel {
+			if l.Benchmark == b.Benchmark {
+				levels = append(levels, l)
+			}
+		}
+		slices.SortStableFunc(levels, func(x, y metrics.Group) int { return levelRank(x.Level) - levelRank(y.Level) })
+		if len(levels) == 1 {
+			rows = append(rows, tableRow{Benchmark: b.Benchmark, Level: levelName(levels[0].Level), G: b})
+			continue
+		}
+		rows = append(rows, tableRow{Benchmark: b.Benchmark, Level: "all", G: b})
+		for _, l := range levels {
+			rows = append(rows, tableRow{Benchmark: b.Benchmark, Level: levelName(l.Level), Indent: true, G: l})
+		}
+	}
+	if len(s.ByBenchmark) > 1 {
+		rows = append(rows, tableRow{Benchmark: "all", Level: "all", G: s.Overall})
+	}
+	return rows
+}
+
+func levelName(l string) string {
+	if l == "" {
+		return "-"
+	}
+	return l
+}
+
+// writeTable prints the scores table.
+func writeTable(w io.Writer, s metrics.Summary, ks []int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"BENCHMARK", "LEVEL", "TASKS", "SAMPLES"}
+	for _, k := range ks {
+		head = append(head, fmt.Sprintf("PASS@%d", k))
+	}
+	head = append(head, "EXACT", "EDIT SIM", "TTFT P50", "TOTAL P50", "TOTAL P95", "VERDICTS")
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range tableRows(s) {
+		bench := r.Benchmark
+		level := r.Level
+		if r.Indent {
+			bench = ""
+			level = "  " + level
+		}
+		cells := []string{bench, level, fmt.Sprint(r.G.Tasks), fmt.Sprint(r.G.Samples)}
+		for _, k := range ks {
+			cells = append(cells, passCell(r.G, k))
+		}
+		cells = append(cells, pct(r.G.ExactMatch), fmt.Sprintf("%.1f", r.G.EditSimilarity),
+			latencyCell(r.G.TTFT, r.G.TTFT.P50), latencyCell(r.G.Total, r.G.Total.P50),
+			latencyCell(r.G.Total, r.G.Total.P95), verdictsCell(r.G.Verdicts))
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	_ = tw.Flush()
+}
+
+func passCell(g metrics.Group, k int) string {
+	v, ok := g.PassAtK[k]
+	if !ok {
+		return "-"
+	}
+	return pct(v)
+}
+
+func pct(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+
+func latencyCell(l metrics.Latency, d time.Duration) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	return formatLatency(d)
+}
+
+func formatLatency(d time.Duration) string {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(time.Microsecond).String()
+	}
+}
+
+// verdictOrder is how verdicts are listed and coloured.
+var verdictOrder = []string{
+	string(evaluator.VerdictPassed), string(evaluator.VerdictFailed), string(evaluator.VerdictTimeout),
+	string(evaluator.VerdictError), string(evaluator.VerdictSkipped),
+}
+
+func verdictsCell(v map[string]int) string {
+	var parts []string
+	for _, name := range verdictOrder {
+		if n := v[name]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, name))
+		}
+	}
+	var other []string
+	for name := range v {
+		if !slices.Contains(verdictOrder, name) {
+			other = append(other, name)
+		}
+	}
+	slices.Sort(other)
+	for _, name := range other {
+		parts = append(parts, fmt.Sprintf("%d %s", v[name], name))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reasonCount is how many samples failed for one reason.
+type reasonCount struct {
+	Reason string
+	Count  int
+}
+
+// failureReasons counts the reasons of samples that did not pass, most
+// frequent first (ties by reason), at most n.
+func failureReasons(results []evaluator.Result, n int) []reasonCount {
+	counts := map[string]int{}
+	for i := range results {
+		r := &results[i]
+		if r.Verdict == evaluator.VerdictPassed || r.Verdict == evaluator.VerdictSkipped {
+			continue
+		}
+		reason := firstNonEmpty(r.Reason, r.Error, string(r.Verdict))
+		counts[string(r.Verdict)+": "+reason]++
+	}
+	var out []reasonCount
+	for r, c := range counts {
+		out = append(out, reasonCount{r, c})
+	}
+	slices.SortFunc(out, func(a, b reasonCount) int {
+		if a.Count != b.Count {
+			return b.Count - a.Count
+		}
+		return strings.Compare(a.Reason, b.Reason)
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, so a reader never sees half a file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
