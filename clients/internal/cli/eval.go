@@ -289,6 +289,9 @@ func (f *evalRunFlags) source(cmd *cobra.Command, env *Env, name string) (evalSo
 		dir = defaultHumanEvalDir
 	}
 	tasks, err := dataset.LoadHumanEvalDir(dir, sets...)
+	if err != nil {
+		err = fmt.Errorf("HumanEval infilling data: %w", err)
+	}
 	return f.finish(evalSource{name: name, tasks: tasks}, err)
 }
 
@@ -427,9 +430,13 @@ func (r *evalRun) footer(graded int, took time.Duration) {
 		fmt.Fprintf(r.env.Stderr, " (%d resumed)", r.state.Resumed)
 	}
 	fmt.Fprintf(r.env.Stderr, "; results in %s\n", r.path)
-	if r.state.Errors > 0 {
-		fmt.Fprintf(r.env.Stderr, "%s reached no verdict and were not recorded (run again to retry them): %s\n",
-			plural(r.state.Errors, "sample"), strings.Join(r.errs, "; "))
+	switch r.state.Errors {
+	case 0:
+	case 1:
+		fmt.Fprintf(r.env.Stderr, "1 sample reached no verdict and was not recorded (run again to retry it): %s\n", r.errs[0])
+	default:
+		fmt.Fprintf(r.env.Stderr, "%d samples reached no verdict and were not recorded (run again to retry them): %s\n",
+			r.state.Errors, strings.Join(r.errs, "; "))
 	}
 }
 

@@ -33,7 +33,7 @@ func (s runState) extra() string {
 	if s.Errors == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", %d errors", s.Errors)
+	return ", " + plural(s.Errors, "error")
 }
 
 // progress shows a run's state as it changes.
