@@ -1,13 +1,18 @@
 // Package e2e starts the real infill server in front of the real Ollama
 // backend (inference/ollamatest: the pinned Ollama build serving the tiny
 // random-weight qwen2 model) for the end-to-end tests of the client library
-// and the command-line tool. Tests skip when the backend has not been
-// prepared (scripts/backend.sh prepare), and fail instead when CI=true.
+// and the command-line tool; StartEval adds the real bubblewrap sandbox and
+// the HumanEval infilling sets from ../shared. Tests skip when the backend
+// has not been prepared (scripts/backend.sh prepare), bubblewrap is missing
+// or ../shared is absent, and fail instead when CI=true.
 package e2e
 
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -18,6 +23,8 @@ import (
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
+	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/inference/ollamatest"
 	"github.com/infill-dev/infill/server"
@@ -35,6 +42,71 @@ type Server struct {
 // serving the tiny model, until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return start(t, nil, nil)
+}
+
+// EvalServer is a running server with its EvaluationService enabled.
+type EvalServer struct {
+	*Server
+	// HumanEvalDir holds the HumanEval infilling sets the server runs by
+	// name (RunBenchmark).
+	HumanEvalDir string
+	// RepoRoot is the directory repository tasks may use.
+	RepoRoot string
+}
+
+// StartEval runs the real server with the bubblewrap sandbox, two
+// evaluation workers, a results directory for run_id journals, the
+// HumanEval sets from ../shared as named benchmarks, and repoRoot (a new
+// temporary directory when empty) as the allowed repository root.
+func StartEval(t testing.TB, repoRoot string) *EvalServer {
+	t.Helper()
+	dir := HumanEvalDir(t)
+	sb, err := sandbox.New(sandbox.Config{Timeout: 20 * time.Second}, zaptest.NewLogger(t))
+	Require(t, err, "bubblewrap sandbox")
+	t.Cleanup(func() { sb.Close() })
+	if repoRoot == "" {
+		repoRoot = t.TempDir()
+	}
+	results := t.TempDir()
+	srv := start(t, func(c *server.Config) {
+		c.Eval.Workers = 2
+		c.Eval.ResultsDir = results
+		c.Eval.RepoRoots = []string{repoRoot}
+	}, func(d *server.Deps) {
+		d.Executor = sb
+		d.Benchmarks = dataset.Catalog{HumanEvalDir: dir}
+	})
+	return &EvalServer{Server: srv, HumanEvalDir: dir, RepoRoot: repoRoot}
+}
+
+// HumanEvalDir returns ../shared/data/human-eval-infilling (from the
+// repository root), skipping the test when it is absent (failing it under
+// CI=true).
+func HumanEvalDir(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "data", "human-eval-infilling")
+	_, err := os.Stat(filepath.Join(dir, dataset.HumanEvalSingleLine.FileName()))
+	Require(t, err, "HumanEval infilling data (../shared)")
+	return dir
+}
+
+// Require skips the test when err (a missing dependency) is not nil, or
+// fails it under CI=true.
+func Require(t testing.TB, err error, what string) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Skipf("%s: %v", what, err)
+}
+
+func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *Server {
+	t.Helper()
 	b := ollamatest.Start(t)
 	cfg := server.DefaultConfig()
 	cfg.ListenAddr = "127.0.0.1:0"
@@ -43,6 +115,9 @@ func Start(t testing.TB) *Server {
 	cfg.Inference.DefaultModel = b.Model
 	cfg.Inference.ContextTokens = 4096
 	cfg.Context.ContextTokens = 4096
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	log := zaptest.NewLogger(t)
 	tok, err := tokenizer.Qwen25()
 	if err != nil {
@@ -56,7 +131,11 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(cfg, server.Deps{Builder: builder, Backend: backend}, log)
+	d := server.Deps{Builder: builder, Backend: backend}
+	if deps != nil {
+		deps(&d)
+	}
+	srv, err := server.New(cfg, d, log)
 	if err != nil {
 		t.Fatal(err)
 	}
