@@ -16,17 +16,51 @@ const cgj = "\u034F"
 // normalize returns the NFC form of valid UTF-8 text, as Hugging Face's NFC
 // normalizer (Rust unicode-normalization) computes it.
 func (t *runeTable) normalize(s string) string {
-	if isASCII(s) || t.isNFC(s) {
+	if isASCII(s) {
 		return s
 	}
-	out := norm.NFC.String(s)
-	if out == s {
+	inert, longRun := t.scanNFC(s)
+	switch {
+	case inert:
 		return s
-	}
-	if strings.Contains(out, cgj) && strings.Count(out, cgj) != strings.Count(s, cgj) {
+	case longRun:
+		// x/text may insert CGJ here: take the exact path directly.
 		return nfcExact(s)
 	}
+	out := norm.NFC.String(s)
+	if out != s && strings.Contains(out, cgj) && strings.Count(out, cgj) != strings.Count(s, cgj) {
+		return nfcExact(s) // not expected (see scanNFC), but stay exact
+	}
 	return out
+}
+
+// scanNFC reports whether every rune of s is NFC-inert (then s is NFC), and
+// whether s has a run of 10 or more consecutive runes that are not. x/text
+// inserts a CGJ only after more than 30 non-starters in a row; a rune adds at
+// most 3 (its decomposition has at most 3 leading or trailing non-starters),
+// so without such a run x/text's output is plain NFC.
+func (t *runeTable) scanNFC(s string) (inert, longRun bool) {
+	inert = true
+	run := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			run = 0
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+		if (r < 0x10000 && t[r]&nfcInert != 0) || (r >= 0x10000 && supplementaryInert(r)) {
+			run = 0
+			continue
+		}
+		inert = false
+		if run++; run >= 10 {
+			return false, true
+		}
+	}
+	return inert, false
 }
 
 func isASCII(s string) bool {

@@ -105,7 +105,7 @@ func TestRuneTable(t *testing.T) {
 			t.Fatalf("class of %U: %d, want %d", r, got, want)
 		}
 	}
-	for r := rune(0x10000); r < 0x30000; r++ {
+	for r := rune(0x10000); r <= utf8.MaxRune; r++ {
 		if supplementaryInert(r) && !isNFCInert(r) {
 			t.Fatalf("%U is in an inert range but not NFC-inert", r)
 		}
@@ -123,13 +123,40 @@ func TestRuneTable(t *testing.T) {
 		for k := range rs {
 			rs[k] = inert[rng.IntN(len(inert))]
 		}
-		if s := string(rs); !tab.isNFC(s) || norm.NFC.String(s) != s {
+		if s := string(rs); !isInert(tab, s) || norm.NFC.String(s) != s {
 			t.Fatalf("inert runes %+q are not NFC", s)
 		}
 	}
 	for _, s := range []string{"abc", "日本語", "😀👍🏽", "가각", "é", "e\u0301", "\u212b", "\u1100\u1161", "가\u11a8", "\u0958", "ｶ\uff9e"} {
-		if tab.isNFC(s) && norm.NFC.String(s) != s {
-			t.Errorf("isNFC(%+q) but it is not NFC", s)
+		if isInert(tab, s) && norm.NFC.String(s) != s {
+			t.Errorf("scanNFC(%+q) says inert but it is not NFC", s)
+		}
+	}
+}
+
+func isInert(tab *runeTable, s string) bool {
+	inert, _ := tab.scanNFC(s)
+	return inert
+}
+
+// Without a run of 10 non-inert runes x/text never inserts a CGJ, even with
+// the longest decompositions.
+func TestNoCGJWithoutLongRun(t *testing.T) {
+	tab := testRunes()
+	heavy := []string{"\u0344", "\u1fa2", "\u01d5", "\u0f73", "\u0f75", "\u0f81", "\u0301", "\u1161", "\uff9e", "\u1e69", "\u0b3e"}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 20000 {
+		var b strings.Builder
+		for range 1 + rng.IntN(40) {
+			if rng.IntN(6) == 0 {
+				b.WriteString("a")
+			} else {
+				b.WriteString(heavy[rng.IntN(len(heavy))])
+			}
+		}
+		s := b.String()
+		if _, long := tab.scanNFC(s); !long && strings.Contains(norm.NFC.String(s), cgj) {
+			t.Fatalf("x/text inserted CGJ into %+q without a long run", s)
 		}
 	}
 }

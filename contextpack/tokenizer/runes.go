@@ -42,9 +42,9 @@ func buildRuneTable() *runeTable {
 }
 
 // Supplementary-plane ranges that are NFC-inert throughout (emoji and
-// pictographs, CJK Unified Ideographs Extension B); checked by a test.
+// pictographs, CJK Unified Ideographs Extensions B to G); checked by a test.
 func supplementaryInert(r rune) bool {
-	return (r >= 0x1F000 && r <= 0x1FAFF) || (r >= 0x20000 && r <= 0x2A6DF)
+	return (r >= 0x1F000 && r <= 0x1FAFF) || (r >= 0x20000 && r <= 0x2EBEF) || (r >= 0x30000 && r <= 0x3134F)
 }
 
 // classOf returns the pre-tokenizer class of r.
@@ -53,26 +53,4 @@ func (t *runeTable) classOf(r rune) uint8 {
 		return t[r] & 3
 	}
 	return runeClass(r)
-}
-
-// isNFC reports whether s is certainly in NFC, by checking that every rune is
-// NFC-inert. False means "unknown", not "not NFC".
-func (t *runeTable) isNFC(s string) bool {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		r, w := utf8.DecodeRuneInString(s[i:])
-		if r < 0x10000 {
-			if t[r]&nfcInert == 0 {
-				return false
-			}
-		} else if !supplementaryInert(r) {
-			return false
-		}
-		i += w
-	}
-	return true
 }
