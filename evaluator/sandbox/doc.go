@@ -1,12 +1,31 @@
 // Package sandbox owns the isolated execution of untrusted code for the
 // evaluator: every run gets a private writable copy of its repository or
 // program inside a bubblewrap sandbox (new user, PID, network, mount, IPC and
-// UTS namespaces, non-root uid, read-only system, private tmpfs /tmp), rlimits
-// applied with prlimit(1) inside the namespace (CPU time, address space,
-// processes, file size, open files, no core dumps), a wall-clock timeout that
-// kills the whole namespace, capped output capture, and a positive pass signal
-// (a per-run nonce reported by a trusted runner only after the tests returned
-// normally) so that exit status 0 alone never counts as a pass.
+// UTS namespaces, non-root uid without capabilities, no nested user
+// namespaces, read-only /usr and root, minimal /etc, private sized tmpfs /tmp
+// and /dev/shm), rlimits applied with prlimit(1) inside the namespace (CPU
+// time, address space, processes, file size, open files, no core dumps), a
+// wall-clock timeout that kills the whole namespace (bwrap leads its own
+// process group; its death takes the namespace's init and so every
+// descendant, setsid daemons included), capped output capture with a kill on
+// floods, and a positive pass signal.
+//
+// Pass signal: a trusted runner (runner.py, embedded) reads a per-run random
+// nonce from stdin before any untrusted code runs, re-opens stdin on
+// /dev/null, executes the test code, and only when that returned normally
+// writes "PASS <nonce>" to fd 3 as its last act. Exit status 0 without it
+// (os._exit(0), exec of another program, a killed runner, SystemExit in a
+// program) fails. Limits of the design, stated plainly: the test code and the
+// code under test share one interpreter, so code written specifically to
+// forge the signal (walking the runner's frames or the heap for the nonce) is
+// not stopped by it — it is still contained by the sandbox.
+//
+// Resource bounds: RLIMIT_AS is per process, so the aggregate is bounded by
+// Processes × MemoryBytes plus the tmpfs sizes (no cgroups: they are not
+// available unprivileged everywhere). When the caller is root the sandbox is
+// started as Config.UID outside too, because the kernel exempts root from
+// RLIMIT_NPROC. The private copy lives under Config.TempDir; RLIMIT_FSIZE
+// bounds each file written there, the wall clock bounds the rest.
 //
 // The package knows nothing about benchmarks or metrics; package evaluator
 // maps tasks onto Specs and Results onto verdicts.
