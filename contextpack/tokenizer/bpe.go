@@ -214,14 +214,21 @@ func (q *radixQueue) pop() (uint64, bool) {
 const noMerge = int32(1<<31 - 1)
 
 // mergeTable maps a pair of ids to its merge rank: open addressing with
-// linear probing, built once and read-only afterwards.
+// linear probing, built once and read-only afterwards. Each slot packs
+// left id, right id and rank (idBits each) into one uint64, so a probe touches
+// a single cache line.
 type mergeTable struct {
-	keys  []uint64
-	ranks []int32
+	slots []uint64
 	shift uint
 }
 
-const emptyKey = ^uint64(0)
+// idBits bounds token ids and ranks: 2^18 = 262,144 > 151,665.
+const idBits = 18
+
+const (
+	idMask    = 1<<idBits - 1
+	emptySlot = ^uint64(0) // its key part (2^46-1) is no valid pair
+)
 
 func newMergeTable(n int) mergeTable {
 	size, shift := 1, uint(64)
@@ -229,34 +236,36 @@ func newMergeTable(n int) mergeTable {
 		size <<= 1
 		shift--
 	}
-	m := mergeTable{keys: make([]uint64, size), ranks: make([]int32, size), shift: shift}
-	for i := range m.keys {
-		m.keys[i] = emptyKey
+	m := mergeTable{slots: make([]uint64, size), shift: shift}
+	for i := range m.slots {
+		m.slots[i] = emptySlot
 	}
 	return m
 }
 
 func (m *mergeTable) slot(k uint64) uint64 { return (k * 0x9E3779B97F4A7C15) >> m.shift }
 
+// put requires 0 <= l, r, rank < 2^idBits.
 func (m *mergeTable) put(l, r, rank int32) {
-	k := uint64(uint32(l))<<32 | uint64(uint32(r))
-	mask := uint64(len(m.keys) - 1)
+	k := uint64(l)<<idBits | uint64(r)
+	mask := uint64(len(m.slots) - 1)
 	for i := m.slot(k); ; i = (i + 1) & mask {
-		if m.keys[i] == emptyKey || m.keys[i] == k {
-			m.keys[i], m.ranks[i] = k, rank
+		if e := m.slots[i]; e == emptySlot || e>>idBits == k {
+			m.slots[i] = k<<idBits | uint64(rank)
 			return
 		}
 	}
 }
 
 func (m *mergeTable) get(l, r int32) int32 {
-	k := uint64(uint32(l))<<32 | uint64(uint32(r))
-	mask := uint64(len(m.keys) - 1)
+	k := uint64(l)<<idBits | uint64(r)
+	mask := uint64(len(m.slots) - 1)
 	for i := m.slot(k); ; i = (i + 1) & mask {
-		switch m.keys[i] {
-		case k:
-			return m.ranks[i]
-		case emptyKey:
+		e := m.slots[i]
+		if e>>idBits == k {
+			return int32(e & idMask)
+		}
+		if e == emptySlot {
 			return noMerge
 		}
 	}

@@ -14,8 +14,12 @@
 //   - pre-tokenizer: the Qwen2 split regex (see [Pattern]) implemented as a
 //     hand-written linear scanner, checked against the regex by a fuzz test;
 //   - byte-level BPE: the lowest-ranked adjacent pair is merged first,
-//     leftmost on ties, using a heap and a linked list for long pieces so
-//     hostile input (50,000 repeats of one character) stays linear-logarithmic.
+//     leftmost on ties. Short pieces use a quadratic scan; long ones a linked
+//     list and a monotone radix priority queue, so hostile input (50,000
+//     repeats of one character) stays O(n log n).
+//
+// Whole pieces that are vocabulary entries are looked up directly (every
+// vocabulary entry BPE-encodes to itself; the generator records exceptions).
 //
 // The vocabulary and merges are embedded, gzipped, in data/qwen25.bin.gz,
 // produced by scripts/tokenizer/generate.sh (see data/NOTICE.md for the
@@ -109,7 +113,7 @@ func load(data string) (*Tokenizer, error) {
 		}
 		return int(v), nil
 	}
-	nMerges, err := uv(1 << 24)
+	nMerges, err := uv(1<<idBits - 256)
 	if err != nil {
 		return nil, err
 	}
