@@ -108,7 +108,9 @@ func newRoot(env *Env) *cobra.Command {
 		Use:   "infill",
 		Short: "Repository-aware code completion from an infill server",
 		Long: `infill asks an infill server for fill-in-the-middle completions of code in a
-repository on disk and streams them to the terminal.
+repository on disk and streams them to the terminal (complete), and runs
+execution benchmarks through the server, reports their results and builds
+benchmarks from repositories (eval).
 
 The server address is --server, else $INFILL_SERVER, else ` + DefaultServer + `.
 A bearer token is --token, else $INFILL_TOKEN; it needs --tls unless the

@@ -120,7 +120,7 @@ func (l *lineProgress) update(s runState) {
 		l.started, l.start, l.startDone, l.last = true, now, s.Done, now
 		return
 	}
-	if l.every > 0 && now.Sub(l.last) >= l.every {
+	if l.every > 0 && now.Sub(l.last) >= l.every && s.Done < s.Total { // the last line is finish's
 		l.last = now
 		l.print(s, now, false)
 	}
@@ -129,8 +129,8 @@ func (l *lineProgress) update(s runState) {
 func (l *lineProgress) finish(s runState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.started {
-		return
+	if !l.started || s.Done == l.startDone {
+		return // nothing happened (an early error): no final line
 	}
 	l.print(s, l.now(), true)
 }

@@ -74,6 +74,8 @@ func runReport(env *Env, f *reportFlags, paths []string) error {
 		}
 	}
 	var all []evaluator.Result
+	seen := map[string]bool{}
+	twice := 0
 	for _, p := range paths {
 		rs, torn, err := readResults(p)
 		if err != nil {
@@ -82,7 +84,18 @@ func runReport(env *Env, f *reportFlags, paths []string) error {
 		if torn {
 			fmt.Fprintf(env.Stderr, "%s: its last line is incomplete (an interrupted write) and is left out\n", p)
 		}
+		for i := range rs {
+			key := fmt.Sprintf("%s\x00%s\x00%d", rs[i].Benchmark, rs[i].TaskID, rs[i].Sample)
+			if seen[key] {
+				twice++
+			}
+			seen[key] = true
+		}
 		all = append(all, rs...)
+	}
+	if twice > 0 {
+		fmt.Fprintf(env.Stderr, "note: %s of the same benchmark, task and sample number appear more than once "+
+			"(runs of different models or settings?); they are all scored, as extra samples of their tasks\n", plural(twice, "result"))
 	}
 	if len(all) == 0 {
 		return fmt.Errorf("%s: no results", strings.Join(paths, ", "))

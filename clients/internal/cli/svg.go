@@ -81,6 +81,12 @@ func (s *svgDoc) text(x, y float64, anchor, fill string, size float64, bold bool
 		x, y, anchor, fill, size, weight, html.EscapeString(t))
 }
 
+// haloText writes a bold label with a white outline, readable over bars.
+func (s *svgDoc) haloText(x, y float64, anchor, t string) {
+	fmt.Fprintf(&s.b, `<text x="%.1f" y="%.1f" text-anchor="%s" fill="%s" font-size="11" font-weight="600" `+
+		`stroke="#ffffff" stroke-width="3" paint-order="stroke">%s</text>`, x, y, anchor, colorText, html.EscapeString(t))
+}
+
 func (s *svgDoc) html() template.HTML {
 	return template.HTML(s.b.String() + "</svg>") //nolint:gosec // every text and attribute above is escaped
 }
@@ -318,11 +324,11 @@ func drawHistogram(svg *svgDoc, h histogram, x0, y0, w, ph float64, fill, what s
 		x := x0 + w*v/h.hi
 		svg.line(x, y0-4, x, y0+ph, colorText, true)
 		label := name + " " + format(v)
+		anchor, lx := "start", x+4
 		if x+4+7*float64(len(label)) > x0+w { // would run off the plot: label on the left
-			svg.text(x-4, y0+6+float64(i)*13, "end", colorText, 11, true, label)
-		} else {
-			svg.text(x+4, y0+6+float64(i)*13, "start", colorText, 11, true, label)
+			anchor, lx = "end", x-4
 		}
+		svg.haloText(lx, y0+6+float64(i)*13, anchor, label)
 	}
 }
 
