@@ -175,11 +175,17 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 	if resultsPath == "" {
 		resultsPath = src.name + ".results.jsonl"
 	}
+	_, statErr := os.Stat(resultsPath)
 	journal, existing, err := evaluator.OpenJournal(resultsPath)
 	if err != nil {
 		return fmt.Errorf("results file: %w", err)
 	}
-	defer journal.Close()
+	defer func() {
+		journal.Close()
+		if fi, err := os.Stat(resultsPath); os.IsNotExist(statErr) && err == nil && fi.Size() == 0 {
+			os.Remove(resultsPath) // made by this run, which recorded nothing
+		}
+	}()
 
 	client, _, err := g.dial(env)
 	if err != nil {

@@ -397,7 +397,11 @@ func TestEvalRunServerSide(t *testing.T) {
 		t.Fatalf("%d results after the second run", len(got))
 	}
 
-	code, _, stderr = run(t.Context(), "eval", "run", "--server-side", "-o", out, "nope")
+	nope := filepath.Join(t.TempDir(), "nope.jsonl")
+	code, _, stderr = run(t.Context(), "eval", "run", "--server-side", "-o", nope, "nope")
+	if _, err := os.Stat(nope); !os.IsNotExist(err) {
+		t.Errorf("a failed run left its empty results file: %v", err)
+	}
 	if code != 1 || !strings.HasSuffix(stderr, "\ninfill: NOT_FOUND: dataset: unknown benchmark: \"nope\" (known: humaneval-single-line)\n") {
 		t.Fatalf("exit %d: %q", code, stderr)
 	}
