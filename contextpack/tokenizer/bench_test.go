@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -80,7 +81,11 @@ func BenchmarkCount(b *testing.B)  { benchEncode(b, codeCorpus(b), true) }
 
 // BenchmarkEncodeGoSource encodes a large real file from the Go distribution.
 func BenchmarkEncodeGoSource(b *testing.B) {
-	src, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "net", "http", "server.go"))
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Skipf("go env GOROOT: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "src", "net", "http", "server.go"))
 	if err != nil {
 		b.Skipf("Go sources not available: %v", err)
 	}
