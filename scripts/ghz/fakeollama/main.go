@@ -1,0 +1,217 @@
+// Command fakeollama is a controlled-latency stand-in for Ollama's HTTP API,
+// for the latency benchmark in scripts/ghz only: it isolates infill's own
+// cost by answering /api/generate with a fixed number of tokens at a fixed
+// pace, so what remains of a measured latency is infill (and the client).
+// It is never used by tests, which run the real Ollama.
+//
+// Endpoints: GET|HEAD /api/version (health), POST /api/generate (streamed
+// NDJSON or one message, honouring num_predict and client cancellation),
+// POST /api/show and GET /api/tags (model checks), and GET /fake/last, the
+// last generate request as received (prompt sha256, options), which the
+// benchmark uses to prove that it sends Ollama exactly what infill sends.
+//
+//	fakeollama -listen 127.0.0.1:11499 -tokens 16 -token-delay 0 -prompt-delay 0
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ollama/ollama/api"
+)
+
+// config is the fake's behaviour.
+type config struct {
+	listen      string
+	tokens      int
+	tokenDelay  time.Duration
+	promptDelay time.Duration
+	version     string
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.listen, "listen", "127.0.0.1:11499", "loopback address to listen on")
+	flag.IntVar(&c.tokens, "tokens", 16, "tokens per generation (fewer when num_predict is lower)")
+	flag.DurationVar(&c.tokenDelay, "token-delay", 0, "delay before each token")
+	flag.DurationVar(&c.promptDelay, "prompt-delay", 0, "delay before the first token (prompt evaluation)")
+	flag.StringVar(&c.version, "version", "0.24.0", "version reported by /api/version")
+	flag.Parse()
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "fakeollama:", err)
+		os.Exit(1)
+	}
+}
+
+func run(c config) error {
+	host, _, err := net.SplitHostPort(c.listen)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("-listen %s: only loopback addresses are allowed", c.listen)
+	}
+	if c.tokens < 0 || c.tokenDelay < 0 || c.promptDelay < 0 {
+		return errors.New("-tokens, -token-delay and -prompt-delay must be >= 0")
+	}
+	lis, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return err
+	}
+	f := &fake{cfg: c}
+	srv := &http.Server{Handler: f.routes(), ReadHeaderTimeout: 10 * time.Second}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	log.Printf("fakeollama: listening on %s (tokens %d, token delay %v, prompt delay %v)", lis.Addr(), c.tokens, c.tokenDelay, c.promptDelay)
+	select {
+	case err := <-errc:
+		return err
+	case <-sig:
+		_ = srv.Close()
+		log.Printf("fakeollama: stopped after %d generate requests", f.requests.Load())
+		return nil
+	}
+}
+
+// lastRequest is what GET /fake/last returns.
+type lastRequest struct {
+	Model        string         `json:"model"`
+	PromptSHA256 string         `json:"prompt_sha256"`
+	PromptBytes  int            `json:"prompt_bytes"`
+	Raw          bool           `json:"raw"`
+	Stream       *bool          `json:"stream"`
+	Truncate     *bool          `json:"truncate"`
+	Shift        *bool          `json:"shift"`
+	KeepAlive    string         `json:"keep_alive"`
+	Options      map[string]any `json:"options"`
+	Requests     int64          `json:"requests"`
+}
+
+type fake struct {
+	cfg      config
+	requests atomic.Int64
+	mu       sync.Mutex
+	last     lastRequest
+}
+
+func (f *fake) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/version", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]string{"version": f.cfg.version})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { // Ollama answers HEAD / too
+		_, _ = w.Write([]byte("Ollama is running"))
+	})
+	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"modelfile": "", "details": map[string]string{"family": "qwen2"}})
+	})
+	mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"models": []any{}})
+	})
+	mux.HandleFunc("POST /api/generate", f.generate)
+	mux.HandleFunc("GET /fake/last", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		l := f.last
+		f.mu.Unlock()
+		l.Requests = f.requests.Load()
+		writeJSON(w, l)
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// words are the generated tokens: code-like, never a stop string.
+var words = []string{"ret", "urn", " x", " +", " y", "\n", "\t", "if", " err", " !=", " nil", " {", "\n\t\t", "}", "(", ")"}
+
+func (f *fake) generate(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	var req api.GenerateRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, `{"error":"bad request: `+strings.ReplaceAll(err.Error(), `"`, `'`)+`"}`, http.StatusBadRequest)
+		return
+	}
+	f.requests.Add(1)
+	sum := sha256.Sum256([]byte(req.Prompt))
+	l := lastRequest{Model: req.Model, PromptSHA256: hex.EncodeToString(sum[:]), PromptBytes: len(req.Prompt),
+		Raw: req.Raw, Stream: req.Stream, Truncate: req.Truncate, Shift: req.Shift, Options: req.Options}
+	if req.KeepAlive != nil {
+		l.KeepAlive = req.KeepAlive.Duration.String()
+	}
+	f.mu.Lock()
+	f.last = l
+	f.mu.Unlock()
+
+	n, reason := f.cfg.tokens, "stop"
+	if v, ok := req.Options["num_predict"].(float64); ok && v >= 0 && int(v) <= n {
+		n, reason = int(v), "length"
+	}
+	stream := req.Stream == nil || *req.Stream
+	ctx := r.Context()
+	wait := func(d time.Duration) bool {
+		if d <= 0 {
+			return ctx.Err() == nil
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !wait(f.cfg.promptDelay) {
+		return
+	}
+	promptDone := time.Now()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	var text strings.Builder
+	for i := 0; i < n; i++ {
+		if !wait(f.cfg.tokenDelay) {
+			return
+		}
+		tok := words[i%len(words)]
+		if !stream {
+			text.WriteString(tok)
+			continue
+		}
+		if err := enc.Encode(api.GenerateResponse{Model: req.Model, CreatedAt: time.Now().UTC(), Response: tok}); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	end := time.Now()
+	final := api.GenerateResponse{Model: req.Model, CreatedAt: end.UTC(), Response: text.String(), Done: true, DoneReason: reason,
+		Metrics: api.Metrics{
+			TotalDuration:      end.Sub(start),
+			PromptEvalCount:    1, // as after a full prompt-cache hit: infill warns only about more than it planned
+			PromptEvalDuration: promptDone.Sub(start),
+			EvalCount:          n,
+			EvalDuration:       end.Sub(promptDone),
+		}}
+	_ = enc.Encode(final)
+}
