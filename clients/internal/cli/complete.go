@@ -116,7 +116,7 @@ func runComplete(cmd *cobra.Command, env *Env, g *globals, f *completeFlags, fil
 	for ev, err := range client.Stream(ctx, infill.StreamRequest(req)) {
 		if err != nil {
 			endText(env, text.String())
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) && cmd.Context().Err() == nil {
+			if timedOut(ctx, err) && cmd.Context().Err() == nil {
 				return status.Errorf(codes.DeadlineExceeded, "no complete answer within --timeout %v", g.timeout)
 			}
 			return cursorHint(err, pos, req.GetCursor())
@@ -160,6 +160,18 @@ func runComplete(cmd *cobra.Command, env *Env, g *globals, f *completeFlags, fil
 		printStats(env.Stderr, final, requestID)
 	}
 	return nil
+}
+
+// timedOut reports whether err ended the call because ctx's deadline (the
+// --timeout) passed. The server's DEADLINE_EXCEEDED, sent when it sees the
+// propagated deadline pass, can arrive a moment before the client's own
+// timer fires, so a deadline that is about to pass counts too.
+func timedOut(ctx context.Context, err error) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && status.Code(err) == codes.DeadlineExceeded && time.Until(dl) < 100*time.Millisecond
 }
 
 // cursorHint explains a cursor error, which the server reports 0-based,
