@@ -424,3 +424,36 @@ func TestLineProgress(t *testing.T) {
 		t.Errorf("got\n%swant\n%s", buf.String(), want)
 	}
 }
+
+func TestBarProgress(t *testing.T) {
+	var buf syncBuffer
+	p := newProgress(&buf, true, "bench", time.Second)
+	p.update(runState{Done: 10, Total: 40, Resumed: 10, Passed: 5, Executed: 10})
+	p.update(runState{Done: 12, Total: 40, Resumed: 10, Passed: 6, Executed: 12, Errors: 1})
+	p.finish(runState{Done: 40, Total: 40, Resumed: 10, Passed: 20, Executed: 39, Errors: 1})
+	out := buf.String()
+	last := out[strings.LastIndex(out, "\r")+1:]
+	for _, want := range []string{"bench 40 / 40 [", "] 100.00% pass 51.3%, 1 error ", "samples/s"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last frame %q lacks %q", last, want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the bar's refresh goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
