@@ -98,7 +98,7 @@ func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer) erro
 			if err == nil {
 				var job evaluator.Job
 				if job, err = s.toJob(req, pc); err != nil {
-					err = fmt.Errorf("request %d (task %q): %w", i, req.GetTask().GetTaskId(), err)
+					err = annotate(s.log, err, fmt.Sprintf("request %d (task %q)", i, req.GetTask().GetTaskId()))
 				} else {
 					select {
 					case jobs <- job:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,8 +180,9 @@ func TestEvaluateRejectsBadTasks(t *testing.T) {
 					break
 				}
 			}
-			if status.Code(err) != tc.want {
-				t.Fatalf("err = %v, want %v", err, tc.want)
+			got := status.Convert(err)
+			if got.Code() != tc.want || !strings.HasPrefix(got.Message(), "request 0 ") || strings.Contains(got.Message(), "rpc error") {
+				t.Fatalf("err = %v, want %v with a clean message naming the request", err, tc.want)
 			}
 		})
 	}

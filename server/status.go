@@ -78,3 +78,11 @@ func withDetails(c codes.Code, msg string, details ...protoadapt.MessageV1) erro
 	}
 	return st.Err()
 }
+
+// annotate prefixes the status message of err (mapped by toStatus), keeping
+// its code and details, e.g. to say which request of a stream was bad.
+func annotate(log *zap.Logger, err error, prefix string) error {
+	p := status.Convert(toStatus(log, err)).Proto()
+	p.Message = prefix + ": " + p.Message
+	return status.ErrorProto(p)
+}
