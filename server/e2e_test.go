@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/infill-dev/infill/contextpack"
-	"github.com/infill-dev/infill/contextpack/tokenizer"
-	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/inference/ollamatest"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"github.com/infill-dev/infill/server"
-	"go.uber.org/zap/zaptest"
+	"github.com/infill-dev/infill/server/servertest"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -36,66 +32,24 @@ type harness struct {
 
 func start(t *testing.T, mutate func(*server.Config)) *harness {
 	t.Helper()
-	b := ollamatest.Start(t)
-	return startWith(t, b, mutate, nil)
+	return startWith(t, mutate, nil)
 }
 
-func startWith(t *testing.T, b *ollamatest.Backend, mutate func(*server.Config), deps func(*server.Deps)) *harness {
+// startWith runs the real server (servertest) and dials it.
+func startWith(t *testing.T, mutate func(*server.Config), deps func(*server.Deps)) *harness {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.ListenAddr = "127.0.0.1:0"
-	cfg.HealthInterval = 100 * time.Millisecond
-	cfg.Inference.URL = b.URL
-	cfg.Inference.DefaultModel = b.Model
-	cfg.Inference.ContextTokens = 4096
-	cfg.Context.ContextTokens = 4096
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	log := zaptest.NewLogger(t)
-	tok, err := tokenizer.Qwen25()
+	return dial(t, servertest.StartWith(t, servertest.Options{Config: mutate, Deps: deps}))
+}
+
+func dial(t *testing.T, srv *servertest.Server) *harness {
+	t.Helper()
+	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	builder, err := contextpack.NewBuilder(cfg.Context, tok, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, err := inference.NewOllama(cfg.Inference, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := server.Deps{Builder: builder, Backend: backend}
-	if deps != nil {
-		deps(&d)
-	}
-	srv, err := server.New(cfg, d, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", cfg.ListenAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	h := &harness{backend: b, conn: conn, client: infillv1.NewCompletionServiceClient(conn),
+	t.Cleanup(func() { conn.Close() })
+	return &harness{backend: srv.Backend, conn: conn, client: infillv1.NewCompletionServiceClient(conn),
 		eval: infillv1.NewEvaluationServiceClient(conn), health: healthpb.NewHealthClient(conn)}
-	h.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
-	return h
 }
 
 func (h *harness) waitHealth(t *testing.T, want healthpb.HealthCheckResponse_ServingStatus) {

@@ -3,66 +3,26 @@ package server_test
 import (
 	"context"
 	"io"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/infill-dev/infill/evaluator/dataset"
-	"github.com/infill-dev/infill/evaluator/sandbox"
-	"github.com/infill-dev/infill/inference/ollamatest"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
-	"github.com/infill-dev/infill/server"
-	"go.uber.org/zap/zaptest"
+	"github.com/infill-dev/infill/server/servertest"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// requireOrSkip skips a test whose dependency is missing, or fails it under
-// CI=true.
-func requireOrSkip(t *testing.T, err error, what string) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s: %v", what, err)
-	}
-	t.Skipf("%s: %v", what, err)
-}
-
-func humanEvalDir(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "shared", "data", "human-eval-infilling")
-	_, err := os.Stat(filepath.Join(dir, dataset.HumanEvalSingleLine.FileName()))
-	requireOrSkip(t, err, "HumanEval infilling data (../shared)")
-	return dir
-}
-
 // startEval is the e2e harness with the real sandbox and the HumanEval
-// benchmarks; results journals go to a temp dir.
-func startEval(t *testing.T, b *ollamatest.Backend) (*harness, string) {
-	dir := humanEvalDir(t)
-	sb, err := sandbox.New(sandbox.Config{Timeout: 20 * time.Second}, zaptest.NewLogger(t))
-	requireOrSkip(t, err, "bubblewrap sandbox")
-	t.Cleanup(func() { sb.Close() })
-	results := t.TempDir()
-	h := startWith(t, b, func(c *server.Config) {
-		c.Eval.Workers = 2
-		c.Eval.ResultsDir = results
-		c.Eval.RepoRoots = []string{t.TempDir()}
-	}, func(d *server.Deps) {
-		d.Executor = sb
-		d.Benchmarks = dataset.Catalog{HumanEvalDir: dir}
-	})
-	return h, dir
+// benchmarks (servertest.StartEval).
+func startEval(t *testing.T) (*harness, string) {
+	srv := servertest.StartEval(t, "")
+	return dial(t, srv.Server), srv.HumanEvalDir
 }
 
 func TestEvaluateStream(t *testing.T) {
-	b := ollamatest.Start(t)
-	h, dir := startEval(t, b)
+	h, dir := startEval(t)
 	tasks, err := dataset.LoadHumanEval(filepath.Join(dir, dataset.HumanEvalSingleLine.FileName()), dataset.HumanEvalSingleLine)
 	if err != nil {
 		t.Fatal(err)
@@ -153,8 +113,7 @@ func TestEvaluateStream(t *testing.T) {
 }
 
 func TestEvaluateRejectsBadTasks(t *testing.T) {
-	b := ollamatest.Start(t)
-	h, _ := startEval(t, b)
+	h, _ := startEval(t)
 	for name, tc := range map[string]struct {
 		task *infillv1.EvalTask
 		want codes.Code
@@ -189,8 +148,7 @@ func TestEvaluateRejectsBadTasks(t *testing.T) {
 }
 
 func TestRunBenchmarkResumes(t *testing.T) {
-	b := ollamatest.Start(t)
-	h, _ := startEval(t, b)
+	h, _ := startEval(t)
 	run := func() (*infillv1.EvaluationSummary, []*infillv1.Progress) {
 		st, err := h.eval.RunBenchmark(context.Background(), &infillv1.RunBenchmarkRequest{
 			Benchmark: "humaneval-random-span-light", Limit: 6, Reference: true, RunId: "light-ref"})

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/infill-dev/infill/clients/go/infill"
-	"github.com/infill-dev/infill/clients/internal/e2e"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"github.com/infill-dev/infill/server/servertest"
 )
 
 // The tests below run against the real server and the real Ollama backend
@@ -43,7 +43,7 @@ func e2eRequest() *infillv1.CompleteRequest {
 }
 
 func TestEndToEndStreamAndComplete(t *testing.T) {
-	srv := e2e.Start(t)
+	srv := servertest.Start(t)
 	c, err := infill.Dial(srv.Addr, infill.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestEndToEndStreamAndComplete(t *testing.T) {
 }
 
 func TestEndToEndErrors(t *testing.T) {
-	srv := e2e.Start(t)
+	srv := servertest.Start(t)
 	c, err := infill.Dial(srv.Addr, infill.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestEndToEndErrors(t *testing.T) {
 // the server lacks content it answers FAILED_PRECONDITION once and the
 // client resends.
 func TestEndToEndDigests(t *testing.T) {
-	srv := e2e.Start(t)
+	srv := servertest.Start(t)
 	var mu sync.Mutex
 	var calls []codes.Code
 	var shapes []string
@@ -160,7 +160,7 @@ func TestEndToEndDigests(t *testing.T) {
 }
 
 func TestEndToEndBreakStopsStream(t *testing.T) {
-	srv := e2e.Start(t)
+	srv := servertest.Start(t)
 	c, err := infill.Dial(srv.Addr, infill.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,13 +9,13 @@ import (
 	"testing"
 
 	"github.com/infill-dev/infill/clients/internal/cli"
-	"github.com/infill-dev/infill/clients/internal/e2e"
+	"github.com/infill-dev/infill/server/servertest"
 )
 
 // TestEndToEndComplete runs `infill complete` against the real server and
 // backend (tiny random-weight model): properties of the output only.
 func TestEndToEndComplete(t *testing.T) {
-	srv := e2e.Start(t)
+	srv := servertest.Start(t)
 	repo := t.TempDir()
 	for name, content := range map[string]string{
 		"geo/circle.py":     "import math\n\n\ndef circumference(r):\n    return \n",

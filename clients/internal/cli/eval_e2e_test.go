@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/infill-dev/infill/clients/internal/cli"
-	"github.com/infill-dev/infill/clients/internal/e2e"
 	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/server/servertest"
 )
 
 // results reads a results file strictly: complete lines only, no sample
@@ -57,7 +57,7 @@ func runTool(ctx context.Context, addr string, args ...string) (int, string, str
 // real server and sandbox, interrupts a run, and resumes it: every sample
 // once, all passing.
 func TestEndToEndEvalRunResume(t *testing.T) {
-	srv := e2e.StartEval(t, "")
+	srv := servertest.StartEval(t, "")
 	out := filepath.Join(t.TempDir(), "light.jsonl")
 	base := []string{"eval", "run", "--reference", "--humaneval-dir", srv.HumanEvalDir, "-o", out}
 
@@ -120,7 +120,7 @@ func TestEndToEndEvalRunResume(t *testing.T) {
 // TestEndToEndEvalRunGenerated lets the server generate completions with
 // the tiny model: several samples, pass@k columns, latencies recorded.
 func TestEndToEndEvalRunGenerated(t *testing.T) {
-	srv := e2e.StartEval(t, "")
+	srv := servertest.StartEval(t, "")
 	out := filepath.Join(t.TempDir(), "single.jsonl")
 	code, stdout, stderr := runTool(t.Context(), srv.Addr, "eval", "run", "--humaneval-dir", srv.HumanEvalDir,
 		"--limit", "2", "--samples", "2", "--k", "1,2", "--max-tokens", "8", "-o", out, "humaneval-single-line")
@@ -150,7 +150,7 @@ func TestEndToEndEvalRunGenerated(t *testing.T) {
 // TestEndToEndEvalServerSide runs a benchmark the server holds, with the
 // server's own journal: the second run is resumed by the server.
 func TestEndToEndEvalServerSide(t *testing.T) {
-	srv := e2e.StartEval(t, "")
+	srv := servertest.StartEval(t, "")
 	out := filepath.Join(t.TempDir(), "ss.jsonl")
 	args := []string{"eval", "run", "--server-side", "--reference", "--limit", "4", "--run-id", "light-ref", "-o", out,
 		"humaneval-random-span-light"}
@@ -208,7 +208,7 @@ func miniRepo(t *testing.T, root string) string {
 func TestEndToEndEvalRepository(t *testing.T) {
 	root := t.TempDir()
 	repo := miniRepo(t, root)
-	srv := e2e.StartEval(t, root)
+	srv := servertest.StartEval(t, root)
 	bench := filepath.Join(root, "mini.bench.jsonl")
 
 	code, stdout, stderr := runTool(t.Context(), srv.Addr, "eval", "mask", "--levels", "expression,statement,single-line",

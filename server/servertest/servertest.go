@@ -1,11 +1,12 @@
-// Package e2e starts the real infill server in front of the real Ollama
-// backend (inference/ollamatest: the pinned Ollama build serving the tiny
-// random-weight qwen2 model) for the end-to-end tests of the client library
-// and the command-line tool; StartEval adds the real bubblewrap sandbox and
-// the HumanEval infilling sets from ../shared. Tests skip when the backend
-// has not been prepared (scripts/backend.sh prepare), bubblewrap is missing
-// or ../shared is absent, and fail instead when CI=true.
-package e2e
+// Package servertest starts the real infill server in front of the real
+// Ollama backend (inference/ollamatest: the pinned Ollama build serving the
+// tiny random-weight qwen2 model) for end-to-end tests of the server, the
+// client library and the command-line tool; StartEval adds the real
+// bubblewrap sandbox and the HumanEval infilling sets from ../shared. Tests
+// skip when the backend has not been prepared (scripts/backend.sh prepare),
+// bubblewrap is missing or ../shared is absent, and fail instead when
+// CI=true.
+package servertest
 
 import (
 	"context"
@@ -36,13 +37,29 @@ type Server struct {
 	Addr string
 	// Model is the backend model it uses by default.
 	Model string
+	// Backend is the Ollama it talks to (Stop/Restart it to test outages).
+	Backend *ollamatest.Backend
+}
+
+// Options adjust StartWith.
+type Options struct {
+	// Config changes the server configuration before it starts.
+	Config func(*server.Config)
+	// Deps changes the domain services before the server is built.
+	Deps func(*server.Deps)
 }
 
 // Start runs the real server on a free loopback port, with a private Ollama
 // serving the tiny model, until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	return start(t, nil, nil)
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	return start(t, opts.Config, opts.Deps)
 }
 
 // EvalServer is a running server with its EvaluationService enabled.
@@ -86,7 +103,7 @@ func StartEval(t testing.TB, repoRoot string) *EvalServer {
 func HumanEvalDir(t testing.TB) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "data", "human-eval-infilling")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "data", "human-eval-infilling")
 	_, err := os.Stat(filepath.Join(dir, dataset.HumanEvalSingleLine.FileName()))
 	Require(t, err, "HumanEval infilling data (../shared)")
 	return dir
@@ -154,7 +171,7 @@ func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *
 		}
 	})
 	waitServing(t, lis.Addr().String())
-	return &Server{Addr: lis.Addr().String(), Model: b.Model}
+	return &Server{Addr: lis.Addr().String(), Model: b.Model, Backend: b}
 }
 
 // waitServing waits until health reports the completion service SERVING
