@@ -205,6 +205,8 @@ type analyzeOptions struct {
 	parseTimeoutUS int
 	windowLines    int
 	windowStride   int
+	trees          *treeCache // nil: no incremental parsing
+	treeKey        string     // repository and path of the file, for trees
 }
 
 var errClosed = errors.New("contextpack: builder closed")
@@ -246,7 +248,21 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions) e
 	p := st.getParser()
 	p.SetOperationLimit(opt.parseTimeoutUS)
 	src := []byte(a.content)
-	tree, err := p.ParseCtx(ctx, nil, src)
+	var old *sitter.Tree
+	if opt.treeKey != "" {
+		if ct := opt.trees.take(opt.treeKey); ct != nil {
+			if ct.lang == a.lang {
+				ct.tree.Edit(editBetween(ct.content, a.content))
+				old = ct.tree
+			} else {
+				ct.tree.Close()
+			}
+		}
+	}
+	tree, err := p.ParseCtx(ctx, old, src)
+	if old != nil {
+		old.Close()
+	}
 	if err != nil {
 		// A halted parse leaves state behind; start clean next time.
 		p.Reset()
@@ -254,7 +270,11 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions) e
 		return err
 	}
 	st.putParser(p)
-	defer tree.Close()
+	if opt.treeKey != "" {
+		defer opt.trees.put(&cachedTree{key: opt.treeKey, lang: a.lang, content: a.content, tree: tree})
+	} else {
+		defer tree.Close()
+	}
 	qc := sitter.NewQueryCursor()
 	defer qc.Close()
 	qc.Exec(st.query, tree.RootNode())

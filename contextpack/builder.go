@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -79,13 +80,17 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 			parseTimeoutUS: int(cfg.ParseTimeout.Microseconds()),
 			windowLines:    cfg.WindowLines,
 			windowStride:   cfg.WindowStride,
+			trees:          newTreeCache(cfg.EditTrees),
 		},
 	}, nil
 }
 
 // Close frees the parsers and queries (C memory) once running builds have
 // finished with them. Builds after Close fail.
-func (b *Builder) Close() { b.grammars.close() }
+func (b *Builder) Close() {
+	b.grammars.close()
+	b.aopt.trees.close()
+}
 
 // Stats reports the cache's occupancy.
 func (b *Builder) Stats() Stats { return b.store.stats() }
@@ -118,6 +123,9 @@ func (b *Builder) Build(ctx context.Context, req Request) (*Prompt, error) {
 func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*Prompt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if b.grammars.isClosed() {
+		return nil, errClosed
 	}
 	if req.MaxNewTokens < 0 {
 		return nil, &ArgumentError{Field: "generation.max_tokens", Reason: "must be >= 0"}
@@ -158,7 +166,7 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 		f := &req.Files[i]
 		files[i] = reqFile{path: f.Path, lang: detectLang(f.Path, f.Language), e: es[i]}
 	}
-	if err := b.analyzeAll(ctx, files); err != nil {
+	if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
 		return nil, err
 	}
 
@@ -187,6 +195,9 @@ func (b *Builder) checkFiles(req Request) (int, []string, error) {
 	if req.Cursor.Path == "" {
 		return 0, nil, &ArgumentError{Field: "cursor.path", Reason: "empty"}
 	}
+	if strings.ContainsAny(req.RepoName, "\r\n") {
+		return 0, nil, &ArgumentError{Field: "repository.name", Reason: "contains a line break"}
+	}
 	seen := make(map[string]bool, len(req.Files))
 	ti := -1
 	for i := range req.Files {
@@ -194,6 +205,9 @@ func (b *Builder) checkFiles(req Request) (int, []string, error) {
 		field := fmt.Sprintf("repository.files[%d]", i)
 		if f.Path == "" {
 			return 0, nil, &ArgumentError{Field: field + ".path", Reason: "empty"}
+		}
+		if strings.ContainsAny(f.Path, "\r\n") {
+			return 0, nil, &ArgumentError{Field: field + ".path", Reason: fmt.Sprintf("%q contains a line break", f.Path)}
 		}
 		if seen[f.Path] {
 			return 0, nil, &ArgumentError{Field: field + ".path", Reason: fmt.Sprintf("duplicate path %q", f.Path)}
@@ -281,8 +295,10 @@ func (b *Builder) parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// analyzeAll fills in the analyses, parsing what the cache lacks.
-func (b *Builder) analyzeAll(ctx context.Context, files []reqFile) error {
+// analyzeAll fills in the analyses, parsing what the cache lacks. When few
+// files are new (edits, keystrokes) their trees are kept for incremental
+// parsing of their next versions.
+func (b *Builder) analyzeAll(ctx context.Context, repo string, files []reqFile) error {
 	var todo []int
 	for i := range files {
 		f := &files[i]
@@ -300,7 +316,11 @@ func (b *Builder) analyzeAll(ctx context.Context, files []reqFile) error {
 			return
 		}
 		f := &files[todo[k]]
-		a, err := b.analysisFor(ctx, f.e, f.lang)
+		key := ""
+		if len(todo) <= b.cfg.EditTrees {
+			key = repo + "\x00" + f.path
+		}
+		a, err := b.analysisFor(ctx, f.e, f.lang, key)
 		if err != nil {
 			mu.Lock()
 			if first == nil {

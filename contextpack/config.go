@@ -58,6 +58,11 @@ type Config struct {
 	// DefinitionWeight, SimilarWeight and ImportWeight are the w of each
 	// source in the fusion.
 	DefinitionWeight, SimilarWeight, ImportWeight float64
+	// Diversity is the exponent of maximal-marginal-relevance packing: a
+	// candidate's fused score is multiplied by the share of its
+	// identifiers that the prompt does not show yet to this power; 0 packs
+	// in plain fused order.
+	Diversity float64
 
 	// MaxParseBytes: larger files are treated as plain text.
 	MaxParseBytes int
@@ -66,6 +71,10 @@ type Config struct {
 	ParseTimeout time.Duration
 	// Workers bounds parallel file analyses (parsing, indexing).
 	Workers int
+	// EditTrees is how many syntax trees of recently edited files are kept
+	// (C memory, about 10-20× the file size each) so that their next
+	// versions parse incrementally; 0 disables it.
+	EditTrees int
 
 	// CacheBytes caps the memory of the content store, the per-file
 	// analyses and the per-repository indexes together (least recently
@@ -83,9 +92,9 @@ func DefaultConfig() Config {
 	return Config{
 		ContextTokens:       8192,
 		MinPromptTokens:     16,
-		LocalShare:          0.5,
+		LocalShare:          0.6,
 		SuffixShare:         0.25,
-		ImportShare:         0.5,
+		ImportShare:         0.2,
 		ContextQuantum:      64,
 		PrefixQuantumLines:  16,
 		WindowLines:         20,
@@ -96,12 +105,13 @@ func DefaultConfig() Config {
 		MaxSnippetTokens:    384,
 		MaxImportFileTokens: 1024,
 		RRFK:                60,
-		DefinitionWeight:    1,
-		SimilarWeight:       1,
+		DefinitionWeight:    0.25,
+		SimilarWeight:       4,
 		ImportWeight:        1,
 		MaxParseBytes:       1 << 20,
 		ParseTimeout:        500 * time.Millisecond,
 		Workers:             runtime.GOMAXPROCS(0),
+		EditTrees:           16,
 		CacheBytes:          512 << 20,
 		MaxRepositories:     8,
 		CountCacheSegments:  1 << 17,
@@ -147,11 +157,17 @@ func (c Config) Validate() error {
 			return fmt.Errorf("contextpack: %s %d must be >= 1", p.name, p.v)
 		}
 	}
+	if c.EditTrees < 0 {
+		return fmt.Errorf("contextpack: EditTrees %d must be >= 0", c.EditTrees)
+	}
 	if c.WindowStride > c.WindowLines {
 		return fmt.Errorf("contextpack: WindowStride %d > WindowLines %d", c.WindowStride, c.WindowLines)
 	}
 	if !(c.RRFK > 0) {
 		return fmt.Errorf("contextpack: RRFK %v must be > 0", c.RRFK)
+	}
+	if !(c.Diversity >= 0 && c.Diversity <= 10) {
+		return fmt.Errorf("contextpack: Diversity %v out of range [0, 10]", c.Diversity)
 	}
 	for _, w := range []float64{c.DefinitionWeight, c.SimilarWeight, c.ImportWeight} {
 		if !(w >= 0 && w <= 100) {

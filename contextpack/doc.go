@@ -6,4 +6,79 @@
 //
 // It knows nothing about gRPC or the backend: the server converts requests
 // into a Request and maps the errors below to status codes.
+//
+// # Pipeline
+//
+// A Builder keeps state between requests (it is safe for concurrent use):
+//
+//   - A content store remembers every file sent with content by its digest
+//     ("sha256:<hex>", see Digest). Later requests may send the digest
+//     alone; digests the store does not hold fail with a
+//     *MissingContentError that lists every such path.
+//   - Per content digest and language, an analysis: line table, tree-sitter
+//     tags (definitions with their header lines and nesting, imports,
+//     parameters and locals) for Python, Go, JavaScript, TypeScript, TSX,
+//     Java, Rust, C and C++ (queries in queries/*.scm; other files are plain
+//     text), and the identifier terms of sliding line windows. Trees are
+//     closed as soon as the tags are extracted; parsers come from a bounded
+//     free list per language and are never shared between goroutines.
+//   - Per repository (Request.RepoName), an index updated incrementally: a
+//     request re-indexes only the paths whose content changed. It holds an
+//     inverted index of definitions by name and a BM25 index of the windows.
+//   - One byte cap (Config.CacheBytes) bounds contents, analyses and
+//     indexes together; unpinned contents leave least recently used first,
+//     then idle repository indexes. Evicted contents are reported missing,
+//     never guessed.
+//
+// For a request, the cursor file's prefix and suffix are cut at line
+// boundaries (the suffix gets at most Config.SuffixShare of a tight
+// budget); a cut prefix keeps the header lines of the scopes that enclose
+// the cursor (class line, function signature). Cross-file context comes
+// from three sources: the files the cursor file imports (resolved per
+// language, plus same-package files for Go and Java and the matching
+// header for C and C++), definitions of the identifiers around the cursor
+// (locals excluded) from the definitions index, and the windows most
+// similar to the code around the cursor (BM25). Imports fill a stable tier
+// first (Config.ImportShare of the context budget); the three sources are
+// then fused by weighted reciprocal rank, near-duplicates of what the
+// prompt already shows are deferred (Config.Diversity), and candidates are
+// packed with a per-file cap, never duplicating the prefix/suffix window.
+// Context from the cursor file itself (above or below a cut window) is
+// placed inside the FIM block with elision comments. Budget left unused
+// goes back to a cut prefix/suffix.
+//
+// # Prompt layout and the backend's prompt cache
+//
+//	<|repo_name|>name
+//	<|file_sep|>path   stable tier: imported files, least relevant first
+//	<|file_sep|>path   cursor tier: fused snippets, least relevant first
+//	<|file_sep|>cursor file path
+//	<|fim_prefix|>…<|fim_suffix|>…<|fim_middle|>
+//
+// Everything before the cursor file depends on the repository and on the
+// code around the cursor, not on the cursor line itself: the query that
+// drives the cursor tier leaves the cursor line out, the context budget is
+// rounded to Config.ContextQuantum and a cut prefix starts on a multiple of
+// Config.PrefixQuantumLines lines. Typing therefore changes the prompt
+// only from the cursor on, and the backend re-evaluates only the tail. A
+// request with a single file and no repository name gets the file-level
+// format <|fim_prefix|>…<|fim_suffix|>…<|fim_middle|>.
+//
+// # Exact token counts
+//
+// Qwen2's pre-tokenizer never joins text across the start of a line that
+// holds a non-space character, and special tokens split the text too. So
+// the prompt is rendered from whole "segments" (a non-blank line plus the
+// blank lines after it), each counted once through a bounded cache, and
+// Prompt.Tokens is the exact sum (tests check it against the tokenizer on
+// real repositories). Literal special-token text in user code is
+// neutralised (tokenizer.Neutralize, or the Tokenizer's own Neutralize).
+//
+// # Measurement
+//
+// BuildStrategy runs baselines (file-level only, ExecRepoBench-style whole
+// files, Copilot-style Jaccard windows) and single-source ablations for the
+// model-free quality tool in cmd/cpquality; cmd/cpbench and the Build
+// benchmarks measure latency on a generated 2,000-file repository. Results
+// and the measurements behind DefaultConfig are in scripts/contextpack.
 package contextpack

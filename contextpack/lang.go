@@ -168,6 +168,12 @@ func (g *grammars) acquire(l langID) (*langState, error) {
 
 func (g *grammars) release() { g.inflight.Done() }
 
+func (g *grammars) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}
+
 func (g *grammars) stateLocked(l langID) (*langState, error) {
 	if s := g.langs[l]; s != nil {
 		return s, nil

@@ -194,18 +194,23 @@ func (b *Builder) cutPrefix(a *analysis, off int, pw *segWalk, budget int, w *wi
 	w.preStart, w.preTokens = start, pw.tokensFor(k)
 }
 
-// quantize moves a cut prefix's first line up to the next multiple of
-// PrefixQuantumLines (dropping segments), so that it stays put while the
-// user types.
+// quantize moves a cut prefix's first line up to the next multiple of a
+// line quantum (dropping segments), so that it stays put while the user
+// types. The quantum is the largest of PrefixQuantumLines, half of it, …,
+// 1 that keeps at least three quarters of the prefix's tokens.
 func (b *Builder) quantize(a *analysis, pw *segWalk, k int) int {
 	if k == 0 {
 		return 0
 	}
-	q := int32(b.cfg.PrefixQuantumLines)
 	line := a.lineOf(pw.bounds[k-1])
-	target := (line + q - 1) / q * q
-	for j := k; j > 0; j-- {
-		if a.lineOf(pw.bounds[j-1]) >= target {
+	full := pw.tokensFor(k)
+	for q := int32(b.cfg.PrefixQuantumLines); q > 1; q /= 2 {
+		target := (line + q - 1) / q * q
+		j := k
+		for j > 0 && a.lineOf(pw.bounds[j-1]) < target {
+			j--
+		}
+		if j > 0 && 4*pw.tokensFor(j) >= 3*full {
 			return j
 		}
 	}

@@ -38,6 +38,7 @@ type assembly struct {
 	t1Whole  map[*slot]bool
 	t1Ranges map[*slot][]lineRange
 	all      []*candidate
+	seen     map[term]bool // identifiers the prompt shows (Diversity only)
 	blocks   map[*slot]*block
 	above    []lineRange // same-file context above the window
 	below    []lineRange // and below it
@@ -191,7 +192,9 @@ func (as *assembly) importCandidate(h importHit, rank int) *candidate {
 	a := h.sl.an
 	c := &candidate{sl: h.sl, kind: SourceImport}
 	c.rank[srcImp] = rank
-	if len(a.content) <= 12*b.cfg.MaxImportFileTokens {
+	// Code averages 3-4 bytes per token: a file over 5 bytes per allowed
+	// token is shown as its outline without counting it whole.
+	if len(a.content) <= 5*b.cfg.MaxImportFileTokens {
 		if rs := wholeRanges(a); len(rs) > 0 {
 			if n := b.rangesTokens(a, rs, -1, -1); n <= b.cfg.MaxImportFileTokens {
 				c.ranges, c.whole, c.tokens, c.label = rs, true, n, "whole file"
@@ -530,7 +533,12 @@ func (as *assembly) packTier2(pool []*candidate) {
 	})
 	remaining := as.ctxBudget - as.ctxUsed
 	perFile := map[*slot]int{}
-	for _, c := range fused {
+	next := as.picker(fused)
+	for {
+		c := next()
+		if c == nil {
+			break
+		}
 		as.all = append(as.all, c)
 		own := b.rangesTokens(c.sl.an, c.ranges, -1, -1)
 		c.tokens = own
@@ -591,6 +599,88 @@ func (as *assembly) packTier2(pool []*candidate) {
 		perFile[c.sl]++
 		c.included, c.tier, c.tokens = true, 2, cost
 		c.reason = "cursor tier: " + why
+		as.noteIncluded(c)
+	}
+}
+
+// picker returns the candidates one by one: in fused order, or, with
+// Diversity > 0, by maximal marginal relevance: among the next few, the one
+// whose fused score times (share of its identifiers that the prompt does
+// not show yet)^Diversity is highest, so near-duplicates of the window or
+// of what is already included wait their turn.
+func (as *assembly) picker(fused []*candidate) func() *candidate {
+	d := as.b.cfg.Diversity
+	if d <= 0 {
+		i := 0
+		return func() *candidate {
+			if i == len(fused) {
+				return nil
+			}
+			i++
+			return fused[i-1]
+		}
+	}
+	as.seen = map[term]bool{}
+	addText := func(s string, lang langID) {
+		scanIdents(s, lang, func(id string, _ int) bool {
+			as.seen[hashIdent(id)] = true
+			return true
+		})
+	}
+	addText(as.a.content[as.win.preStart:as.win.sufEnd], as.a.lang)
+	for _, c := range as.t1 {
+		as.noteIncluded(c)
+	}
+	ids := make(map[*candidate][]term, len(fused))
+	for _, c := range fused {
+		set := map[term]bool{}
+		for _, r := range c.ranges {
+			scanIdents(c.sl.an.rangeText(r.s, r.e), c.sl.an.lang, func(id string, _ int) bool {
+				set[hashIdent(id)] = true
+				return true
+			})
+		}
+		ts := make([]term, 0, len(set))
+		for t := range set {
+			ts = append(ts, t)
+		}
+		ids[c] = ts
+	}
+	rem := slices.Clone(fused)
+	const lookahead = 24
+	return func() *candidate {
+		if len(rem) == 0 {
+			return nil
+		}
+		best, bestV := 0, -1.0
+		for i, c := range rem[:min(len(rem), lookahead)] {
+			novel := 0
+			for _, t := range ids[c] {
+				if !as.seen[t] {
+					novel++
+				}
+			}
+			frac := float64(novel+1) / float64(len(ids[c])+1)
+			if v := c.score * math.Pow(frac, d); v > bestV {
+				best, bestV = i, v
+			}
+		}
+		c := rem[best]
+		rem = slices.Delete(rem, best, best+1)
+		return c
+	}
+}
+
+// noteIncluded records the identifiers of included context (for Diversity).
+func (as *assembly) noteIncluded(c *candidate) {
+	if as.seen == nil {
+		return
+	}
+	for _, r := range c.ranges {
+		scanIdents(c.sl.an.rangeText(r.s, r.e), c.sl.an.lang, func(id string, _ int) bool {
+			as.seen[hashIdent(id)] = true
+			return true
+		})
 	}
 }
 
@@ -608,6 +698,7 @@ func (as *assembly) growWindow() {
 	limit := as.avail - (as.ctxUsed - as.extras)
 	nw := b.localWindow(as.a, as.off, limit-as.extras)
 	as.win = nw
+	as.limit = limit - as.extras
 	as.wl = nw.lines(as.a, as.off)
 	keep := func(rs []lineRange) []lineRange {
 		return slices.DeleteFunc(rs, func(r lineRange) bool { return r.s <= as.wl.e && r.e >= as.wl.s })

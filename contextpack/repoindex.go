@@ -256,6 +256,9 @@ func goModulePath(gomod string) string {
 	return ""
 }
 
+// maxPostingsPerQuery bounds the postings one similarity query visits.
+const maxPostingsPerQuery = 60000
+
 // scoredChunk is a BM25 hit.
 type scoredChunk struct {
 	chunk uint32
@@ -281,19 +284,32 @@ func (r *repoIndex) bm25(q map[term]int, k int, keep func(sl *slot, c *chunk) bo
 	}
 	r.scratch = r.scratch[:len(r.chunks)]
 	r.touched = r.touched[:0]
+	// Rarest terms first; terms in more than half of the windows, or in
+	// more than a tenth of a large index, add little (low idf) but cost the
+	// most, and a postings budget bounds the
+	// work on repositories with a small vocabulary.
 	terms := make([]term, 0, len(q))
 	for t := range q {
-		terms = append(terms, t)
-	}
-	slices.Sort(terms) // fixed order of float additions
-	for _, t := range terms {
 		df := float64(r.df[t])
-		if df == 0 || df > n/2 {
-			continue // absent, or in most windows: little signal, long lists
+		if df > 0 && df <= n/2 && (df <= n/10 || df <= 64) {
+			terms = append(terms, t)
 		}
+	}
+	slices.SortFunc(terms, func(x, y term) int {
+		if dx, dy := r.df[x], r.df[y]; dx != dy {
+			return int(dx) - int(dy)
+		}
+		return int(x) - int(y)
+	})
+	budget := maxPostingsPerQuery
+	for _, t := range terms {
+		list := r.post[t]
+		if budget -= len(list); budget < 0 && len(r.touched) > 0 {
+			break
+		}
+		df := float64(r.df[t])
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		w := idf * (1 + math.Log(float64(q[t])))
-		list := r.post[t]
 		dead := 0
 		for _, p := range list {
 			c := &r.chunks[p.chunk]
@@ -314,34 +330,69 @@ func (r *repoIndex) bm25(q map[term]int, k int, keep func(sl *slot, c *chunk) bo
 			r.post[t] = live
 		}
 	}
-	hits := make([]scoredChunk, 0, len(r.touched))
-	for _, id := range r.touched {
-		hits = append(hits, scoredChunk{id, float64(r.scratch[id])})
-		r.scratch[id] = 0
-	}
-	slices.SortFunc(hits, func(x, y scoredChunk) int {
+	// Top k by a bounded heap whose root is the worst kept hit.
+	worse := func(x, y scoredChunk) bool { // x ranks below y
 		if x.score != y.score {
-			if x.score > y.score {
-				return -1
-			}
-			return 1
+			return x.score < y.score
 		}
 		cx, cy := r.chunks[x.chunk], r.chunks[y.chunk]
-		if c := strings.Compare(r.slots[cx.slot].path, r.slots[cy.slot].path); c != 0 {
-			return c
+		if px, py := r.slots[cx.slot].path, r.slots[cy.slot].path; px != py {
+			return px > py
 		}
-		return int(cx.idx) - int(cy.idx)
-	})
-	out := hits[:0]
-	for _, h := range hits {
-		c := r.chunks[h.chunk]
-		sl := r.slots[c.slot]
-		if keep(sl, &sl.an.chunks[c.idx]) {
-			out = append(out, h)
-			if len(out) == k {
-				break
+		return cx.idx > cy.idx
+	}
+	h := make([]scoredChunk, 0, k)
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
 			}
+			m := l
+			if l+1 < len(h) && worse(h[l+1], h[l]) {
+				m = l + 1
+			}
+			if !worse(h[m], h[i]) {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
 		}
 	}
-	return out
+	for _, id := range r.touched {
+		sc := scoredChunk{id, float64(r.scratch[id])}
+		r.scratch[id] = 0
+		if len(h) == k && !worse(h[0], sc) {
+			continue
+		}
+		c := r.chunks[id]
+		sl := r.slots[c.slot]
+		if !keep(sl, &sl.an.chunks[c.idx]) {
+			continue
+		}
+		if len(h) < k {
+			h = append(h, sc)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !worse(h[i], h[p]) {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+			continue
+		}
+		h[0] = sc
+		down(0)
+	}
+	slices.SortFunc(h, func(x, y scoredChunk) int {
+		if worse(y, x) {
+			return -1
+		}
+		if worse(x, y) {
+			return 1
+		}
+		return 0
+	})
+	return h
 }

@@ -212,14 +212,19 @@ func (s *store) stats() Stats {
 	return Stats{Entries: len(s.entries), Repositories: len(s.repos), Bytes: s.used, CapBytes: s.capBytes}
 }
 
-// analysisFor returns e's analysis in lang, computing it once.
-func (b *Builder) analysisFor(ctx context.Context, e *entry, lang langID) (*analysis, error) {
+// analysisFor returns e's analysis in lang, computing it once. A non-empty
+// treeKey (repository and path) parses incrementally from the tree of the
+// path's previous version when the tree cache has it, and keeps the new
+// tree for the next version.
+func (b *Builder) analysisFor(ctx context.Context, e *entry, lang langID, treeKey string) (*analysis, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if a := e.an[lang]; a != nil {
 		return a, nil
 	}
-	a, err := analyze(ctx, b.grammars, e.content, lang, b.aopt)
+	opt := b.aopt
+	opt.treeKey = treeKey
+	a, err := analyze(ctx, b.grammars, e.content, lang, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,7 @@ func Generate(o Options) []File {
 func (g *gen) deps(i int, n int) []int {
 	var out []int
 	lang := i % 5
-	for len(out) < n {
+	for tries := 0; len(out) < n && tries < 100*n; tries++ {
 		j := g.r.IntN(g.opts.Files)
 		if j == i {
 			continue
@@ -114,6 +114,9 @@ func (g *gen) deps(i int, n int) []int {
 			}
 		}
 		out = append(out, j)
+	}
+	if len(out) == 0 {
+		out = append(out, i) // a tiny repository: the module imports itself
 	}
 	return out
 }

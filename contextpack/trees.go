@@ -1,0 +1,118 @@
+package contextpack
+
+import (
+	"container/list"
+	"sync"
+
+	sitter "github.com/smacker/go-tree-sitter"
+)
+
+// treeCache keeps the syntax trees of the few files edited most recently,
+// keyed by repository and path, so that the next version of such a file
+// (the next keystroke) is parsed incrementally from its old tree. A tree
+// is taken out while one goroutine uses it (trees are not safe for
+// concurrent use) and closed when it falls out of the cache.
+type treeCache struct {
+	max int
+
+	mu    sync.Mutex
+	m     map[string]*list.Element
+	order list.List // *cachedTree, front = most recent
+	done  bool
+}
+
+type cachedTree struct {
+	key     string
+	lang    langID
+	content string
+	tree    *sitter.Tree
+}
+
+func newTreeCache(max int) *treeCache {
+	return &treeCache{max: max, m: map[string]*list.Element{}}
+}
+
+func (c *treeCache) take(key string) *cachedTree {
+	if c == nil || c.max <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.m[key]
+	if el == nil {
+		return nil
+	}
+	delete(c.m, key)
+	c.order.Remove(el)
+	return el.Value.(*cachedTree)
+}
+
+func (c *treeCache) put(t *cachedTree) {
+	if c == nil || c.max <= 0 {
+		t.tree.Close()
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		t.tree.Close()
+		return
+	}
+	if el := c.m[t.key]; el != nil {
+		el.Value.(*cachedTree).tree.Close()
+		c.order.Remove(el)
+	}
+	c.m[t.key] = c.order.PushFront(t)
+	for c.order.Len() > c.max {
+		el := c.order.Back()
+		old := el.Value.(*cachedTree)
+		c.order.Remove(el)
+		delete(c.m, old.key)
+		old.tree.Close()
+	}
+}
+
+func (c *treeCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
+	for el := c.order.Front(); el != nil; el = el.Next() {
+		el.Value.(*cachedTree).tree.Close()
+	}
+	c.order.Init()
+	c.m = map[string]*list.Element{}
+}
+
+// editBetween describes old → new as one tree-sitter edit: the common
+// prefix and suffix are kept, the middle replaced.
+func editBetween(old, new string) sitter.EditInput {
+	p := 0
+	for p < len(old) && p < len(new) && old[p] == new[p] {
+		p++
+	}
+	s := 0
+	for s < len(old)-p && s < len(new)-p && old[len(old)-1-s] == new[len(new)-1-s] {
+		s++
+	}
+	return sitter.EditInput{
+		StartIndex:  uint32(p),
+		OldEndIndex: uint32(len(old) - s),
+		NewEndIndex: uint32(len(new) - s),
+		StartPoint:  pointAt(old, p),
+		OldEndPoint: pointAt(old, len(old)-s),
+		NewEndPoint: pointAt(new, len(new)-s),
+	}
+}
+
+func pointAt(s string, off int) sitter.Point {
+	row, col := 0, 0
+	for i := 0; i < off; i++ {
+		if s[i] == '\n' {
+			row++
+			col = 0
+		} else {
+			col++
+		}
+	}
+	return sitter.Point{Row: uint32(row), Column: uint32(col)}
+}

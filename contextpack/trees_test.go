@@ -1,0 +1,73 @@
+package contextpack
+
+import (
+	"context"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// Incremental parsing from a cached tree extracts exactly what a parse
+// from scratch extracts.
+func TestIncrementalParseMatchesFull(t *testing.T) {
+	g := newGrammars(2)
+	defer g.close()
+	tc := newTreeCache(4)
+	defer tc.close()
+	opt := analyzeOptions{maxParseBytes: 1 << 20, parseTimeoutUS: 1e6, windowLines: 20, windowStride: 10, trees: tc}
+	r := rand.New(rand.NewPCG(5, 9))
+	srcs := corpusSamples(t, 12)
+	edits := []string{"", "x", "(", "}\n", "\n\n", "def ", "func f() {", "\"", "'''", "é", "  return y\n"}
+	for si, src := range srcs {
+		lang := langPython
+		if !isPython(src) {
+			lang = langGo
+		}
+		key := "repo\x00file" + string(rune('a'+si))
+		cur := src
+		for step := 0; step < 15; step++ {
+			at := r.IntN(len(cur) + 1)
+			for at < len(cur) && cur[at]&0xC0 == 0x80 {
+				at++
+			}
+			cut := min(len(cur)-at, r.IntN(6))
+			for at+cut < len(cur) && cur[at+cut]&0xC0 == 0x80 {
+				cut++
+			}
+			cur = cur[:at] + edits[r.IntN(len(edits))] + cur[at+cut:]
+			o := opt
+			o.treeKey = key
+			inc, err := analyze(context.Background(), g, cur, lang, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.treeKey = ""
+			full, err := analyze(context.Background(), g, cur, lang, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(inc.defs, full.defs) || !reflect.DeepEqual(inc.imports, full.imports) ||
+				!reflect.DeepEqual(inc.locals, full.locals) {
+				t.Fatalf("sample %d step %d: incremental analysis differs from a full parse", si, step)
+			}
+		}
+	}
+}
+
+func isPython(src string) bool {
+	for _, k := range []string{"\ndef ", "\nclass ", "\nimport ", "\nfrom "} {
+		if len(src) > 0 && contains(src, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
