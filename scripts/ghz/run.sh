@@ -138,7 +138,8 @@ largest="${ns[-1]}"
 # --- meta ------------------------------------------------------------------------
 {
   echo "date=$(date -u '+%Y-%m-%d %H:%M')"
-  echo "commit=$(cd "$root" && git rev-parse --short HEAD 2>/dev/null)$(cd "$root" && git diff --quiet HEAD -- . 2>/dev/null || echo ' (with uncommitted changes)')"
+  dirty="$(cd "$root" && git status --porcelain --untracked-files=no -- . ':!scripts/ghz' 2>/dev/null | awk '{print $2}' | paste -sd' ')"
+  echo "commit=$(cd "$root" && git rev-parse --short HEAD 2>/dev/null)${dirty:+, built with uncommitted changes in: $dirty}"
   echo "cpu=$(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo)"
   echo "cores=$(nproc), shared with other workers"
   echo "mem=$(awk '/^MemTotal/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)"

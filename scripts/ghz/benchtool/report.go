@@ -353,7 +353,7 @@ func renderReport(s *summary, notes string) string {
 	}
 	if ps := pairsFor("ollama"); len(ps) > 0 {
 		w("## 1. infill vs the same prompt straight to Ollama\n\n")
-		w("Real backend (Ollama built from the pinned module, tiny random-weight qwen2 model). Each round sends `Complete`, `StreamComplete` and the identical raw `/api/generate` request (prompt built by the same contextpack Builder and configuration as the server, same options: num_ctx, num_predict, temperature 0, seed, stop set, keep_alive), back to back in rotating order, one at a time, after warm-up (contextpack store and index, Ollama's prompt cache and model, connections all warm). Same Go load generator (`benchtool pair`) for both sides. Latencies in ms, end of response / end of stream.\n\n")
+		w("Real backend (Ollama built from the pinned module, tiny random-weight qwen2 model). Each round sends `Complete`, `StreamComplete` and the identical raw `/api/generate` request (prompt built by the same contextpack Builder and configuration as the server, same options: num_ctx, num_predict, temperature 0, seed, stop set, keep_alive), back to back in rotating order, one at a time, after warm-up (contextpack store and index, Ollama's prompt cache and model, connections all warm). Same Go load generator (`benchtool pair`) for both sides; the direct side reads Ollama's NDJSON with plain net/http. Latencies in ms, to the end of the response / stream; paired Δ = median over rounds of (infill − direct) with a 95%% bootstrap interval, on which the target columns are judged (unresolved: the interval straddles the target); *same text*: rounds in which infill's completion equals Ollama's direct one.\n\n")
 		pairTable(w, ps)
 	}
 	if ps := pairsFor("fake"); len(ps) > 0 {
@@ -411,8 +411,8 @@ func renderReport(s *summary, notes string) string {
 }
 
 func pairTable(w func(string, ...any), ps []pairResult) {
-	w("| backend | payload | prompt tokens | gen tokens | direct p50 / p90 / p99 | Complete p50 / p90 / p99 | StreamComplete p50 / p90 / p99 | Δp50 Complete / Stream | paired Δ median Complete [95%% CI] | paired Δ median Stream [95%% CI] | infill CPU per call | assembly p50 | rounds | errors | < %.0f ms | < %.0f%% |\n", targetDeltaMs, 100*targetRatio)
-	w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
+	w("| backend | payload | prompt tokens | gen tokens | direct p50 / p90 / p99 | Complete p50 / p90 / p99 | StreamComplete p50 / p90 / p99 | Δp50 Complete / Stream | paired Δ median Complete [95%% CI] | paired Δ median Stream [95%% CI] | TTFT p50 direct / Stream | infill CPU per call | assembly p50 | rounds | same text | errors | < %.0f ms | < %.0f%% |\n", targetDeltaMs, 100*targetRatio)
+	w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, p := range ps {
 		c, st, d := p.Kinds[kindComplete], p.Kinds[kindStream], p.Kinds[kindDirect]
 		oc, ost := p.Overhead[kindComplete], p.Overhead[kindStream]
@@ -426,13 +426,13 @@ func pairTable(w func(string, ...any), ps []pairResult) {
 			cpu = fmt.Sprintf("%.2f ms", p.ServerCPUMsPerCall)
 		}
 		absV, ratioV := verdicts(p.ZeroLatency, oc, ost)
-		w("| %s | %s | %d | %s | %s / %s / %s | %s / %s / %s | %s / %s / %s | %+.2f / %+.2f ms (%+.1f%% / %+.1f%%) | %+.2f ms [%+.2f, %+.2f] | %+.2f ms [%+.2f, %+.2f] | %s | %s ms | %d | %d | %s | %s |\n",
+		w("| %s | %s | %d | %s | %s / %s / %s | %s / %s / %s | %s / %s / %s | %+.2f / %+.2f ms (%+.1f%% / %+.1f%%) | %+.2f ms [%+.2f, %+.2f] | %+.2f ms [%+.2f, %+.2f] | %s / %s | %s | %s ms | %d | %d/%d | %d | %s | %s |\n",
 			backend, p.Variantless(), p.PromptTokens, fmtTok(d.TokensP50, c.TokensP50),
 			fmtMs(d.P50Ms), fmtMs(d.P90Ms), fmtMs(d.P99Ms), fmtMs(c.P50Ms), fmtMs(c.P90Ms), fmtMs(c.P99Ms),
 			fmtMs(st.P50Ms), fmtMs(st.P90Ms), fmtMs(st.P99Ms),
 			oc.MedianDeltaMs, ost.MedianDeltaMs, 100*oc.Ratio, 100*ost.Ratio,
 			oc.PairedMedianMs, oc.CILowMs, oc.CIHighMs, ost.PairedMedianMs, ost.CILowMs, ost.CIHighMs,
-			cpu, fmtMs(c.ServerAssemblyP50), p.Rounds, errs, absV, ratioV)
+			fmtMs(d.TTFTP50Ms), fmtMs(st.TTFTP50Ms), cpu, fmtMs(c.ServerAssemblyP50), p.Rounds, p.SameText, p.Rounds, errs, absV, ratioV)
 	}
 	w("\n")
 }
