@@ -152,7 +152,7 @@ func (b *Builder) defRanges(a *analysis, di int32) []lineRange {
 	if !ok {
 		return rs
 	}
-	if b.rangeTokens(a, s, e) <= limit || d.kind.isMember() {
+	if d.kind.isMember() || !tooLong(rangesBytes(a, []lineRange{{s, e}}), limit) && b.rangeTokens(a, s, e) <= limit {
 		if d.kind.isMember() && e-s > 8 {
 			e = s + 8
 		}

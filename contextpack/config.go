@@ -58,6 +58,9 @@ type Config struct {
 	// DefinitionWeight, SimilarWeight and ImportWeight are the w of each
 	// source in the fusion.
 	DefinitionWeight, SimilarWeight, ImportWeight float64
+	// FileWeight weighs a file-level signal in the fusion: files ranked by
+	// the summed similarity of their windows to the code around the cursor.
+	FileWeight float64
 	// Diversity is the exponent of maximal-marginal-relevance packing: a
 	// candidate's fused score is multiplied by the share of its
 	// identifiers that the prompt does not show yet to this power; 0 packs
@@ -108,6 +111,7 @@ func DefaultConfig() Config {
 		DefinitionWeight:    0.25,
 		SimilarWeight:       4,
 		ImportWeight:        1,
+		FileWeight:          0,
 		MaxParseBytes:       1 << 20,
 		ParseTimeout:        500 * time.Millisecond,
 		Workers:             runtime.GOMAXPROCS(0),
@@ -169,7 +173,7 @@ func (c Config) Validate() error {
 	if !(c.Diversity >= 0 && c.Diversity <= 10) {
 		return fmt.Errorf("contextpack: Diversity %v out of range [0, 10]", c.Diversity)
 	}
-	for _, w := range []float64{c.DefinitionWeight, c.SimilarWeight, c.ImportWeight} {
+	for _, w := range []float64{c.DefinitionWeight, c.SimilarWeight, c.ImportWeight, c.FileWeight} {
 		if !(w >= 0 && w <= 100) {
 			return fmt.Errorf("contextpack: source weight %v out of range [0, 100]", w)
 		}

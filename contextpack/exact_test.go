@@ -154,3 +154,39 @@ func TestPromptTokensExactOnRealRepos(t *testing.T) {
 		}
 	}
 }
+
+// A minified one-line file far over budget is cut without counting it and
+// still gives a valid prompt.
+func TestHugeLineIsNotCounted(t *testing.T) {
+	var calls, biggest int
+	tok := countingTok{n: &calls, biggest: &biggest}
+	b, err := NewBuilder(DefaultConfig(), tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Repeat("var a=1;", 1<<17) // 1 MiB, one line
+	p, err := b.Build(context.Background(), Request{Files: []File{{Path: "min.js", Content: line + "\nx\n", HasContent: true}},
+		Cursor: Cursor{Path: "min.js", Line: 1}, TokenBudget: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Tokens > 1024 {
+		t.Fatalf("%d tokens", p.Tokens)
+	}
+	if biggest > 1<<16 {
+		t.Fatalf("counted a %d-byte segment", biggest)
+	}
+}
+
+type countingTok struct {
+	n       *int
+	biggest *int
+}
+
+func (c countingTok) Count(s string) int {
+	*c.n++
+	if len(s) > *c.biggest {
+		*c.biggest = len(s)
+	}
+	return len(s)
+}

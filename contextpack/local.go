@@ -55,7 +55,11 @@ func (b *Builder) walkPrefix(a *analysis, off, limit int) segWalk {
 		if ls == end {
 			continue // empty segment (cursor at a line start)
 		}
-		used += b.count.segment(a.content[ls:end])
+		if tooLong(end-ls, limit-used) {
+			used = limit + 1 // cannot fit; not worth counting
+		} else {
+			used += b.count.segment(a.content[ls:end])
+		}
 		w.bounds = append(w.bounds, ls)
 		w.cum = append(w.cum, used)
 		end = ls
@@ -85,7 +89,11 @@ func (b *Builder) walkSuffix(a *analysis, off, limit int) segWalk {
 		if next <= start {
 			continue
 		}
-		used += b.count.segment(a.content[start:next])
+		if tooLong(next-start, limit-used) {
+			used = limit + 1
+		} else {
+			used += b.count.segment(a.content[start:next])
+		}
 		w.bounds = append(w.bounds, next)
 		w.cum = append(w.cum, used)
 		start = next
@@ -96,6 +104,13 @@ func (b *Builder) walkSuffix(a *analysis, off, limit int) segWalk {
 	w.complete = true
 	return w
 }
+
+// tooLong reports a segment of n bytes that cannot fit in left tokens
+// whatever it holds (no Qwen token is 32 bytes long outside runs of one
+// character, which tokenize to at least one token per 64 bytes); such
+// segments (minified code) are dropped without being counted. Only ever
+// used to leave text out, so a wrong guess cannot break the budget.
+func tooLong(n, left int) bool { return n > 64*(left+1)+4096 }
 
 // window is the cursor file's part of the prompt.
 type window struct {
@@ -266,6 +281,9 @@ func elisionLine(a *analysis, indent string) string {
 
 // rangeTokens counts lines [s, e] of a (ending with a newline), cached.
 func (b *Builder) rangeTokens(a *analysis, s, e int32) int {
+	if tooLong(a.lineEnd(e)-int(a.lines[s]), b.cfg.ContextTokens) {
+		return b.cfg.ContextTokens + 1 // cannot fit any prompt; not counted
+	}
 	key := uint64(uint32(s))<<32 | uint64(uint32(e))
 	a.rcMu.Lock()
 	n, ok := a.rc[key]

@@ -30,9 +30,10 @@ type assembly struct {
 	ctxBudget int
 	ctxUsed   int
 
-	used    map[string]bool // identifiers of the cursor file
-	imports []importHit
-	impRank map[*slot]int
+	used     map[string]bool // identifiers of the cursor file
+	imports  []importHit
+	impRank  map[*slot]int
+	fileRank map[*slot]int // files by summed window similarity
 
 	t1       []*candidate // stable tier, most relevant first
 	t1Whole  map[*slot]bool
@@ -101,6 +102,9 @@ func (as *assembly) run() (*Prompt, error) {
 			pool := as.packTier1()
 			if as.strategy != StrategyImportsOnly {
 				as.packTier2(pool)
+			}
+			if as.strategy == StrategyFused {
+				as.expandBlocks()
 			}
 		}
 		as.growWindow()
@@ -448,9 +452,11 @@ func (as *assembly) simCandidates(q map[string]float64) []*candidate {
 		qt[hashIdent(n)] += max(1, int(c+0.5))
 	}
 	wl, t := as.wl, as.t
+	fileScore := map[uint32]float64{}
 	hits := as.r.bm25(qt, 2*as.b.cfg.MaxCandidates, func(sl *slot, c *chunk) bool {
 		return sl != t || c.start > wl.e || c.end < wl.s
-	})
+	}, fileScore)
+	as.rankFiles(fileScore)
 	var out []*candidate
 	taken := map[*slot][]lineRange{}
 	for _, h := range hits {
@@ -474,6 +480,35 @@ func (as *assembly) simCandidates(q map[string]float64) []*candidate {
 			score: h.score, label: "similar window"})
 	}
 	return out
+}
+
+// rankFiles ranks the files other than the cursor file by the summed
+// similarity of their windows to the query (a file-level relevance signal
+// for the fusion, obtained from the same BM25 pass).
+func (as *assembly) rankFiles(score map[uint32]float64) {
+	type fs struct {
+		sl *slot
+		s  float64
+	}
+	var xs []fs
+	for id, s := range score {
+		if sl := as.r.slots[id]; sl != nil && sl != as.t {
+			xs = append(xs, fs{sl, s})
+		}
+	}
+	slices.SortFunc(xs, func(x, y fs) int {
+		if x.s != y.s {
+			if x.s > y.s {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.sl.path, y.sl.path)
+	})
+	as.fileRank = make(map[*slot]int, min(len(xs), 64))
+	for i, x := range xs[:min(len(xs), 64)] {
+		as.fileRank[x.sl] = i + 1
+	}
 }
 
 // packTier2 fuses definitions, similar windows and the imports left over
@@ -517,6 +552,9 @@ func (as *assembly) packTier2(pool []*candidate) {
 		if ir := as.impRank[c.sl]; ir > 0 && c.rank[srcImp] == 0 && as.strategy == StrategyFused {
 			s += w[srcImp] / (k + float64(ir))
 		}
+		if fr := as.fileRank[c.sl]; fr > 0 && as.strategy == StrategyFused {
+			s += cfg.FileWeight / (k + float64(fr))
+		}
 		c.score = s
 	}
 	slices.SortStableFunc(fused, func(x, y *candidate) int {
@@ -540,10 +578,13 @@ func (as *assembly) packTier2(pool []*candidate) {
 			break
 		}
 		as.all = append(as.all, c)
-		own := b.rangesTokens(c.sl.an, c.ranges, -1, -1)
-		c.tokens = own
 		why := fmt.Sprintf("%s, fused %.4f (ranks def %d, similar %d, import %d)", c.label, c.score,
 			c.rank[srcDef], c.rank[srcSim], c.rank[srcImp])
+		if tooLong(rangesBytes(c.sl.an, c.ranges), remaining) {
+			c.reason = "dropped: far larger than the budget left (not counted); " + why
+			continue
+		}
+		c.tokens = b.rangesTokens(c.sl.an, c.ranges, -1, -1)
 		switch {
 		case c.sl == as.t && overlaps(c.ranges, as.wl):
 			c.reason = "dropped: inside the prefix/suffix window; " + why
@@ -684,6 +725,46 @@ func (as *assembly) noteIncluded(c *candidate) {
 	}
 }
 
+// expandBlocks spends context budget that packing left over on showing
+// the files of the cursor tier whole, most relevant first.
+func (as *assembly) expandBlocks() {
+	remaining := as.ctxBudget - as.ctxUsed
+	if remaining < 32 || len(as.blocks) == 0 {
+		return
+	}
+	bls := make([]*block, 0, len(as.blocks))
+	for _, bl := range as.blocks {
+		bls = append(bls, bl)
+	}
+	slices.SortFunc(bls, func(x, y *block) int {
+		if x.best != y.best {
+			if x.best > y.best {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.sl.path, y.sl.path)
+	})
+	for _, bl := range bls {
+		a := bl.sl.an
+		whole := wholeRanges(a)
+		if len(whole) == 0 || tooLong(rangesBytes(a, whole), remaining+bl.tokens) {
+			continue
+		}
+		n := as.b.rangesTokens(a, whole, -1, -1)
+		cost := n - bl.tokens
+		if cost <= 0 || cost > remaining {
+			continue
+		}
+		c := &candidate{sl: bl.sl, kind: SourceSimilar, ranges: whole, whole: true, included: true, tier: 2,
+			tokens: cost, score: bl.best, reason: "cursor tier: file expanded to whole with budget left"}
+		as.all = append(as.all, c)
+		bl.ranges, bl.tokens = whole, n
+		remaining -= cost
+		as.ctxUsed += cost
+	}
+}
+
 // growWindow gives context budget that nothing used back to a cut
 // prefix/suffix window.
 func (as *assembly) growWindow() {
@@ -718,6 +799,14 @@ func (as *assembly) growWindow() {
 	}
 	as.ctxUsed += n - as.extras
 	as.above, as.below, as.extras = above, below, n
+}
+
+func rangesBytes(a *analysis, rs []lineRange) int {
+	n := 0
+	for _, r := range rs {
+		n += a.lineEnd(r.e) - int(a.lines[r.s])
+	}
+	return n
 }
 
 // covered reports whether every line of rs is in cover (both merged).

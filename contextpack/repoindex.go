@@ -268,8 +268,9 @@ type scoredChunk struct {
 // bm25 scores live chunks against query terms (term → frequency in the
 // query) and returns the k best for which keep is true, best first; ties
 // are broken by path and line so the result does not depend on the order
-// in which files were indexed.
-func (r *repoIndex) bm25(q map[term]int, k int, keep func(sl *slot, c *chunk) bool) []scoredChunk {
+// in which files were indexed. fileScore, when not nil, receives the sum
+// of each file's window scores (by slot id).
+func (r *repoIndex) bm25(q map[term]int, k int, keep func(sl *slot, c *chunk) bool, fileScore map[uint32]float64) []scoredChunk {
 	if r.live == 0 || len(q) == 0 {
 		return nil
 	}
@@ -362,6 +363,9 @@ func (r *repoIndex) bm25(q map[term]int, k int, keep func(sl *slot, c *chunk) bo
 	for _, id := range r.touched {
 		sc := scoredChunk{id, float64(r.scratch[id])}
 		r.scratch[id] = 0
+		if fileScore != nil {
+			fileScore[r.chunks[id].slot] += sc.score
+		}
 		if len(h) == k && !worse(h[0], sc) {
 			continue
 		}

@@ -212,6 +212,10 @@ func (s *store) stats() Stats {
 	return Stats{Entries: len(s.entries), Repositories: len(s.repos), Bytes: s.used, CapBytes: s.capBytes}
 }
 
+// maxTreeBytes bounds the files whose syntax trees are kept for
+// incremental parsing (a tree takes roughly ten times its file's size).
+const maxTreeBytes = 256 << 10
+
 // analysisFor returns e's analysis in lang, computing it once. A non-empty
 // treeKey (repository and path) parses incrementally from the tree of the
 // path's previous version when the tree cache has it, and keeps the new
@@ -223,7 +227,9 @@ func (b *Builder) analysisFor(ctx context.Context, e *entry, lang langID, treeKe
 		return a, nil
 	}
 	opt := b.aopt
-	opt.treeKey = treeKey
+	if len(e.content) <= maxTreeBytes {
+		opt.treeKey = treeKey
+	}
 	a, err := analyze(ctx, b.grammars, e.content, lang, opt)
 	if err != nil {
 		return nil, err

@@ -270,6 +270,8 @@ func applySet(cfg *contextpack.Config, s string) error {
 			cfg.SimilarWeight = f
 		case "ImportWeight":
 			cfg.ImportWeight = f
+		case "FileWeight":
+			cfg.FileWeight = f
 		case "Diversity":
 			cfg.Diversity = f
 		case "MaxSnippetsPerFile":
