@@ -313,4 +313,6 @@ fi
 
 echo "others_end=load average $(cut -d' ' -f1-3 /proc/loadavg) at the end" >>"$run/meta.txt"
 "$bt" report -in "$run" -out "$out" -notes "$here/NOTES.md"
+cleanup
+rm -rf "$run/bin" # rebuilt every run; the results stay
 log "done: $out/REPORT.md (raw results in $run)"
