@@ -88,7 +88,9 @@ func (c Config) Validate() error {
 // use.
 type Ollama struct {
 	cfg    Config
-	client *api.Client
+	base   *url.URL
+	http   *http.Client
+	client *api.Client // for the cold calls (version, show)
 	log    *zap.Logger
 }
 
@@ -108,7 +110,7 @@ func NewOllama(cfg Config, log *zap.Logger) (*Ollama, error) {
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: 0, // prompt evaluation can take long
 	}}
-	return &Ollama{cfg: cfg, client: api.NewClient(u, hc), log: log}, nil
+	return &Ollama{cfg: cfg, base: u, http: hc, client: api.NewClient(u, hc), log: log}, nil
 }
 
 // Model returns the model a request for name uses.
@@ -277,7 +279,7 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 		}
 		return nil
 	}
-	err := o.client.Generate(genCtx, greq, func(r api.GenerateResponse) error {
+	err := generateStream(genCtx, o.http, o.base, greq, func(r api.GenerateResponse) error {
 		if r.Response != "" {
 			c.Tokens++
 			s, reason := sm.feed(r.Response)
@@ -298,7 +300,7 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	case cbErr != nil:
 		return c, metrics, cbErr
 	case ctx.Err() != nil:
-		// The client went away: Generate may report nil here.
+		// The client went away; whatever the read reported, say so.
 		return c, metrics, ctx.Err()
 	case errors.Is(err, errStopped):
 	case budgetHit.Load() && !done:

@@ -112,8 +112,15 @@ func TestGenerateErrors(t *testing.T) {
 		}, ErrUnavailable},
 		{"dies mid-stream", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 			chunk(w, map[string]any{"response": "x", "done": false})
-			panic(http.ErrAbortHandler) // the api client hides the read error
-		}, ErrIncomplete},
+			panic(http.ErrAbortHandler)
+		}, ErrUnavailable},
+		{"malformed line", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
+			w.Write([]byte("{\"response\": \"x\"\n"))
+		}, ErrUnavailable},
+		{"long lines", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
+			chunk(w, map[string]any{"response": strings.Repeat("y", 100<<10), "done": false})
+			chunk(w, map[string]any{"response": "", "done": true, "done_reason": "length"})
+		}, nil},
 		{"prompt too long", func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 			w.WriteHeader(http.StatusInternalServerError)
 			chunk(w, map[string]any{"error": "the input length exceeds the context length"})
@@ -122,7 +129,13 @@ func TestGenerateErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := newTestOllama(t, &scripted{serve: tc.serve})
-			_, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil)
+			res, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil)
+			if tc.want == nil {
+				if err != nil || len(res.Candidates[0].Text) != 100<<10 || res.Candidates[0].Finish != FinishLength {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
