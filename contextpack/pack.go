@@ -452,11 +452,16 @@ func (as *assembly) simCandidates(q map[string]float64) []*candidate {
 		qt[hashIdent(n)] += max(1, int(c+0.5))
 	}
 	wl, t := as.wl, as.t
-	fileScore := map[uint32]float64{}
+	var fileScore map[uint32]float64
+	if as.b.cfg.FileWeight > 0 {
+		fileScore = map[uint32]float64{}
+	}
 	hits := as.r.bm25(qt, 2*as.b.cfg.MaxCandidates, func(sl *slot, c *chunk) bool {
 		return sl != t || c.start > wl.e || c.end < wl.s
 	}, fileScore)
-	as.rankFiles(fileScore)
+	if fileScore != nil {
+		as.rankFiles(fileScore)
+	}
 	var out []*candidate
 	taken := map[*slot][]lineRange{}
 	for _, h := range hits {
@@ -748,7 +753,9 @@ func (as *assembly) expandBlocks() {
 	for _, bl := range bls {
 		a := bl.sl.an
 		whole := wholeRanges(a)
-		if len(whole) == 0 || tooLong(rangesBytes(a, whole), remaining+bl.tokens) {
+		// Code averages 3-4 bytes per token; a file over 6 bytes per token
+		// of room is not worth counting.
+		if len(whole) == 0 || rangesBytes(a, whole) > 6*(remaining+bl.tokens) {
 			continue
 		}
 		n := as.b.rangesTokens(a, whole, -1, -1)
