@@ -120,11 +120,16 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 	if err != nil {
 		return nil, err
 	}
+	// Ollama v0.24.0 reports the whole prompt in prompt_eval_count, also
+	// when its KV cache served most of it (measured: 1,604 tokens both cold
+	// and warm), so fewer than planned means the prompt was cut.
+	prompt.Manifest.CheckEvaluated(res.PromptEvalTokens)
 	if res.PromptEvalTokens > prompt.Tokens+1 {
-		manifest.Warnings = append(manifest.Warnings, fmt.Sprintf(
+		prompt.Manifest.Warnings = append(prompt.Manifest.Warnings, fmt.Sprintf(
 			"backend evaluated %d prompt tokens but infill planned %d: the tokenizers disagree, budgets may be off",
 			res.PromptEvalTokens, prompt.Tokens))
 	}
+	manifest.Warnings = prompt.Manifest.Warnings
 	return &infillv1.CompleteResponse{
 		Candidates: toCandidates(res.Candidates),
 		Usage: &infillv1.Usage{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,9 +35,10 @@ func TestMain(m *testing.M) {
 // fakeBackend scripts backend behaviour for the server's own logic (error
 // mapping, recovery, shutdown); the real backend is in e2e_test.go.
 type fakeBackend struct {
-	err   error
-	panic bool
-	wait  chan struct{}
+	err        error
+	panic      bool
+	wait       chan struct{}
+	promptEval int
 }
 
 func (f *fakeBackend) Ping(context.Context) error { return nil }
@@ -60,7 +62,8 @@ func (f *fakeBackend) Generate(ctx context.Context, req inference.Request, d inf
 	if err := d(0, "x"); err != nil {
 		return nil, err
 	}
-	return &inference.Result{Model: "m", Candidates: []inference.Candidate{{Text: "x", Finish: inference.FinishStop, Tokens: 1}}}, nil
+	return &inference.Result{Model: "m", PromptEvalTokens: f.promptEval,
+		Candidates: []inference.Candidate{{Text: "x", Finish: inference.FinishStop, Tokens: 1}}}, nil
 }
 
 type fakeBuilder struct{ err error }
@@ -69,7 +72,7 @@ func (f fakeBuilder) Build(context.Context, contextpack.Request) (*contextpack.P
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &contextpack.Prompt{Text: "p", Tokens: 1}, nil
+	return &contextpack.Prompt{Text: "p", Tokens: 100, Manifest: contextpack.Manifest{PromptTokens: 100}}, nil
 }
 
 func startFake(t *testing.T, b server.PromptBuilder, be server.Backend) (infillv1.CompletionServiceClient, *server.Server) {
@@ -141,6 +144,23 @@ func TestDefaultsWithoutGenerationOptions(t *testing.T) {
 	req.Generation = nil
 	if _, err := client.Complete(context.Background(), req); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestWarnsWhenBackendCountDiffers(t *testing.T) {
+	for _, tc := range []struct {
+		evaluated int
+		warn      string
+	}{{100, ""}, {101, ""}, {60, "truncated"}, {140, "tokenizers disagree"}} {
+		client, _ := startFake(t, fakeBuilder{}, &fakeBackend{promptEval: tc.evaluated})
+		resp, err := client.Complete(context.Background(), request(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := resp.Context.Warnings
+		if tc.warn == "" && len(w) != 0 || tc.warn != "" && (len(w) != 1 || !strings.Contains(w[0], tc.warn)) {
+			t.Errorf("evaluated %d of 100: warnings %q", tc.evaluated, w)
+		}
 	}
 }
 

@@ -144,6 +144,7 @@ func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(builder.Close) // runs after the server's shutdown below
 	backend, err := inference.NewOllama(cfg.Inference, log)
 	if err != nil {
 		t.Fatal(err)

@@ -96,6 +96,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	defer builder.Close()
 	backend, err := inference.NewOllama(cfg.Inference, log.Named("inference"))
 	if err != nil {
 		return err
