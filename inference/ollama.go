@@ -36,7 +36,7 @@ type Config struct {
 	MaxCandidates int
 	// KeepAlive keeps the model loaded between requests.
 	KeepAlive time.Duration
-	// RequestTimeout bounds one backend call's headers (not the stream).
+	// ConnectTimeout bounds dialling the backend (not the stream).
 	ConnectTimeout time.Duration
 }
 
