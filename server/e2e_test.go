@@ -93,7 +93,8 @@ func request(maxTokens uint32) *infillv1.CompleteRequest {
 
 func streamRequest(r *infillv1.CompleteRequest) *infillv1.StreamCompleteRequest {
 	return &infillv1.StreamCompleteRequest{Repository: r.Repository, Cursor: r.Cursor, Generation: r.Generation,
-		TokenBudget: r.TokenBudget, Model: r.Model, LatencyBudget: r.LatencyBudget}
+		TokenBudget: r.TokenBudget, Model: r.Model, LatencyBudget: r.LatencyBudget,
+		ClientId: r.ClientId, SessionId: r.SessionId}
 }
 
 func TestEndToEnd(t *testing.T) {

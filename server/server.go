@@ -197,7 +197,7 @@ func (s *Server) unaryLog(ctx context.Context, req any, info *grpc.UnaryServerIn
 		zap.Stringer("code", status.Code(err)), zap.Duration("duration", time.Since(start)),
 		zap.Int("req_bytes", msgSize(req)), zap.Int("resp_bytes", msgSize(resp)), zap.String("peer", peerAddr(ctx)),
 	}
-	s.logCall(err, fields)
+	s.logCall(err, append(fields, callerFields(req)...))
 	return resp, err
 }
 
@@ -207,12 +207,12 @@ func (s *Server) streamLog(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 	ws := &countingStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), requestIDKey{}, id)}
 	start := time.Now()
 	err := h(srv, ws)
-	s.logCall(err, []zap.Field{
+	s.logCall(err, append(callerFields(ws.first),
 		zap.String("method", info.FullMethod), zap.String("request_id", id),
 		zap.Stringer("code", status.Code(err)), zap.Duration("duration", time.Since(start)),
 		zap.Int("msgs_in", ws.in), zap.Int("msgs_out", ws.out),
 		zap.Int("bytes_in", ws.bytesIn), zap.Int("bytes_out", ws.bytesOut), zap.String("peer", peerAddr(ws.ctx)),
-	})
+	))
 	return err
 }
 
@@ -223,6 +223,19 @@ func (s *Server) logCall(err error, fields []zap.Field) {
 	default:
 		s.log.Warn("rpc", append(fields, zap.Error(err))...)
 	}
+}
+
+// callerFields are the client and session ids a request carries (never
+// its code).
+func callerFields(req any) []zap.Field {
+	r, ok := req.(interface {
+		GetClientId() string
+		GetSessionId() string
+	})
+	if !ok {
+		return nil
+	}
+	return []zap.Field{zap.String("client_id", r.GetClientId()), zap.String("session_id", r.GetSessionId())}
 }
 
 func msgSize(m any) int {
@@ -236,6 +249,7 @@ type countingStream struct {
 	grpc.ServerStream
 	ctx                        context.Context
 	in, out, bytesIn, bytesOut int
+	first                      any // first message received, for caller ids
 }
 
 func (c *countingStream) Context() context.Context { return c.ctx }
@@ -249,6 +263,9 @@ func (c *countingStream) SendMsg(m any) error {
 func (c *countingStream) RecvMsg(m any) error {
 	err := c.ServerStream.RecvMsg(m)
 	if err == nil {
+		if c.in == 0 {
+			c.first = m
+		}
 		c.in++
 		c.bytesIn += msgSize(m)
 	}

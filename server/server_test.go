@@ -14,7 +14,10 @@ import (
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"github.com/infill-dev/infill/server"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -160,6 +163,56 @@ func TestWarnsWhenBackendCountDiffers(t *testing.T) {
 		w := resp.Context.Warnings
 		if tc.warn == "" && len(w) != 0 || tc.warn != "" && (len(w) != 1 || !strings.Contains(w[0], tc.warn)) {
 			t.Errorf("evaluated %d of 100: warnings %q", tc.evaluated, w)
+		}
+	}
+}
+
+// TestLogsCallerNotCode checks the rpc log line: ids, sizes and timings at
+// Info, and no source code at any level above Debug.
+func TestLogsCallerNotCode(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	srv, err := server.New(server.DefaultConfig(), server.Deps{Builder: fakeBuilder{}, Backend: &fakeBackend{}}, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	defer srv.Shutdown(context.Background())
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := infillv1.NewCompletionServiceClient(conn)
+	req := request(4)
+	req.ClientId, req.SessionId = "vim-test", "s-42"
+	if _, err := client.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	st, err := client.StreamComplete(context.Background(), streamRequest(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = st.Recv()
+	}
+	srv.Shutdown(context.Background())
+	rpcs := logs.FilterMessage("rpc").All()
+	if len(rpcs) != 2 {
+		t.Fatalf("%d rpc log lines", len(rpcs))
+	}
+	for _, e := range rpcs {
+		f := e.ContextMap()
+		if f["client_id"] != "vim-test" || f["session_id"] != "s-42" || f["request_id"] == "" {
+			t.Errorf("rpc line %v", f)
+		}
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(fmt.Sprint(e.Message, e.ContextMap()), "circumference") {
+			t.Errorf("source code logged at %v: %q", e.Level, e.Message)
 		}
 	}
 }
