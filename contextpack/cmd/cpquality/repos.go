@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -132,40 +129,6 @@ func loadFiles(spec repoSpec, maxFiles int) ([]contextpack.File, error) {
 	return files, nil
 }
 
-// humanEvalTask is one line of the HumanEval infilling sets.
-type humanEvalTask struct {
-	TaskID            string `json:"task_id"`
-	Prompt            string `json:"prompt"`
-	Suffix            string `json:"suffix"`
-	CanonicalSolution string `json:"canonical_solution"`
-	EntryPoint        string `json:"entry_point"`
-	Test              string `json:"test"`
-}
-
-func readHumanEval(path string) ([]humanEvalTask, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	var out []humanEvalTask
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var t humanEvalTask
-		if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, sc.Err()
-}
-
-// problemID maps "SingleLineInfilling/HumanEval/12/0" to "HumanEval/12".
 func problemID(taskID string) string {
 	parts := strings.Split(taskID, "/")
 	for i := 0; i+1 < len(parts); i++ {

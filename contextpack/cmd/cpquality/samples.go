@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 
 	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/evaluator/dataset"
 )
 
 // repoSamples masks random spans of random source files: a single line,
@@ -93,21 +93,17 @@ func pickMask(s, kind string, rng *rand.Rand) (int, int, bool) {
 // repository is the 164 problems, each a file holding its prompt and
 // canonical solution; a sample masks one task's middle in its file.
 func humanEvalSamples(spec repoSpec, n int, rng *rand.Rand) ([]sample, int, int, error) {
-	var tasks []humanEvalTask
-	for _, f := range []string{"HumanEval-SingleLineInfilling.jsonl.gz", "HumanEval-MultiLineInfilling.jsonl.gz"} {
-		ts, err := readHumanEval(filepath.Join(spec.root, f))
-		if err != nil {
-			return nil, 0, 0, fmt.Errorf("%s: %w", spec.name, err)
-		}
-		tasks = append(tasks, ts...)
+	tasks, err := dataset.LoadHumanEvalDir(spec.root, dataset.HumanEvalSingleLine, dataset.HumanEvalMultiLine)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("%s: %w", spec.name, err)
 	}
 	// One full solution per problem: any task's prompt+middle+suffix.
 	full := map[string]string{}
 	var order []string
 	for _, t := range tasks {
-		p := problemID(t.TaskID)
+		p := problemID(t.ID)
 		if _, ok := full[p]; !ok {
-			full[p] = t.Prompt + t.CanonicalSolution + t.Suffix
+			full[p] = t.Prefix + t.Reference + t.Suffix
 			order = append(order, p)
 		}
 	}
@@ -122,19 +118,19 @@ func humanEvalSamples(spec repoSpec, n int, rng *rand.Rand) ([]sample, int, int,
 	var out []sample
 	for len(out) < n && len(tasks) > 0 {
 		t := tasks[rng.IntN(len(tasks))]
-		if len(contextpack.Identifiers(t.CanonicalSolution, "x.py", "")) == 0 {
+		if len(contextpack.Identifiers(t.Reference, "x.py", "")) == 0 {
 			continue
 		}
-		p := problemID(t.TaskID)
+		p := problemID(t.ID)
 		fs := make([]contextpack.File, len(files))
 		copy(fs, files)
-		fs[index[p]].Content = t.Prompt + t.Suffix
+		fs[index[p]].Content = t.Prefix + t.Suffix
 		kind := "humaneval-single"
-		if strings.Contains(t.TaskID, "MultiLine") {
+		if t.Benchmark == string(dataset.HumanEvalMultiLine) {
 			kind = "humaneval-multi"
 		}
 		out = append(out, sample{repo: spec.name, group: spec.group, path: heFile(p), kind: kind,
-			middle: t.CanonicalSolution, files: fs, offset: len(t.Prompt)})
+			middle: t.Reference, files: fs, offset: len(t.Prefix)})
 	}
 	return out, len(files), bytes, nil
 }
