@@ -343,47 +343,34 @@ func report(results map[string]map[string]map[int]*counts, strategies []contextp
 			fmt.Fprintf(&sb, "\n%d prompts per cell; %d middle identifiers in all.\n", c.Prompts, c.CovDen)
 		}
 	}
-	sb.WriteString("\nAll groups: mean prompt tokens, and context tokens used / context budget:\n\n| strategy |")
-	for _, bud := range budgets {
-		fmt.Fprintf(&sb, " %d |", bud)
-	}
-	sb.WriteString("\n| --- |")
-	for range budgets {
-		sb.WriteString(" --- |")
-	}
-	sb.WriteString("\n")
-	for _, st := range strategies {
-		fmt.Fprintf(&sb, "| %s |", st)
+	allTable := func(title string, cell func(c *counts) string) {
+		sb.WriteString(title + "\n\n| strategy |")
 		for _, bud := range budgets {
-			c := results["All"][st.String()][bud]
-			if c == nil || c.Prompts == 0 {
-				sb.WriteString(" – |")
-				continue
-			}
-			fmt.Fprintf(&sb, " %d, %d / %d |", c.Tokens/c.Prompts, c.CtxTokens/c.Prompts, c.CtxBudget/c.Prompts)
+			fmt.Fprintf(&sb, " %d |", bud)
+		}
+		sb.WriteString("\n| --- |")
+		for range budgets {
+			sb.WriteString(" --- |")
 		}
 		sb.WriteString("\n")
-	}
-	sb.WriteString("\nMean build time per prompt (ms, warm index, this machine):\n\n| strategy |")
-	for _, bud := range budgets {
-		fmt.Fprintf(&sb, " %d |", bud)
-	}
-	sb.WriteString("\n| --- |")
-	for range budgets {
-		sb.WriteString(" --- |")
-	}
-	sb.WriteString("\n")
-	for _, st := range strategies {
-		fmt.Fprintf(&sb, "| %s |", st)
-		for _, bud := range budgets {
-			c := results["All"][st.String()][bud]
-			if c == nil || c.Prompts == 0 {
-				sb.WriteString(" – |")
-				continue
+		for _, st := range strategies {
+			fmt.Fprintf(&sb, "| %s |", st)
+			for _, bud := range budgets {
+				c := results["All"][st.String()][bud]
+				if c == nil || c.Prompts == 0 {
+					sb.WriteString(" – |")
+					continue
+				}
+				sb.WriteString(cell(c))
 			}
-			fmt.Fprintf(&sb, " %.2f |", float64(c.Nanos)/float64(c.Prompts)/1e6)
+			sb.WriteString("\n")
 		}
-		sb.WriteString("\n")
 	}
+	allTable("\nAll groups: mean prompt tokens, and context tokens used / context budget:", func(c *counts) string {
+		return fmt.Sprintf(" %d, %d / %d |", c.Tokens/c.Prompts, c.CtxTokens/c.Prompts, c.CtxBudget/c.Prompts)
+	})
+	allTable("\nMean build time per prompt (ms, warm index, this machine):", func(c *counts) string {
+		return fmt.Sprintf(" %.2f |", float64(c.Nanos)/float64(c.Prompts)/1e6)
+	})
 	return sb.String()
 }
