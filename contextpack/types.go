@@ -123,16 +123,25 @@ type Manifest struct {
 	Warnings      []string
 }
 
-// CheckEvaluated adds a warning when the backend saw fewer prompt tokens
-// than planned (it truncated the prompt silently) and reports whether it
-// did. evaluated must be the prompt length the backend worked with, not
-// the tokens it had to compute after its prompt cache; 0 means unknown.
+// CheckEvaluated compares the backend's count of the prompt with the plan
+// and adds a warning when they disagree: fewer tokens mean the backend
+// truncated the prompt silently; more than one extra (a BOS token the
+// backend may add) mean its tokenizer disagrees with ours, so budgets are
+// off. evaluated must be the prompt length the backend worked with, not the
+// tokens it had to compute after its prompt cache; 0 means unknown. It
+// reports whether it warned.
 func (m *Manifest) CheckEvaluated(evaluated int) bool {
-	if evaluated >= m.PromptTokens || evaluated <= 0 {
+	switch {
+	case evaluated <= 0 || evaluated == m.PromptTokens || evaluated == m.PromptTokens+1:
 		return false
+	case evaluated < m.PromptTokens:
+		m.Warnings = append(m.Warnings, fmt.Sprintf(
+			"backend evaluated %d prompt tokens of %d planned: the prompt was truncated", evaluated, m.PromptTokens))
+	default:
+		m.Warnings = append(m.Warnings, fmt.Sprintf(
+			"backend evaluated %d prompt tokens but infill planned %d: the tokenizers disagree, budgets may be off",
+			evaluated, m.PromptTokens))
 	}
-	m.Warnings = append(m.Warnings, fmt.Sprintf(
-		"backend evaluated %d prompt tokens of %d planned: the prompt was truncated", evaluated, m.PromptTokens))
 	return true
 }
 

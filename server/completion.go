@@ -122,14 +122,10 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 	}
 	// Ollama v0.24.0 reports the whole prompt in prompt_eval_count, also
 	// when its KV cache served most of it (measured: 1,604 tokens both cold
-	// and warm), so fewer than planned means the prompt was cut.
-	prompt.Manifest.CheckEvaluated(res.PromptEvalTokens)
-	if res.PromptEvalTokens > prompt.Tokens+1 {
-		prompt.Manifest.Warnings = append(prompt.Manifest.Warnings, fmt.Sprintf(
-			"backend evaluated %d prompt tokens but infill planned %d: the tokenizers disagree, budgets may be off",
-			res.PromptEvalTokens, prompt.Tokens))
+	// and warm), so the count can be checked against the plan.
+	if prompt.Manifest.CheckEvaluated(res.PromptEvalTokens) {
+		manifest.Warnings = prompt.Manifest.Warnings
 	}
-	manifest.Warnings = prompt.Manifest.Warnings
 	return &infillv1.CompleteResponse{
 		Candidates: toCandidates(res.Candidates),
 		Usage: &infillv1.Usage{
