@@ -257,7 +257,7 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 		Options:   opts,
 	}
 	c := Candidate{Index: idx}
-	sm := &stopMatcher{model: QwenStops, user: req.Stop}
+	sm := newStopMatcher(QwenStops, req.Stop)
 	var text strings.Builder
 	var metrics api.Metrics
 	var done bool

@@ -18,7 +18,18 @@ var QwenStops = []string{
 type stopMatcher struct {
 	model   []string // model stop set: FinishStop
 	user    []string // request stop strings: FinishStopSequence
+	maxLen  int      // longest stop string
 	pending string
+}
+
+func newStopMatcher(model, user []string) *stopMatcher {
+	m := &stopMatcher{model: model, user: user}
+	for _, set := range [][]string{model, user} {
+		for _, s := range set {
+			m.maxLen = max(m.maxLen, len(s))
+		}
+	}
+	return m
 }
 
 // feed adds text and returns what can be emitted now; when a stop string
@@ -40,7 +51,7 @@ func (m *stopMatcher) feed(text string) (emit string, reason FinishReason) {
 		return emit, reason
 	}
 	hold := len(m.pending)
-	for i := len(m.pending) - 1; i >= 0 && len(m.pending)-i < m.maxLen(); i-- {
+	for i := len(m.pending) - 1; i >= 0 && len(m.pending)-i < m.maxLen; i-- {
 		if m.isStopPrefix(m.pending[i:]) {
 			hold = i
 		}
@@ -54,17 +65,6 @@ func (m *stopMatcher) flush() string {
 	s := m.pending
 	m.pending = ""
 	return s
-}
-
-func (m *stopMatcher) maxLen() int {
-	n := 0
-	for _, s := range m.model {
-		n = max(n, len(s))
-	}
-	for _, s := range m.user {
-		n = max(n, len(s))
-	}
-	return n
 }
 
 func (m *stopMatcher) isStopPrefix(tail string) bool {

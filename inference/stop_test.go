@@ -23,7 +23,7 @@ func TestStopMatcher(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &stopMatcher{model: QwenStops, user: tc.user}
+			m := newStopMatcher(QwenStops, tc.user)
 			var out strings.Builder
 			reason := FinishUnknown
 			for _, c := range tc.chunks {
