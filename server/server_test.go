@@ -80,9 +80,14 @@ func (f fakeBuilder) Build(context.Context, contextpack.Request) (*contextpack.P
 
 func startFake(t *testing.T, b server.PromptBuilder, be server.Backend) (infillv1.CompletionServiceClient, *server.Server) {
 	t.Helper()
+	return startFakeLog(t, b, be, zaptest.NewLogger(t))
+}
+
+func startFakeLog(t *testing.T, b server.PromptBuilder, be server.Backend, log *zap.Logger) (infillv1.CompletionServiceClient, *server.Server) {
+	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.ShutdownGrace = 200 * time.Millisecond
-	srv, err := server.New(cfg, server.Deps{Builder: b, Backend: be}, zaptest.NewLogger(t))
+	srv, err := server.New(cfg, server.Deps{Builder: b, Backend: be}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,22 +176,7 @@ func TestWarnsWhenBackendCountDiffers(t *testing.T) {
 // Info, and no source code at any level above Debug.
 func TestLogsCallerNotCode(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	srv, err := server.New(server.DefaultConfig(), server.Deps{Builder: fakeBuilder{}, Backend: &fakeBackend{}}, zap.New(core))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	defer srv.Shutdown(context.Background())
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := infillv1.NewCompletionServiceClient(conn)
+	client, srv := startFakeLog(t, fakeBuilder{}, &fakeBackend{}, zap.New(core))
 	req := request(4)
 	req.ClientId, req.SessionId = "vim-test", "s-42"
 	if _, err := client.Complete(context.Background(), req); err != nil {
