@@ -16,37 +16,6 @@ import (
 	"github.com/infill-dev/infill/server/servertest"
 )
 
-// results reads a results file strictly: complete lines only, no sample
-// twice.
-func results(t *testing.T, path string) []evaluator.Result {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		t.Fatalf("%s: torn last line", path)
-	}
-	var out []evaluator.Result
-	seen := map[string]bool{}
-	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		var r evaluator.Result
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("%s:%d: %v", path, i+1, err)
-		}
-		key := fmt.Sprintf("%s/%s#%d", r.Benchmark, r.TaskID, r.Sample)
-		if seen[key] {
-			t.Fatalf("%s: %s recorded twice", path, key)
-		}
-		seen[key] = true
-		out = append(out, r)
-	}
-	return out
-}
-
 func runTool(ctx context.Context, addr string, args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
 	code := cli.Main(ctx, append([]string{"--server", addr}, args...), cli.Env{Stdout: &stdout, Stderr: &stderr})
@@ -65,7 +34,7 @@ func TestEndToEndEvalRunResume(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if got := results(t, out); len(got) != 4 {
+	if got := cli.ReadResults(t, out); len(got) != 4 {
 		t.Fatalf("%d results", len(got))
 	}
 	if !strings.Contains(stdout, "humaneval-random-span-light  random-span  4      4        100.0%") {
@@ -87,7 +56,7 @@ func TestEndToEndEvalRunResume(t *testing.T) {
 	}()
 	code, _, stderr = runTool(ctx, srv.Addr, append(base, "--limit", "24", "humaneval-random-span-light")...)
 	cancel()
-	interrupted := results(t, out)
+	interrupted := cli.ReadResults(t, out)
 	t.Logf("interrupted with %d results: exit %d", len(interrupted), code)
 	if code != cli.ExitInterrupted && !(code == 0 && len(interrupted) == 24) {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -100,7 +69,7 @@ func TestEndToEndEvalRunResume(t *testing.T) {
 	if want := fmt.Sprintf("(%d already there, %d to go)", len(interrupted), 24-len(interrupted)); len(interrupted) < 24 && !strings.Contains(stderr, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr)
 	}
-	got := results(t, out)
+	got := cli.ReadResults(t, out)
 	if len(got) != 24 {
 		t.Fatalf("%d results after resuming, want 24", len(got))
 	}
@@ -127,7 +96,7 @@ func TestEndToEndEvalRunGenerated(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	got := results(t, out)
+	got := cli.ReadResults(t, out)
 	if len(got) != 4 {
 		t.Fatalf("%d results, want 2 tasks × 2 samples", len(got))
 	}
@@ -158,14 +127,14 @@ func TestEndToEndEvalServerSide(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if got := results(t, out); len(got) != 4 {
+	if got := cli.ReadResults(t, out); len(got) != 4 {
 		t.Fatalf("%d results", len(got))
 	}
 	code, _, stderr = runTool(t.Context(), srv.Addr, args...)
 	if code != 0 || !strings.Contains(stderr, "server: graded 0, resumed 4") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if got := results(t, out); len(got) != 4 {
+	if got := cli.ReadResults(t, out); len(got) != 4 {
 		t.Fatalf("%d results after the resumed run", len(got))
 	}
 	code, stdout, _ := runTool(t.Context(), srv.Addr, "eval", "list")
@@ -226,7 +195,7 @@ func TestEndToEndEvalRepository(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run --infill: exit %d: %s", code, stderr)
 	}
-	got := results(t, out)
+	got := cli.ReadResults(t, out)
 	if len(got) == 0 {
 		t.Fatal("no results")
 	}
@@ -259,7 +228,7 @@ func TestEndToEndEvalRepository(t *testing.T) {
 		t.Fatalf("run --execrepobench: exit %d: %s", code, stderr)
 	}
 	verdicts := map[string]evaluator.Verdict{}
-	for _, r := range results(t, erbOut) {
+	for _, r := range cli.ReadResults(t, erbOut) {
 		verdicts[r.Completion] = r.Verdict
 	}
 	if verdicts["a + b"] != evaluator.VerdictPassed || verdicts["__import__('os')._exit(0)"] != evaluator.VerdictFailed {
