@@ -377,24 +377,28 @@ var levels = map[infillv1.Level]evaluator.Level{
 	infillv1.Level_LEVEL_RANDOM_SPAN: evaluator.LevelRandomSpan,
 }
 
+// protoLevels is levels inverted.
+var protoLevels = func() map[evaluator.Level]infillv1.Level {
+	m := make(map[evaluator.Level]infillv1.Level, len(levels))
+	for k, v := range levels {
+		m[v] = k
+	}
+	return m
+}()
+
 func fromLevel(l infillv1.Level) evaluator.Level { return levels[l] }
 
-func toLevel(l string) infillv1.Level {
-	for k, v := range levels {
-		if string(v) == l {
-			return k
-		}
-	}
-	return infillv1.Level_LEVEL_UNSPECIFIED
+// toLevel maps a level name; unknown names are LEVEL_UNSPECIFIED.
+func toLevel(l string) infillv1.Level { return protoLevels[evaluator.Level(l)] }
+
+var testKinds = map[infillv1.TestKind]evaluator.TestKind{
+	infillv1.TestKind_TEST_KIND_SCRIPT:  evaluator.TestScript,
+	infillv1.TestKind_TEST_KIND_PYTEST:  evaluator.TestPytest,
+	infillv1.TestKind_TEST_KIND_COMMAND: evaluator.TestCommand,
 }
 
 func fromTestSpec(t *infillv1.TestSpec) evaluator.TestSpec {
-	kinds := map[infillv1.TestKind]evaluator.TestKind{
-		infillv1.TestKind_TEST_KIND_SCRIPT:  evaluator.TestScript,
-		infillv1.TestKind_TEST_KIND_PYTEST:  evaluator.TestPytest,
-		infillv1.TestKind_TEST_KIND_COMMAND: evaluator.TestCommand,
-	}
-	return evaluator.TestSpec{Kind: kinds[t.GetKind()], Script: t.GetScript(), Args: t.GetArgs(),
+	return evaluator.TestSpec{Kind: testKinds[t.GetKind()], Script: t.GetScript(), Args: t.GetArgs(),
 		Command: t.GetCommand(), ExpectedTests: int(t.GetExpectedTests())}
 }
 
