@@ -124,6 +124,7 @@ type analysis struct {
 	rc   map[uint64]int32 // token counts of line ranges
 
 	fileTermsCache // whole-file terms, for the ExecRepoBench baseline only
+	memo           analysisMemo
 }
 
 func (a *analysis) numLines() int32 { return int32(len(a.lines)) }

@@ -1,8 +1,8 @@
 package contextpack
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -30,13 +30,18 @@ const (
 	srcImp
 )
 
+// rangesKey identifies a candidate's text: its path and line ranges
+// ("a.go:3-9:12-20").
 func rangesKey(sl *slot, rs []lineRange) string {
-	var sb strings.Builder
-	sb.WriteString(sl.path)
+	b := make([]byte, 0, len(sl.path)+12*len(rs))
+	b = append(b, sl.path...)
 	for _, r := range rs {
-		fmt.Fprintf(&sb, ":%d-%d", r.s, r.e)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(r.s), 10)
+		b = append(b, '-')
+		b = strconv.AppendInt(b, int64(r.e), 10)
 	}
-	return sb.String()
+	return string(b)
 }
 
 // mergeRanges sorts and merges overlapping or adjacent ranges.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -202,19 +203,18 @@ func (b *Builder) checkFiles(req Request) (int, []string, error) {
 	ti := -1
 	for i := range req.Files {
 		f := &req.Files[i]
-		field := fmt.Sprintf("repository.files[%d]", i)
 		if f.Path == "" {
-			return 0, nil, &ArgumentError{Field: field + ".path", Reason: "empty"}
+			return 0, nil, &ArgumentError{Field: fileField(i) + ".path", Reason: "empty"}
 		}
 		if strings.ContainsAny(f.Path, "\r\n") {
-			return 0, nil, &ArgumentError{Field: field + ".path", Reason: fmt.Sprintf("%q contains a line break", f.Path)}
+			return 0, nil, &ArgumentError{Field: fileField(i) + ".path", Reason: fmt.Sprintf("%q contains a line break", f.Path)}
 		}
 		if seen[f.Path] {
-			return 0, nil, &ArgumentError{Field: field + ".path", Reason: fmt.Sprintf("duplicate path %q", f.Path)}
+			return 0, nil, &ArgumentError{Field: fileField(i) + ".path", Reason: fmt.Sprintf("duplicate path %q", f.Path)}
 		}
 		seen[f.Path] = true
 		if !f.HasContent && f.Digest == "" {
-			return 0, nil, &ArgumentError{Field: field, Reason: fmt.Sprintf("file %q has neither content nor digest", f.Path)}
+			return 0, nil, &ArgumentError{Field: fileField(i), Reason: fmt.Sprintf("file %q has neither content nor digest", f.Path)}
 		}
 		if f.Path == req.Cursor.Path {
 			ti = i
@@ -245,7 +245,7 @@ func (b *Builder) checkFiles(req Request) (int, []string, error) {
 		if f.Digest != "" && f.Digest != d {
 			mu.Lock()
 			if bad == nil {
-				bad = &ArgumentError{Field: fmt.Sprintf("repository.files[%d].digest", i),
+				bad = &ArgumentError{Field: fileField(i) + ".digest",
 					Reason: fmt.Sprintf("%q does not match the content of %q (%s)", f.Digest, f.Path, d)}
 			}
 			mu.Unlock()
@@ -263,6 +263,9 @@ func (b *Builder) checkFiles(req Request) (int, []string, error) {
 	}
 	return ti, digests, nil
 }
+
+// fileField names repository.files[i] in errors.
+func fileField(i int) string { return "repository.files[" + strconv.Itoa(i) + "]" }
 
 // parallel runs fn(0..n-1) on up to cfg.Workers goroutines.
 func (b *Builder) parallel(n int, fn func(i int)) {

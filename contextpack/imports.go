@@ -9,8 +9,9 @@ import (
 // importHit is a repository file the cursor file depends on.
 type importHit struct {
 	sl       *slot
-	explicit bool // named by an import statement (not merely the same package)
-	order    int  // first import statement that resolved to it
+	explicit bool     // named by an import statement (not merely the same package)
+	order    int      // first import statement that resolved to it
+	used     []uint64 // set by rankImports: definitions the cursor file names (analysis.usedDefs)
 }
 
 // maxImportFiles bounds the files one cursor file is taken to import.

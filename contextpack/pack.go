@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -140,36 +141,38 @@ func (as *assembly) extrasTokens(above, below []lineRange) int {
 
 // rankImports orders the imported files by how many of their definitions
 // the cursor file names (explicit imports first on ties), which depends on
-// the cursor file only, not on the cursor position.
+// the cursor file only, not on the cursor position. The order is memoized
+// in the index until a file changes or the cursor moves to another file.
 func (as *assembly) rankImports() {
-	hits := as.r.resolveImports(as.t)
-	if len(hits) == 0 {
-		return
+	as.used = as.a.identSet()
+	m := &as.r.ranked
+	if m.t != as.t || m.an != as.a || m.version != as.r.version {
+		*m = rankedImports{t: as.t, an: as.a, version: as.r.version, imports: as.r.rankImports(as.t, as.used)}
 	}
-	as.used = map[string]bool{}
-	scanIdents(as.a.content, as.a.lang, func(id string, _ int) bool {
-		as.used[id] = true
-		return true
-	})
+	as.imports = m.imports
+	for i, h := range as.imports {
+		as.impRank[h.sl] = i + 1
+	}
+}
+
+// rankImports resolves t's imports and orders them by how many distinct
+// definition names t uses (used), explicit imports first on ties.
+func (r *repoIndex) rankImports(t *slot, used map[string]bool) []importHit {
+	hits := r.resolveImports(t)
 	type ranked struct {
 		h     importHit
 		score float64
 	}
 	rs := make([]ranked, 0, len(hits))
 	for _, h := range hits {
-		names := map[string]bool{}
-		for i := range h.sl.an.defs {
-			n := h.sl.an.defs[i].name
-			if as.used[n] {
-				names[n] = true
-			}
-		}
-		s := float64(len(names))
+		bits, names := h.sl.an.usedDefs(used)
+		s := float64(names)
 		if h.explicit {
 			s += 0.5
 		} else if s == 0 {
 			continue // same package, nothing used from it
 		}
+		h.used = bits
 		rs = append(rs, ranked{h, s})
 	}
 	slices.SortStableFunc(rs, func(x, y ranked) int {
@@ -181,10 +184,11 @@ func (as *assembly) rankImports() {
 		}
 		return x.h.order - y.h.order
 	})
-	for i, r := range rs {
-		as.imports = append(as.imports, r.h)
-		as.impRank[r.h.sl] = i + 1
+	out := make([]importHit, len(rs))
+	for i, x := range rs {
+		out[i] = x.h
 	}
+	return out
 }
 
 func (as *assembly) headTokens(sl *slot) int { return 1 + as.b.count.plain(sl.path+"\n") }
@@ -206,9 +210,8 @@ func (as *assembly) importCandidate(h importHit, rank int) *candidate {
 		}
 	}
 	if !c.whole {
-		c.ranges = b.outlineRanges(a, as.used, b.cfg.MaxImportFileTokens)
+		c.ranges, c.tokens = b.outline(a, as.used, h.used, b.cfg.MaxImportFileTokens)
 		c.outline, c.label = true, "outline"
-		c.tokens = b.rangesTokens(a, c.ranges, -1, -1)
 	}
 	c.key = rangesKey(h.sl, c.ranges)
 	return c
@@ -238,7 +241,7 @@ func (as *assembly) packTier1() []*candidate {
 		cost := as.headTokens(h.sl) + c.tokens
 		if as.ctxUsed+cost <= limit {
 			c.included, c.tier, c.tokens = true, 1, cost
-			c.reason = fmt.Sprintf("import #%d, %s (stable tier)", i+1, c.label)
+			c.reason = "import #" + strconv.Itoa(i+1) + ", " + c.label + " (stable tier)"
 			as.ctxUsed += cost
 			as.t1 = append(as.t1, c)
 			as.all = append(as.all, c)
@@ -583,8 +586,7 @@ func (as *assembly) packTier2(pool []*candidate) {
 			break
 		}
 		as.all = append(as.all, c)
-		why := fmt.Sprintf("%s, fused %.4f (ranks def %d, similar %d, import %d)", c.label, c.score,
-			c.rank[srcDef], c.rank[srcSim], c.rank[srcImp])
+		why := c.fusedWhy()
 		if tooLong(rangesBytes(c.sl.an, c.ranges), remaining) {
 			c.reason = "dropped: far larger than the budget left (not counted); " + why
 			continue
@@ -647,6 +649,25 @@ func (as *assembly) packTier2(pool []*candidate) {
 		c.reason = "cursor tier: " + why
 		as.noteIncluded(c)
 	}
+}
+
+// fusedWhy is the manifest's account of a fused candidate:
+// "<label>, fused <score> (ranks def <n>, similar <n>, import <n>)".
+// Reasons are written for every candidate on every request, so this
+// avoids fmt.
+func (c *candidate) fusedWhy() string {
+	b := make([]byte, 0, len(c.label)+64)
+	b = append(b, c.label...)
+	b = append(b, ", fused "...)
+	b = strconv.AppendFloat(b, c.score, 'f', 4, 64)
+	b = append(b, " (ranks def "...)
+	b = strconv.AppendInt(b, int64(c.rank[srcDef]), 10)
+	b = append(b, ", similar "...)
+	b = strconv.AppendInt(b, int64(c.rank[srcSim]), 10)
+	b = append(b, ", import "...)
+	b = strconv.AppendInt(b, int64(c.rank[srcImp]), 10)
+	b = append(b, ')')
+	return string(b)
 }
 
 // picker returns the candidates one by one: in fused order, or, with

@@ -44,6 +44,19 @@ type repoIndex struct {
 
 	scratch []float32
 	touched []uint32
+
+	// version counts updates that changed the file set or a file's
+	// content; memos of derived results are valid for one version.
+	version uint64
+	ranked  rankedImports
+}
+
+// rankedImports memoizes rankImports for one cursor file and version.
+type rankedImports struct {
+	t       *slot
+	an      *analysis
+	version uint64
+	imports []importHit
 }
 
 type slot struct {
@@ -121,6 +134,9 @@ func (r *repoIndex) update(files []reqFile) (add, drop []*entry, changed int) {
 			r.remove(sl)
 			changed++
 		}
+	}
+	if changed > 0 {
+		r.version++
 	}
 	if r.deadPost > 1<<16 && r.deadPost > r.livePost {
 		r.compact()

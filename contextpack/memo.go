@@ -1,0 +1,104 @@
+package contextpack
+
+import (
+	"slices"
+	"sync"
+)
+
+// Per-analysis memos for the warm path. An analysis is immutable, so what
+// the assembler derives from it alone (or from it and a small key) can be
+// kept with it: a repeated request, a cursor move without an edit and the
+// import tier while typing then skip the work. Each memo is filled on
+// first use, so files that are never a cursor file or an import pay
+// nothing.
+type analysisMemo struct {
+	identsOnce sync.Once
+	idents     map[string]bool // identifiers of the whole file
+
+	namesOnce sync.Once
+	nameOf    []int32 // defs[i] → index of its name among the distinct names
+	nNames    int
+
+	outMu sync.Mutex
+	out   outlineMemo // the last outline computed for this file
+}
+
+// outlineMemo is an import outline for one set of used definitions.
+type outlineMemo struct {
+	used   []uint64 // bit i: defs[i].name is used by the cursor file
+	limit  int
+	ranges []lineRange
+	tokens int
+}
+
+// identSet is the set of identifiers in the file (keywords excluded), as
+// scanIdents finds them.
+func (a *analysis) identSet() map[string]bool {
+	a.memo.identsOnce.Do(func() {
+		m := map[string]bool{}
+		scanIdents(a.content, a.lang, func(id string, _ int) bool {
+			m[id] = true
+			return true
+		})
+		a.memo.idents = m
+	})
+	return a.memo.idents
+}
+
+// defNames numbers the distinct names of the file's definitions.
+func (a *analysis) defNames() (nameOf []int32, n int) {
+	a.memo.namesOnce.Do(func() {
+		idx := make(map[string]int32, len(a.defs))
+		a.memo.nameOf = make([]int32, len(a.defs))
+		for i := range a.defs {
+			k, ok := idx[a.defs[i].name]
+			if !ok {
+				k = int32(len(idx))
+				idx[a.defs[i].name] = k
+			}
+			a.memo.nameOf[i] = k
+		}
+		a.memo.nNames = len(idx)
+	})
+	return a.memo.nameOf, a.memo.nNames
+}
+
+// usedDefs marks the definitions of a whose names are in used and counts
+// the distinct names marked.
+func (a *analysis) usedDefs(used map[string]bool) (bits []uint64, names int) {
+	nameOf, n := a.defNames()
+	bits = make([]uint64, (len(a.defs)+63)/64)
+	var seen []uint64
+	if n > 0 {
+		seen = make([]uint64, (n+63)/64)
+	}
+	for i := range a.defs {
+		if !used[a.defs[i].name] {
+			continue
+		}
+		bits[i/64] |= 1 << (i % 64)
+		k := nameOf[i]
+		if seen[k/64]&(1<<(k%64)) == 0 {
+			seen[k/64] |= 1 << (k % 64)
+			names++
+		}
+	}
+	return bits, names
+}
+
+// outline returns outlineRanges(a, used, limit) and its token count,
+// from the memo when the same definitions are used as last time.
+func (b *Builder) outline(a *analysis, used map[string]bool, bits []uint64, limit int) ([]lineRange, int) {
+	a.memo.outMu.Lock()
+	m := a.memo.out
+	a.memo.outMu.Unlock()
+	if m.limit == limit && m.used != nil && slices.Equal(m.used, bits) {
+		return m.ranges, m.tokens
+	}
+	rs := b.outlineRanges(a, used, limit)
+	n := b.rangesTokens(a, rs, -1, -1)
+	a.memo.outMu.Lock()
+	a.memo.out = outlineMemo{used: bits, limit: limit, ranges: rs, tokens: n}
+	a.memo.outMu.Unlock()
+	return rs, n
+}

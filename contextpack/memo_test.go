@@ -1,0 +1,207 @@
+package contextpack
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/infill-dev/infill/contextpack/internal/synthrepo"
+)
+
+// The warm path keeps memos (identifiers of cursor files, import rankings,
+// import outlines). Whatever a sequence of requests did before, a warm
+// Builder must build exactly the prompt and manifest that a new Builder
+// builds for the same request.
+func TestWarmBuildMatchesCold(t *testing.T) {
+	tok := qwen(t)
+	gen := synthrepo.Generate(synthrepo.Options{Files: 60, FileBytes: 3000, Seed: 3})
+	files := []File{{Path: "go.mod", Content: synthrepo.GoMod, HasContent: true}}
+	for _, f := range gen {
+		files = append(files, File{Path: f.Path, Content: f.Content, HasContent: true})
+	}
+	warm, err := NewBuilder(DefaultConfig(), tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer warm.Close()
+
+	r := rand.New(rand.NewPCG(5, 8))
+	comment := func(p string) string {
+		if strings.HasSuffix(p, ".py") {
+			return "# "
+		}
+		return "// "
+	}
+	// defNames returns names defined in f as the assembler sees them.
+	defNames := func(f File) []string {
+		a, err := analyze(context.Background(), warm.grammars, f.Content, detectLang(f.Path, ""), warm.aopt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range a.defs {
+			out = append(out, d.name)
+		}
+		return out
+	}
+	cur := 1 + r.IntN(len(files)-1)
+	off := len(files[cur].Content) / 2
+	dropped := -1
+	withImports := 0
+	for step := 0; step < 40; step++ {
+		op := "repeat"
+		switch k := r.IntN(6); k {
+		case 0: // the cursor file names a definition of another file
+			other := files[1+r.IntN(len(files)-1)]
+			for range 20 { // most often one it imports (same directory)
+				if path.Dir(other.Path) == path.Dir(files[cur].Path) && path.Ext(other.Path) == path.Ext(files[cur].Path) {
+					break
+				}
+				other = files[1+r.IntN(len(files)-1)]
+			}
+			if names := defNames(other); len(names) > 0 {
+				name := names[r.IntN(len(names))]
+				c := files[cur].Content
+				at := strings.LastIndex(c[:off], "\n") + 1
+				files[cur].Content = c[:at] + comment(files[cur].Path) + "uses " + name + "\n" + c[at:]
+				off += len(files[cur].Content) - len(c)
+				op = "cursor file names " + name
+			}
+		case 1: // a file in the cursor file's directory (an import) comes to
+			// define a name the cursor file uses; the cursor file is unchanged
+			dir := path.Dir(files[cur].Path)
+			var used []string
+			scanIdents(files[cur].Content, detectLang(files[cur].Path, ""), func(id string, _ int) bool {
+				used = append(used, id)
+				return true
+			})
+			for i := range files {
+				if i == cur || path.Dir(files[i].Path) != dir || path.Ext(files[i].Path) != path.Ext(files[cur].Path) || len(used) == 0 {
+					continue
+				}
+				name := used[r.IntN(len(used))]
+				switch path.Ext(files[i].Path) {
+				case ".py":
+					files[i].Content += "\n\ndef " + name + "(x):\n    return x\n"
+				case ".go":
+					files[i].Content += "\nfunc " + name + "() int { return 1 }\n"
+				default:
+					files[i].Content += "\nexport function " + name + "(): number { return 1; }\n"
+				}
+				op = files[i].Path + " defines " + name
+				break
+			}
+		case 2: // the cursor moves
+			c := files[cur].Content
+			off = r.IntN(len(c) + 1)
+			for off > 0 && off < len(c) && c[off]&0xC0 == 0x80 {
+				off--
+			}
+			op = "cursor moves"
+		case 3: // another cursor file
+			cur = 1 + r.IntN(len(files)-1)
+			off = r.IntN(len(files[cur].Content) + 1)
+			op = "cursor file " + files[cur].Path
+		case 4: // a file leaves the request, or comes back
+			if dropped < 0 {
+				dropped = 1 + r.IntN(len(files)-1)
+				if dropped == cur {
+					dropped = -1
+				}
+				op = "a file leaves"
+			} else {
+				dropped = -1
+				op = "the file comes back"
+			}
+		}
+		req := Request{RepoName: "synth", TokenBudget: 4096, MaxNewTokens: 64,
+			Cursor: Cursor{Path: files[cur].Path, Offset: off, Encoding: EncodingByteOffset}}
+		for i, f := range files {
+			if i != dropped {
+				req.Files = append(req.Files, f)
+			}
+		}
+		got, err := warm.Build(context.Background(), req)
+		if err != nil {
+			t.Fatalf("step %d (%s): %v", step, op, err)
+		}
+		cold, err := NewBuilder(DefaultConfig(), tok, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := cold.Build(context.Background(), req)
+		cold.Close()
+		if err != nil {
+			t.Fatalf("step %d (%s): cold: %v", step, op, err)
+		}
+		if got.Text != want.Text || got.Tokens != want.Tokens {
+			t.Fatalf("step %d (%s): warm prompt differs from a new builder's (%d vs %d tokens)", step, op, got.Tokens, want.Tokens)
+		}
+		if !reflect.DeepEqual(got.Manifest, want.Manifest) {
+			for i := range min(len(got.Manifest.Sources), len(want.Manifest.Sources)) {
+				if got.Manifest.Sources[i] != want.Manifest.Sources[i] {
+					t.Errorf("source %d: warm %+v\ncold %+v", i, got.Manifest.Sources[i], want.Manifest.Sources[i])
+					break
+				}
+			}
+			t.Fatalf("step %d (%s): warm manifest differs from a new builder's", step, op)
+		}
+		if slices.ContainsFunc(got.Manifest.Sources, func(s Source) bool { return s.Kind == SourceImport }) {
+			withImports++
+		}
+	}
+	// The memos are only exercised where there are imports.
+	if withImports < 20 {
+		t.Fatalf("only %d of 40 steps had import sources; the test does not exercise the import memos", withImports)
+	}
+}
+
+// An import's outline lists the headers the cursor file uses first; when
+// they do not all fit, which ones are shown depends on the cursor file,
+// and the memo must follow it.
+func TestOutlineMemoFollowsUsedNames(t *testing.T) {
+	b := newTestBuilder(t, 8192)
+	defer b.Close()
+	var sb strings.Builder
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&sb, "def function_number_%d(first_argument, second_argument):\n    return first_argument\n\n", i)
+	}
+	a, err := analyze(context.Background(), b.grammars, sb.String(), langPython, b.aopt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 300
+	all := b.outlineRanges(a, nil, limit)
+	if n := b.rangesTokens(a, all, -1, -1); len(all) == 0 || len(all) >= 200 {
+		t.Fatalf("outline of %d ranges, %d tokens: the test needs headers that do not all fit", len(all), n)
+	}
+	for _, used := range []map[string]bool{
+		{"function_number_150": true},
+		{"function_number_190": true, "function_number_20": true},
+		{"function_number_150": true},
+		{},
+	} {
+		bits, _ := a.usedDefs(used)
+		got, n := b.outline(a, used, bits, limit)
+		want := b.outlineRanges(a, used, limit)
+		if !slices.Equal(got, want) || n != b.rangesTokens(a, want, -1, -1) {
+			t.Fatalf("used %v: memo gave %v (%d tokens), want %v", used, got, n, want)
+		}
+		for name := range used {
+			var line int32 = -1
+			for _, d := range a.defs {
+				if d.name == name {
+					line = d.start
+				}
+			}
+			if !overlaps(got, lineRange{line, line}) {
+				t.Fatalf("used %v: the outline leaves out %s", used, name)
+			}
+		}
+	}
+}
