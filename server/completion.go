@@ -41,6 +41,7 @@ type completionRequest interface {
 	GetClientId() string
 	GetSessionId() string
 	GetLatencyBudget() *durationpb.Duration
+	GetContextDetail() infillv1.ContextDetail
 }
 
 func (c *completionService) Complete(ctx context.Context, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
@@ -80,7 +81,7 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 	assembly := time.Since(start)
 	id := requestID(ctx)
 	s.log.Debug("prompt", zap.String("request_id", id), zap.Int("tokens", prompt.Tokens), zap.String("text", prompt.Text))
-	manifest := toManifest(prompt.Manifest)
+	manifest := toManifest(prompt.Manifest, req.GetContextDetail())
 
 	if stream != nil {
 		if err := stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Start{Start: &infillv1.StreamStart{
@@ -88,6 +89,8 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 		}}}); err != nil {
 			return nil, err
 		}
+		// The start listed the sources; the final response does not repeat them.
+		manifest = toManifest(prompt.Manifest, infillv1.ContextDetail_CONTEXT_DETAIL_NONE)
 	}
 	var ttft time.Duration
 	onDelta := func(i int, text string) error {
@@ -158,6 +161,8 @@ func (s *Server) validate(req completionRequest) error {
 		return invalid("cursor", "required")
 	case req.GetLatencyBudget() != nil && (req.GetLatencyBudget().CheckValid() != nil || req.GetLatencyBudget().AsDuration() < 0):
 		return invalid("latency_budget", "must be a valid, non-negative duration")
+	case infillv1.ContextDetail_name[int32(req.GetContextDetail())] == "":
+		return invalid("context_detail", fmt.Sprintf("unknown value %d", req.GetContextDetail()))
 	}
 	for i, f := range repo.GetFiles() {
 		if f.GetSource() == nil {
@@ -209,7 +214,8 @@ var sourceKinds = map[contextpack.SourceKind]infillv1.SourceKind{
 	contextpack.SourceScopeHeader: infillv1.SourceKind_SOURCE_KIND_SCOPE_HEADER,
 }
 
-func toManifest(m contextpack.Manifest) *infillv1.ContextManifest {
+// toManifest converts m with the sources detail asks for.
+func toManifest(m contextpack.Manifest, detail infillv1.ContextDetail) *infillv1.ContextManifest {
 	out := &infillv1.ContextManifest{
 		TokenBudget:      uint32(m.TokenBudget),
 		GenerationTokens: uint32(m.GenerationTokens),
@@ -217,6 +223,15 @@ func toManifest(m contextpack.Manifest) *infillv1.ContextManifest {
 		Warnings:         append([]string(nil), m.Warnings...),
 	}
 	for _, src := range m.Sources {
+		switch detail {
+		case infillv1.ContextDetail_CONTEXT_DETAIL_FULL:
+		case infillv1.ContextDetail_CONTEXT_DETAIL_NONE:
+			return out
+		default: // UNSPECIFIED and INCLUDED
+			if !src.Included {
+				continue
+			}
+		}
 		out.Sources = append(out.Sources, &infillv1.ContextSource{
 			Kind: sourceKinds[src.Kind], Path: src.Path,
 			StartLine: uint32(src.StartLine), EndLine: uint32(src.EndLine),

@@ -94,7 +94,7 @@ func request(maxTokens uint32) *infillv1.CompleteRequest {
 func streamRequest(r *infillv1.CompleteRequest) *infillv1.StreamCompleteRequest {
 	return &infillv1.StreamCompleteRequest{Repository: r.Repository, Cursor: r.Cursor, Generation: r.Generation,
 		TokenBudget: r.TokenBudget, Model: r.Model, LatencyBudget: r.LatencyBudget,
-		ClientId: r.ClientId, SessionId: r.SessionId}
+		ClientId: r.ClientId, SessionId: r.SessionId, ContextDetail: r.ContextDetail}
 }
 
 func TestEndToEnd(t *testing.T) {

@@ -273,8 +273,9 @@ func (p *pipelineCompleter) Complete(ctx context.Context, t evaluator.Task, samp
 		Repository: &infillv1.Repository{Name: t.RepoName, Files: files},
 		Cursor: &infillv1.Cursor{Path: path, Offset: uint64(len(t.Prefix)),
 			Encoding: infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET},
-		Generation: opts,
-		Model:      g.model,
+		Generation:    opts,
+		Model:         g.model,
+		ContextDetail: infillv1.ContextDetail_CONTEXT_DETAIL_NONE, // only the text is graded
 	}, nil)
 	if err != nil {
 		return evaluator.Completion{}, err

@@ -207,6 +207,7 @@ func TestStreamRequestCopiesEveryField(t *testing.T) {
 		ClientId:      "c",
 		SessionId:     "s",
 		LatencyBudget: durationpb.New(1e9),
+		ContextDetail: infillv1.ContextDetail_CONTEXT_DETAIL_FULL,
 	}
 	s := StreamRequest(r)
 	a, err1 := proto.MarshalOptions{Deterministic: true}.Marshal(r)
@@ -216,7 +217,7 @@ func TestStreamRequestCopiesEveryField(t *testing.T) {
 	}
 	// Every CompleteRequest field is set above, so a field added later
 	// without a twin shows up here.
-	if n := r.ProtoReflect().Descriptor().Fields().Len(); n != 8 {
+	if n := r.ProtoReflect().Descriptor().Fields().Len(); n != 9 {
 		t.Errorf("CompleteRequest has %d fields; update this test", n)
 	}
 }

@@ -355,6 +355,9 @@ func (s *scriptServer) summary(target, auth string) string {
 		strings.TrimPrefix(c.GetEncoding().String(), "POSITION_ENCODING_"))
 	fmt.Fprintf(&b, "model: %q, max_tokens: %d, client_id: %q\n", r.GetModel(),
 		r.GetGeneration().GetMaxTokens(), r.GetClientId())
+	if d := r.GetContextDetail(); d != infillv1.ContextDetail_CONTEXT_DETAIL_UNSPECIFIED {
+		fmt.Fprintf(&b, "context_detail: %s\n", strings.TrimPrefix(d.String(), "CONTEXT_DETAIL_"))
+	}
 	return b.String()
 }
 

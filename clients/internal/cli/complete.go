@@ -96,6 +96,10 @@ func runComplete(cmd *cobra.Command, env *Env, g *globals, f *completeFlags, fil
 		return err
 	}
 	req.Model = f.model
+	if f.showContext {
+		// The table lists what was left out too.
+		req.ContextDetail = infillv1.ContextDetail_CONTEXT_DETAIL_FULL
+	}
 	if f.maxTokens > 0 {
 		req.Generation = &infillv1.GenerationOptions{MaxTokens: f.maxTokens}
 	}

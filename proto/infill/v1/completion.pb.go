@@ -85,6 +85,66 @@ func (PositionEncoding) EnumDescriptor() ([]byte, []int) {
 	return file_infill_v1_completion_proto_rawDescGZIP(), []int{0}
 }
 
+// ContextDetail says how much of the context manifest a response carries.
+// Budget figures and warnings are always there. Listing every candidate that
+// was considered costs the server and the client time on every call (about
+// 14 KB at 500 files), so it is opt-in.
+type ContextDetail int32
+
+const (
+	// Same as CONTEXT_DETAIL_INCLUDED.
+	ContextDetail_CONTEXT_DETAIL_UNSPECIFIED ContextDetail = 0
+	// The sources that went into the prompt.
+	ContextDetail_CONTEXT_DETAIL_INCLUDED ContextDetail = 1
+	// Also every candidate that was considered and left out, with the reason.
+	ContextDetail_CONTEXT_DETAIL_FULL ContextDetail = 2
+	// No sources: budget figures and warnings only.
+	ContextDetail_CONTEXT_DETAIL_NONE ContextDetail = 3
+)
+
+// Enum value maps for ContextDetail.
+var (
+	ContextDetail_name = map[int32]string{
+		0: "CONTEXT_DETAIL_UNSPECIFIED",
+		1: "CONTEXT_DETAIL_INCLUDED",
+		2: "CONTEXT_DETAIL_FULL",
+		3: "CONTEXT_DETAIL_NONE",
+	}
+	ContextDetail_value = map[string]int32{
+		"CONTEXT_DETAIL_UNSPECIFIED": 0,
+		"CONTEXT_DETAIL_INCLUDED":    1,
+		"CONTEXT_DETAIL_FULL":        2,
+		"CONTEXT_DETAIL_NONE":        3,
+	}
+)
+
+func (x ContextDetail) Enum() *ContextDetail {
+	p := new(ContextDetail)
+	*p = x
+	return p
+}
+
+func (x ContextDetail) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ContextDetail) Descriptor() protoreflect.EnumDescriptor {
+	return file_infill_v1_completion_proto_enumTypes[1].Descriptor()
+}
+
+func (ContextDetail) Type() protoreflect.EnumType {
+	return &file_infill_v1_completion_proto_enumTypes[1]
+}
+
+func (x ContextDetail) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ContextDetail.Descriptor instead.
+func (ContextDetail) EnumDescriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{1}
+}
+
 // FinishReason says why a candidate ended.
 type FinishReason int32
 
@@ -129,11 +189,11 @@ func (x FinishReason) String() string {
 }
 
 func (FinishReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_infill_v1_completion_proto_enumTypes[1].Descriptor()
+	return file_infill_v1_completion_proto_enumTypes[2].Descriptor()
 }
 
 func (FinishReason) Type() protoreflect.EnumType {
-	return &file_infill_v1_completion_proto_enumTypes[1]
+	return &file_infill_v1_completion_proto_enumTypes[2]
 }
 
 func (x FinishReason) Number() protoreflect.EnumNumber {
@@ -142,7 +202,7 @@ func (x FinishReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FinishReason.Descriptor instead.
 func (FinishReason) EnumDescriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{1}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{2}
 }
 
 // SourceKind is the role of a piece of context in the prompt.
@@ -195,11 +255,11 @@ func (x SourceKind) String() string {
 }
 
 func (SourceKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_infill_v1_completion_proto_enumTypes[2].Descriptor()
+	return file_infill_v1_completion_proto_enumTypes[3].Descriptor()
 }
 
 func (SourceKind) Type() protoreflect.EnumType {
-	return &file_infill_v1_completion_proto_enumTypes[2]
+	return &file_infill_v1_completion_proto_enumTypes[3]
 }
 
 func (x SourceKind) Number() protoreflect.EnumNumber {
@@ -208,7 +268,7 @@ func (x SourceKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SourceKind.Descriptor instead.
 func (SourceKind) EnumDescriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{2}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{3}
 }
 
 // File is one file of the repository, identified by its path relative to
@@ -557,6 +617,9 @@ type CompleteRequest struct {
 	// Latency budget: when it passes, generation stops and the partial result
 	// is returned with FINISH_REASON_BUDGET. Not an error (unlike a deadline).
 	LatencyBudget *durationpb.Duration `protobuf:"bytes,8,opt,name=latency_budget,json=latencyBudget,proto3" json:"latency_budget,omitempty"`
+	// How much of the context manifest the response carries (default: the
+	// sources that went into the prompt).
+	ContextDetail ContextDetail `protobuf:"varint,9,opt,name=context_detail,json=contextDetail,proto3,enum=infill.v1.ContextDetail" json:"context_detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -647,6 +710,13 @@ func (x *CompleteRequest) GetLatencyBudget() *durationpb.Duration {
 	return nil
 }
 
+func (x *CompleteRequest) GetContextDetail() ContextDetail {
+	if x != nil {
+		return x.ContextDetail
+	}
+	return ContextDetail_CONTEXT_DETAIL_UNSPECIFIED
+}
+
 // StreamCompleteRequest is the streaming twin of CompleteRequest.
 type StreamCompleteRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -658,6 +728,7 @@ type StreamCompleteRequest struct {
 	ClientId      string                 `protobuf:"bytes,6,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	SessionId     string                 `protobuf:"bytes,7,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	LatencyBudget *durationpb.Duration   `protobuf:"bytes,8,opt,name=latency_budget,json=latencyBudget,proto3" json:"latency_budget,omitempty"`
+	ContextDetail ContextDetail          `protobuf:"varint,9,opt,name=context_detail,json=contextDetail,proto3,enum=infill.v1.ContextDetail" json:"context_detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -746,6 +817,13 @@ func (x *StreamCompleteRequest) GetLatencyBudget() *durationpb.Duration {
 		return x.LatencyBudget
 	}
 	return nil
+}
+
+func (x *StreamCompleteRequest) GetContextDetail() ContextDetail {
+	if x != nil {
+		return x.ContextDetail
+	}
+	return ContextDetail_CONTEXT_DETAIL_UNSPECIFIED
 }
 
 // Usage counts tokens as the backend reported them.
@@ -1142,7 +1220,9 @@ type CompleteResponse struct {
 	Usage      *Usage                 `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
 	Timings    *Timings               `protobuf:"bytes,3,opt,name=timings,proto3" json:"timings,omitempty"`
 	// Model that produced the candidates.
-	Model   string           `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// The context manifest, with the sources the request's context_detail
+	// asks for.
 	Context *ContextManifest `protobuf:"bytes,5,opt,name=context,proto3" json:"context,omitempty"`
 	// Server-assigned id, also in the server's logs.
 	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -1224,11 +1304,13 @@ func (x *CompleteResponse) GetRequestId() string {
 
 // StreamStart opens a stream, before any text.
 type StreamStart struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Model           string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
-	Context         *ContextManifest       `protobuf:"bytes,2,opt,name=context,proto3" json:"context,omitempty"`
-	RequestId       string                 `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	ContextAssembly *durationpb.Duration   `protobuf:"bytes,4,opt,name=context_assembly,json=contextAssembly,proto3" json:"context_assembly,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Model string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// The context manifest, with the sources the request's context_detail
+	// asks for.
+	Context         *ContextManifest     `protobuf:"bytes,2,opt,name=context,proto3" json:"context,omitempty"`
+	RequestId       string               `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	ContextAssembly *durationpb.Duration `protobuf:"bytes,4,opt,name=context_assembly,json=contextAssembly,proto3" json:"context_assembly,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1434,7 +1516,8 @@ type StreamCompleteResponse_Delta struct {
 }
 
 type StreamCompleteResponse_Done struct {
-	// Last message: the same as Complete's response.
+	// Last message: the same as Complete's response, except that
+	// context.sources is empty (StreamStart listed them).
 	Done *CompleteResponse `protobuf:"bytes,3,opt,name=done,proto3,oneof"`
 }
 
@@ -1477,7 +1560,7 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"candidatesB\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\a\n" +
-	"\x05_seed\"\xe8\x02\n" +
+	"\x05_seed\"\xa9\x03\n" +
 	"\x0fCompleteRequest\x125\n" +
 	"\n" +
 	"repository\x18\x01 \x01(\v2\x15.infill.v1.RepositoryR\n" +
@@ -1491,7 +1574,8 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\tclient_id\x18\x06 \x01(\tR\bclientId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\a \x01(\tR\tsessionId\x12@\n" +
-	"\x0elatency_budget\x18\b \x01(\v2\x19.google.protobuf.DurationR\rlatencyBudget\"\xee\x02\n" +
+	"\x0elatency_budget\x18\b \x01(\v2\x19.google.protobuf.DurationR\rlatencyBudget\x12?\n" +
+	"\x0econtext_detail\x18\t \x01(\x0e2\x18.infill.v1.ContextDetailR\rcontextDetail\"\xaf\x03\n" +
 	"\x15StreamCompleteRequest\x125\n" +
 	"\n" +
 	"repository\x18\x01 \x01(\v2\x15.infill.v1.RepositoryR\n" +
@@ -1505,7 +1589,8 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\tclient_id\x18\x06 \x01(\tR\bclientId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\a \x01(\tR\tsessionId\x12@\n" +
-	"\x0elatency_budget\x18\b \x01(\v2\x19.google.protobuf.DurationR\rlatencyBudget\"\x8d\x01\n" +
+	"\x0elatency_budget\x18\b \x01(\v2\x19.google.protobuf.DurationR\rlatencyBudget\x12?\n" +
+	"\x0econtext_detail\x18\t \x01(\x0e2\x18.infill.v1.ContextDetailR\rcontextDetail\"\x8d\x01\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\rR\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\rR\x10completionTokens\x122\n" +
@@ -1566,7 +1651,12 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x16POSITION_ENCODING_UTF8\x10\x01\x12\x1b\n" +
 	"\x17POSITION_ENCODING_UTF16\x10\x02\x12\x1b\n" +
 	"\x17POSITION_ENCODING_UTF32\x10\x03\x12!\n" +
-	"\x1dPOSITION_ENCODING_BYTE_OFFSET\x10\x04*\x9a\x01\n" +
+	"\x1dPOSITION_ENCODING_BYTE_OFFSET\x10\x04*~\n" +
+	"\rContextDetail\x12\x1e\n" +
+	"\x1aCONTEXT_DETAIL_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17CONTEXT_DETAIL_INCLUDED\x10\x01\x12\x17\n" +
+	"\x13CONTEXT_DETAIL_FULL\x10\x02\x12\x17\n" +
+	"\x13CONTEXT_DETAIL_NONE\x10\x03*\x9a\x01\n" +
 	"\fFinishReason\x12\x1d\n" +
 	"\x19FINISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12FINISH_REASON_STOP\x10\x01\x12\x18\n" +
@@ -1598,65 +1688,68 @@ func file_infill_v1_completion_proto_rawDescGZIP() []byte {
 	return file_infill_v1_completion_proto_rawDescData
 }
 
-var file_infill_v1_completion_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_infill_v1_completion_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_infill_v1_completion_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_infill_v1_completion_proto_goTypes = []any{
 	(PositionEncoding)(0),          // 0: infill.v1.PositionEncoding
-	(FinishReason)(0),              // 1: infill.v1.FinishReason
-	(SourceKind)(0),                // 2: infill.v1.SourceKind
-	(*File)(nil),                   // 3: infill.v1.File
-	(*Repository)(nil),             // 4: infill.v1.Repository
-	(*Cursor)(nil),                 // 5: infill.v1.Cursor
-	(*GenerationOptions)(nil),      // 6: infill.v1.GenerationOptions
-	(*CompleteRequest)(nil),        // 7: infill.v1.CompleteRequest
-	(*StreamCompleteRequest)(nil),  // 8: infill.v1.StreamCompleteRequest
-	(*Usage)(nil),                  // 9: infill.v1.Usage
-	(*Timings)(nil),                // 10: infill.v1.Timings
-	(*Candidate)(nil),              // 11: infill.v1.Candidate
-	(*ContextSource)(nil),          // 12: infill.v1.ContextSource
-	(*ContextManifest)(nil),        // 13: infill.v1.ContextManifest
-	(*CompleteResponse)(nil),       // 14: infill.v1.CompleteResponse
-	(*StreamStart)(nil),            // 15: infill.v1.StreamStart
-	(*TextDelta)(nil),              // 16: infill.v1.TextDelta
-	(*StreamCompleteResponse)(nil), // 17: infill.v1.StreamCompleteResponse
-	(*durationpb.Duration)(nil),    // 18: google.protobuf.Duration
+	(ContextDetail)(0),             // 1: infill.v1.ContextDetail
+	(FinishReason)(0),              // 2: infill.v1.FinishReason
+	(SourceKind)(0),                // 3: infill.v1.SourceKind
+	(*File)(nil),                   // 4: infill.v1.File
+	(*Repository)(nil),             // 5: infill.v1.Repository
+	(*Cursor)(nil),                 // 6: infill.v1.Cursor
+	(*GenerationOptions)(nil),      // 7: infill.v1.GenerationOptions
+	(*CompleteRequest)(nil),        // 8: infill.v1.CompleteRequest
+	(*StreamCompleteRequest)(nil),  // 9: infill.v1.StreamCompleteRequest
+	(*Usage)(nil),                  // 10: infill.v1.Usage
+	(*Timings)(nil),                // 11: infill.v1.Timings
+	(*Candidate)(nil),              // 12: infill.v1.Candidate
+	(*ContextSource)(nil),          // 13: infill.v1.ContextSource
+	(*ContextManifest)(nil),        // 14: infill.v1.ContextManifest
+	(*CompleteResponse)(nil),       // 15: infill.v1.CompleteResponse
+	(*StreamStart)(nil),            // 16: infill.v1.StreamStart
+	(*TextDelta)(nil),              // 17: infill.v1.TextDelta
+	(*StreamCompleteResponse)(nil), // 18: infill.v1.StreamCompleteResponse
+	(*durationpb.Duration)(nil),    // 19: google.protobuf.Duration
 }
 var file_infill_v1_completion_proto_depIdxs = []int32{
-	3,  // 0: infill.v1.Repository.files:type_name -> infill.v1.File
+	4,  // 0: infill.v1.Repository.files:type_name -> infill.v1.File
 	0,  // 1: infill.v1.Cursor.encoding:type_name -> infill.v1.PositionEncoding
-	4,  // 2: infill.v1.CompleteRequest.repository:type_name -> infill.v1.Repository
-	5,  // 3: infill.v1.CompleteRequest.cursor:type_name -> infill.v1.Cursor
-	6,  // 4: infill.v1.CompleteRequest.generation:type_name -> infill.v1.GenerationOptions
-	18, // 5: infill.v1.CompleteRequest.latency_budget:type_name -> google.protobuf.Duration
-	4,  // 6: infill.v1.StreamCompleteRequest.repository:type_name -> infill.v1.Repository
-	5,  // 7: infill.v1.StreamCompleteRequest.cursor:type_name -> infill.v1.Cursor
-	6,  // 8: infill.v1.StreamCompleteRequest.generation:type_name -> infill.v1.GenerationOptions
-	18, // 9: infill.v1.StreamCompleteRequest.latency_budget:type_name -> google.protobuf.Duration
-	18, // 10: infill.v1.Timings.context_assembly:type_name -> google.protobuf.Duration
-	18, // 11: infill.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
-	18, // 12: infill.v1.Timings.total:type_name -> google.protobuf.Duration
-	18, // 13: infill.v1.Timings.prompt_eval:type_name -> google.protobuf.Duration
-	1,  // 14: infill.v1.Candidate.finish_reason:type_name -> infill.v1.FinishReason
-	2,  // 15: infill.v1.ContextSource.kind:type_name -> infill.v1.SourceKind
-	12, // 16: infill.v1.ContextManifest.sources:type_name -> infill.v1.ContextSource
-	11, // 17: infill.v1.CompleteResponse.candidates:type_name -> infill.v1.Candidate
-	9,  // 18: infill.v1.CompleteResponse.usage:type_name -> infill.v1.Usage
-	10, // 19: infill.v1.CompleteResponse.timings:type_name -> infill.v1.Timings
-	13, // 20: infill.v1.CompleteResponse.context:type_name -> infill.v1.ContextManifest
-	13, // 21: infill.v1.StreamStart.context:type_name -> infill.v1.ContextManifest
-	18, // 22: infill.v1.StreamStart.context_assembly:type_name -> google.protobuf.Duration
-	15, // 23: infill.v1.StreamCompleteResponse.start:type_name -> infill.v1.StreamStart
-	16, // 24: infill.v1.StreamCompleteResponse.delta:type_name -> infill.v1.TextDelta
-	14, // 25: infill.v1.StreamCompleteResponse.done:type_name -> infill.v1.CompleteResponse
-	7,  // 26: infill.v1.CompletionService.Complete:input_type -> infill.v1.CompleteRequest
-	8,  // 27: infill.v1.CompletionService.StreamComplete:input_type -> infill.v1.StreamCompleteRequest
-	14, // 28: infill.v1.CompletionService.Complete:output_type -> infill.v1.CompleteResponse
-	17, // 29: infill.v1.CompletionService.StreamComplete:output_type -> infill.v1.StreamCompleteResponse
-	28, // [28:30] is the sub-list for method output_type
-	26, // [26:28] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	5,  // 2: infill.v1.CompleteRequest.repository:type_name -> infill.v1.Repository
+	6,  // 3: infill.v1.CompleteRequest.cursor:type_name -> infill.v1.Cursor
+	7,  // 4: infill.v1.CompleteRequest.generation:type_name -> infill.v1.GenerationOptions
+	19, // 5: infill.v1.CompleteRequest.latency_budget:type_name -> google.protobuf.Duration
+	1,  // 6: infill.v1.CompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
+	5,  // 7: infill.v1.StreamCompleteRequest.repository:type_name -> infill.v1.Repository
+	6,  // 8: infill.v1.StreamCompleteRequest.cursor:type_name -> infill.v1.Cursor
+	7,  // 9: infill.v1.StreamCompleteRequest.generation:type_name -> infill.v1.GenerationOptions
+	19, // 10: infill.v1.StreamCompleteRequest.latency_budget:type_name -> google.protobuf.Duration
+	1,  // 11: infill.v1.StreamCompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
+	19, // 12: infill.v1.Timings.context_assembly:type_name -> google.protobuf.Duration
+	19, // 13: infill.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
+	19, // 14: infill.v1.Timings.total:type_name -> google.protobuf.Duration
+	19, // 15: infill.v1.Timings.prompt_eval:type_name -> google.protobuf.Duration
+	2,  // 16: infill.v1.Candidate.finish_reason:type_name -> infill.v1.FinishReason
+	3,  // 17: infill.v1.ContextSource.kind:type_name -> infill.v1.SourceKind
+	13, // 18: infill.v1.ContextManifest.sources:type_name -> infill.v1.ContextSource
+	12, // 19: infill.v1.CompleteResponse.candidates:type_name -> infill.v1.Candidate
+	10, // 20: infill.v1.CompleteResponse.usage:type_name -> infill.v1.Usage
+	11, // 21: infill.v1.CompleteResponse.timings:type_name -> infill.v1.Timings
+	14, // 22: infill.v1.CompleteResponse.context:type_name -> infill.v1.ContextManifest
+	14, // 23: infill.v1.StreamStart.context:type_name -> infill.v1.ContextManifest
+	19, // 24: infill.v1.StreamStart.context_assembly:type_name -> google.protobuf.Duration
+	16, // 25: infill.v1.StreamCompleteResponse.start:type_name -> infill.v1.StreamStart
+	17, // 26: infill.v1.StreamCompleteResponse.delta:type_name -> infill.v1.TextDelta
+	15, // 27: infill.v1.StreamCompleteResponse.done:type_name -> infill.v1.CompleteResponse
+	8,  // 28: infill.v1.CompletionService.Complete:input_type -> infill.v1.CompleteRequest
+	9,  // 29: infill.v1.CompletionService.StreamComplete:input_type -> infill.v1.StreamCompleteRequest
+	15, // 30: infill.v1.CompletionService.Complete:output_type -> infill.v1.CompleteResponse
+	18, // 31: infill.v1.CompletionService.StreamComplete:output_type -> infill.v1.StreamCompleteResponse
+	30, // [30:32] is the sub-list for method output_type
+	28, // [28:30] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_infill_v1_completion_proto_init() }
@@ -1679,7 +1772,7 @@ func file_infill_v1_completion_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_infill_v1_completion_proto_rawDesc), len(file_infill_v1_completion_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -375,7 +375,7 @@ func (r *pairRunner) do(kind string, req *infillv1.CompleteRequest, round int) s
 	case kindStream:
 		sreq := &infillv1.StreamCompleteRequest{Repository: req.Repository, Cursor: req.Cursor, Generation: req.Generation,
 			TokenBudget: req.TokenBudget, Model: req.Model, ClientId: req.ClientId, SessionId: req.SessionId,
-			LatencyBudget: req.LatencyBudget}
+			LatencyBudget: req.LatencyBudget, ContextDetail: req.ContextDetail}
 		var st grpc.ServerStreamingClient[infillv1.StreamCompleteResponse]
 		st, err = r.grpc.StreamComplete(ctx, sreq)
 		for err == nil {
