@@ -175,9 +175,18 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	r.mu.Lock()
 	add, drop, changed := r.update(files)
 	b.store.repin(add, drop)
-	as := &assembly{b: b, r: r, t: r.files[files[ti].path], req: &req, off: off,
-		budget: budget, promptBudget: promptBudget, strategy: strategy}
-	p, err := as.run()
+	t := r.files[files[ti].path]
+	key := promptKey{t: t, an: t.an, version: r.version, off: off, budget: budget,
+		promptBudget: promptBudget, maxNew: req.MaxNewTokens, strategy: strategy}
+	p := r.prompts.get(key)
+	memo := p != nil
+	if !memo {
+		as := &assembly{b: b, r: r, t: t, req: &req, off: off,
+			budget: budget, promptBudget: promptBudget, strategy: strategy}
+		if p, err = as.run(); err == nil {
+			r.prompts.put(key, p)
+		}
+	}
 	size := r.memBytes()
 	r.mu.Unlock()
 	b.store.releaseRepo(r, size)
@@ -186,7 +195,7 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	}
 	b.log.Debug("contextpack: prompt built", zap.String("repo", req.RepoName), zap.String("path", req.Cursor.Path),
 		zap.Int("files", len(files)), zap.Int("changed", changed), zap.Int("tokens", p.Tokens),
-		zap.Int("budget", budget))
+		zap.Int("budget", budget), zap.Bool("memo", memo))
 	return p, nil
 }
 

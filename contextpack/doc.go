@@ -25,6 +25,14 @@
 //   - Per repository (Request.RepoName), an index updated incrementally: a
 //     request re-indexes only the paths whose content changed. It holds an
 //     inverted index of definitions by name and a BM25 index of the windows.
+//   - Memos of what is derived from immutable state (memo.go): a cursor
+//     file's identifiers, the order of its imports until a file of the
+//     repository changes, an import's outline for the set of its names the
+//     cursor file uses, and the index's last few prompts, keyed by
+//     everything an assembly reads (cursor file content, cursor offset,
+//     budgets, strategy, index version). An identical request, such as a
+//     re-request after a cancelled keystroke, several samples of one task or
+//     a load test, gets a copy of its prompt; a keystroke still assembles.
 //   - One byte cap (Config.CacheBytes) bounds contents, analyses and
 //     indexes together; unpinned contents leave least recently used first,
 //     then idle repository indexes. Evicted contents are reported missing,

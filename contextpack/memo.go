@@ -102,3 +102,71 @@ func (b *Builder) outline(a *analysis, used map[string]bool, bits []uint64, limi
 	a.memo.outMu.Unlock()
 	return rs, n
 }
+
+// promptKey is everything an assembly reads besides the index's state,
+// which version stands for: the cursor file's slot and analysis, the
+// cursor offset, the budgets and the strategy. (The repository name is the
+// index's own; the file count is the index's.)
+type promptKey struct {
+	t            *slot
+	an           *analysis
+	version      uint64
+	off          int
+	budget       int
+	promptBudget int
+	maxNew       int
+	strategy     Strategy
+}
+
+// maxPromptMemo is how many recent prompts an index keeps: enough for a
+// few requests at different cursors (or from different clients) to take
+// turns without rebuilding.
+const maxPromptMemo = 4
+
+// promptMemo holds the latest prompts of an index, newest first. An
+// identical request (a re-request after a cancelled keystroke, several
+// samples of one benchmark task, a load test) gets a copy instead of a
+// new assembly. Guarded by the index's mu.
+type promptMemo struct {
+	keys    []promptKey
+	prompts []*Prompt
+	bytes   int64
+}
+
+// get returns a copy of the prompt memoized for k.
+func (m *promptMemo) get(k promptKey) *Prompt {
+	for i := range m.keys {
+		if m.keys[i] == k {
+			return copyPrompt(m.prompts[i])
+		}
+	}
+	return nil
+}
+
+// put remembers p for k, dropping prompts of older versions of the index.
+func (m *promptMemo) put(k promptKey, p *Prompt) {
+	n := 0
+	for i := range m.keys {
+		if m.keys[i].version == k.version && n < maxPromptMemo-1 {
+			m.keys[n], m.prompts[n] = m.keys[i], m.prompts[i]
+			n++
+		}
+	}
+	clear(m.prompts[n:])
+	m.keys, m.prompts = m.keys[:n], m.prompts[:n]
+	m.keys = append([]promptKey{k}, m.keys...)
+	m.prompts = append([]*Prompt{copyPrompt(p)}, m.prompts...)
+	m.bytes = 0
+	for _, q := range m.prompts {
+		m.bytes += int64(len(q.Text)) + int64(len(q.Manifest.Sources))*96
+	}
+}
+
+// copyPrompt copies p so that callers may change what they get (the
+// server appends warnings) without touching the memo.
+func copyPrompt(p *Prompt) *Prompt {
+	c := *p
+	c.Manifest.Sources = slices.Clone(p.Manifest.Sources)
+	c.Manifest.Warnings = slices.Clone(p.Manifest.Warnings)
+	return &c
+}

@@ -14,7 +14,7 @@ import (
 )
 
 // The warm path keeps memos (identifiers of cursor files, import rankings,
-// import outlines). Whatever a sequence of requests did before, a warm
+// import outlines, recent prompts). Whatever a sequence of requests did before, a warm
 // Builder must build exactly the prompt and manifest that a new Builder
 // builds for the same request.
 func TestWarmBuildMatchesCold(t *testing.T) {
@@ -53,9 +53,10 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 	off := len(files[cur].Content) / 2
 	dropped := -1
 	withImports := 0
-	for step := 0; step < 40; step++ {
+	budget, maxNew := 4096, 64
+	for step := 0; step < 50; step++ {
 		op := "repeat"
-		switch k := r.IntN(6); k {
+		switch k := r.IntN(7); k {
 		case 0: // the cursor file names a definition of another file
 			other := files[1+r.IntN(len(files)-1)]
 			for range 20 { // most often one it imports (same directory)
@@ -107,6 +108,9 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 			cur = 1 + r.IntN(len(files)-1)
 			off = r.IntN(len(files[cur].Content) + 1)
 			op = "cursor file " + files[cur].Path
+		case 5: // another budget
+			budget, maxNew = []int{4096, 2048}[r.IntN(2)], []int{64, 32}[r.IntN(2)]
+			op = fmt.Sprintf("budget %d, generation %d", budget, maxNew)
 		case 4: // a file leaves the request, or comes back
 			if dropped < 0 {
 				dropped = 1 + r.IntN(len(files)-1)
@@ -119,7 +123,7 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 				op = "the file comes back"
 			}
 		}
-		req := Request{RepoName: "synth", TokenBudget: 4096, MaxNewTokens: 64,
+		req := Request{RepoName: "synth", TokenBudget: budget, MaxNewTokens: maxNew,
 			Cursor: Cursor{Path: files[cur].Path, Offset: off, Encoding: EncodingByteOffset}}
 		for i, f := range files {
 			if i != dropped {
@@ -151,13 +155,17 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 			}
 			t.Fatalf("step %d (%s): warm manifest differs from a new builder's", step, op)
 		}
+		// Callers may change what they get (the server appends warnings);
+		// a memoized prompt must not see it.
+		got.Manifest.CheckEvaluated(1)
+		got.Manifest.Sources[0].Reason = "changed by the caller"
 		if slices.ContainsFunc(got.Manifest.Sources, func(s Source) bool { return s.Kind == SourceImport }) {
 			withImports++
 		}
 	}
 	// The memos are only exercised where there are imports.
 	if withImports < 20 {
-		t.Fatalf("only %d of 40 steps had import sources; the test does not exercise the import memos", withImports)
+		t.Fatalf("only %d of 50 steps had import sources; the test does not exercise the import memos", withImports)
 	}
 }
 

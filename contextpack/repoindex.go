@@ -49,6 +49,7 @@ type repoIndex struct {
 	// content; memos of derived results are valid for one version.
 	version uint64
 	ranked  rankedImports
+	prompts promptMemo
 }
 
 // rankedImports memoizes rankImports for one cursor file and version.
@@ -259,7 +260,7 @@ func (r *repoIndex) compact() {
 func (r *repoIndex) memBytes() int64 {
 	return int64(r.livePost+r.deadPost)*8*5/4 + int64(len(r.post))*72 + int64(len(r.df))*24 +
 		int64(len(r.chunks))*16 + int64(r.nDefRefs)*8 + int64(len(r.defs))*64 +
-		int64(len(r.files))*(200) + int64(len(r.scratch))*4
+		int64(len(r.files))*(200) + int64(len(r.scratch))*4 + r.prompts.bytes
 }
 
 func goModulePath(gomod string) string {
