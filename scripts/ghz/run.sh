@@ -211,7 +211,8 @@ pair() {
   shift 6
   local digest=() name
   name="$(tr -c 'A-Za-z0-9.\n-' '-' <<<"$backend-$payload-$variant")"
-  [[ "$variant" == digest ]] && digest=(-digest)
+  [[ "$variant" == digest* ]] && digest=(-digest)
+  [[ "$variant" == *-typing ]] && digest+=(-typing) # a keystroke before every infill request
   "$bt" pair -infill "127.0.0.1:$port" -ollama "$url" -model "$model" -num-ctx "$num_ctx" \
     -payload "$run/payloads/$payload-full.json" "${digest[@]}" -rounds "$rounds" -backend "$backend" \
     -server-pid "$server_pid" -out "$run/pair/$name.json" "$@" >&2 || die "pair $name failed"
@@ -304,6 +305,10 @@ if ((do_fake)); then
       pair "$label" "$grpc_fake_port" "$fake_url" "n$n" full "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
     else
       pair "$label" "$grpc_fake_port" "$fake_url" "n$n" digest "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
+      # Typing: a keystroke before every infill request, so nothing is
+      # memoized. Only against the fake: Ollama's prompt cache would favour
+      # whichever of two requests with the same keystroke runs second.
+      pair "$label" "$grpc_fake_port" "$fake_url" "n$n" digest-typing "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
     fi
   done
   phase_end "$label, pair"

@@ -136,7 +136,7 @@ type pairResult struct {
 type pairOpts struct {
 	infillAddr, ollamaURL, model, payload, label, backend, out, fakeURL string
 	numCtx, rounds, warmup, serverPID                                   int
-	digest, zero, apiClient                                             bool
+	digest, zero, apiClient, typing                                     bool
 	keepAlive, timeout                                                  time.Duration
 }
 
@@ -160,6 +160,7 @@ func pairCmd(args []string) error {
 	fl.IntVar(&o.serverPID, "server-pid", 0, "infill-server's pid, to measure its CPU time per call")
 	fl.BoolVar(&o.apiClient, "direct-api-client", false, "send the direct requests with github.com/ollama/ollama/api.Client (as infill does) instead of a plain HTTP client")
 	fl.BoolVar(&o.zero, "zero-latency", false, "the backend answers at once (only the absolute target applies)")
+	fl.BoolVar(&o.typing, "typing", false, "type one character at the cursor before every infill request, as an editor does (no two requests are the same)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -196,6 +197,8 @@ type pairRunner struct {
 	base       string
 	full, send *infillv1.CompleteRequest
 	direct     *api.GenerateRequest
+	prompt     string
+	typer      *typer // with -typing
 }
 
 func runPair(o pairOpts) (*pairResult, error) {
@@ -203,7 +206,12 @@ func runPair(o pairOpts) (*pairResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	prompt, maxTokens, err := buildPrompt(full, o.numCtx)
+	pb, err := newPromptBuilder(o.numCtx)
+	if err != nil {
+		return nil, err
+	}
+	defer pb.Close()
+	prompt, maxTokens, err := buildPrompt(pb, full, o.numCtx)
 	if err != nil {
 		return nil, fmt.Errorf("building the prompt as infill does: %w", err)
 	}
@@ -218,10 +226,16 @@ func runPair(o pairOpts) (*pairResult, error) {
 		return nil, err
 	}
 	r := &pairRunner{o: o, grpc: infillv1.NewCompletionServiceClient(conn), full: full, send: full,
-		ollama: api.NewClient(u, newHTTPClient()), http: newHTTPClient(), base: strings.TrimRight(u.String(), "/"), direct: directRequest(full, prompt.Text, maxTokens, o)}
+		ollama: api.NewClient(u, newHTTPClient()), http: newHTTPClient(), base: strings.TrimRight(u.String(), "/"), direct: directRequest(full, prompt.Text, maxTokens, o), prompt: prompt.Text}
 	variant := "full"
 	if o.digest {
 		r.send, variant = digestVariant(full), "digest"
+	}
+	if o.typing {
+		if r.typer, err = newTyper(r.send, pb, o); err != nil {
+			return nil, err
+		}
+		variant += "-typing"
 	}
 	res := &pairResult{Label: o.label, Payload: o.payload, N: len(full.GetRepository().GetFiles()), Variant: variant,
 		Backend: o.backend, Rounds: o.rounds, Warmup: o.warmup, NumCtx: o.numCtx, MaxTokens: maxTokens,
@@ -234,18 +248,26 @@ func runPair(o pairOpts) (*pairResult, error) {
 	// Seed the server with the content (the digest variant needs it), then
 	// warm every cache on the path: contextpack's store and index, the
 	// backend's prompt cache, both connections.
-	if s := r.do(kindComplete, r.full, 0); s.Err != "" {
+	if s := r.do(kindComplete, r.full, r.direct, 0); s.Err != "" {
 		return nil, fmt.Errorf("first request: %s", s.Err)
 	}
 	for w := 0; w < o.warmup; w++ {
+		reqs, err := r.nextRound()
+		if err != nil {
+			return nil, err
+		}
 		for _, k := range kinds {
-			if s := r.do(k, r.send, 0); s.Err != "" {
+			if s := r.do(k, reqs.infill[k], reqs.direct, 0); s.Err != "" {
 				return nil, fmt.Errorf("warm-up %s: %s", k, s.Err)
 			}
 		}
 	}
 	if o.fakeURL != "" {
-		res.Verify = r.verifyFake(prompt.Text)
+		reqs, err := r.nextRound()
+		if err != nil {
+			return nil, err
+		}
+		res.Verify = r.verifyFake(reqs)
 		if !res.Verify.SameRequest || !res.Verify.PromptMatches {
 			return nil, fmt.Errorf("infill and the direct path do not send the same request: %s", res.Verify.Detail)
 		}
@@ -254,10 +276,14 @@ func runPair(o pairOpts) (*pairResult, error) {
 	cpu0, cpuErr := processCPU(o.serverPID)
 	start := time.Now()
 	for round := 0; round < o.rounds; round++ {
+		reqs, err := r.nextRound()
+		if err != nil {
+			return nil, err
+		}
 		byKind := map[string]sample{}
 		for i := range kinds {
 			k := kinds[(i+round)%len(kinds)] // rotate: no kind always runs first
-			s := r.do(k, r.send, round)
+			s := r.do(k, reqs.infill[k], reqs.direct, round)
 			byKind[k] = s
 			res.Samples = append(res.Samples, s)
 		}
@@ -278,22 +304,53 @@ func runPair(o pairOpts) (*pairResult, error) {
 	return res, nil
 }
 
-// buildPrompt builds the prompt exactly as infill-server does for req:
+// roundRequests are the requests of one round: what each kind sends
+// infill (the direct kind's entry is the request its prompt was built
+// for), the direct request and its prompt.
+type roundRequests struct {
+	infill map[string]*infillv1.CompleteRequest
+	direct *api.GenerateRequest
+	prompt string
+}
+
+// nextRound returns the next round's requests: the payload's each time, or
+// with -typing, a new keystroke before each infill request (Complete and
+// the direct request share one, so their texts can be compared).
+func (r *pairRunner) nextRound() (roundRequests, error) {
+	if r.typer == nil {
+		return roundRequests{infill: map[string]*infillv1.CompleteRequest{kindComplete: r.send, kindStream: r.send, kindDirect: r.send},
+			direct: r.direct, prompt: r.prompt}, nil
+	}
+	c, direct, prompt, err := r.typer.next()
+	if err != nil {
+		return roundRequests{}, err
+	}
+	st, _, _, err := r.typer.next()
+	if err != nil {
+		return roundRequests{}, err
+	}
+	return roundRequests{infill: map[string]*infillv1.CompleteRequest{kindComplete: c, kindStream: st, kindDirect: c},
+		direct: direct, prompt: prompt}, nil
+}
+
+// newPromptBuilder is a contextpack Builder configured as infill-server's:
 // server.DefaultConfig's contextpack configuration with num_ctx as the
-// context, the Qwen2.5 tokenizer, and the server's budget rules.
-func buildPrompt(req *infillv1.CompleteRequest, numCtx int) (*contextpack.Prompt, int, error) {
+// context and the Qwen2.5 tokenizer.
+func newPromptBuilder(numCtx int) (*contextpack.Builder, error) {
 	cfg := server.DefaultConfig()
 	cfg.Inference.ContextTokens = numCtx
 	cfg.Context.ContextTokens = numCtx
 	tok, err := tokenizer.Qwen25()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	b, err := contextpack.NewBuilder(cfg.Context, tok, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer b.Close()
+	return contextpack.NewBuilder(cfg.Context, tok, nil)
+}
+
+// buildPrompt builds the prompt exactly as infill-server does for req with
+// b (from newPromptBuilder) and the server's budget rules.
+func buildPrompt(b *contextpack.Builder, req *infillv1.CompleteRequest, numCtx int) (*contextpack.Prompt, int, error) {
+	cfg := server.DefaultConfig()
 	maxTokens := int(req.GetGeneration().GetMaxTokens())
 	if maxTokens <= 0 {
 		maxTokens = cfg.Inference.DefaultMaxTokens
@@ -311,11 +368,11 @@ func buildPrompt(req *infillv1.CompleteRequest, numCtx int) (*contextpack.Prompt
 		Cursor: contextpack.Cursor{Path: cur.GetPath(), Line: int(cur.GetLine()), Column: int(cur.GetColumn()),
 			Encoding: contextpack.EncodingUTF16}}
 	for _, f := range req.GetRepository().GetFiles() {
-		c, ok := f.GetSource().(*infillv1.File_Content)
-		if !ok {
-			return nil, 0, fmt.Errorf("%s: a full payload has content for every file", f.GetPath())
+		cf := contextpack.File{Path: f.GetPath(), Language: f.GetLanguage(), Digest: f.GetDigest()}
+		if c, ok := f.GetSource().(*infillv1.File_Content); ok {
+			cf.Content, cf.HasContent = c.Content, true
 		}
-		creq.Files = append(creq.Files, contextpack.File{Path: f.GetPath(), Language: f.GetLanguage(), Content: c.Content, HasContent: true})
+		creq.Files = append(creq.Files, cf)
 	}
 	p, err := b.Build(context.Background(), creq)
 	return p, maxTokens, err
@@ -354,7 +411,7 @@ func newHTTPClient() *http.Client {
 		IdleConnTimeout: 90 * time.Second}}
 }
 
-func (r *pairRunner) do(kind string, req *infillv1.CompleteRequest, round int) sample {
+func (r *pairRunner) do(kind string, req *infillv1.CompleteRequest, direct *api.GenerateRequest, round int) sample {
 	ctx, cancel := context.WithTimeout(context.Background(), r.o.timeout)
 	defer cancel()
 	s := sample{Round: round, Kind: kind}
@@ -406,7 +463,7 @@ func (r *pairRunner) do(kind string, req *infillv1.CompleteRequest, round int) s
 		if r.o.apiClient {
 			generate = r.ollama.Generate
 		}
-		err = generate(ctx, r.direct, func(g api.GenerateResponse) error {
+		err = generate(ctx, direct, func(g api.GenerateResponse) error {
 			if g.Response != "" {
 				if s.TTFTMs == 0 {
 					s.TTFTMs = ms(time.Since(start))
@@ -485,7 +542,7 @@ func (r *pairRunner) leanGenerate(ctx context.Context, req *api.GenerateRequest,
 }
 
 // verifyFake sends one request each way and compares what fakeollama saw.
-func (r *pairRunner) verifyFake(prompt string) verification {
+func (r *pairRunner) verifyFake(reqs roundRequests) verification {
 	v := verification{Checked: true}
 	get := func() (map[string]any, error) {
 		resp, err := http.Get(strings.TrimRight(r.o.fakeURL, "/") + "/fake/last")
@@ -500,7 +557,7 @@ func (r *pairRunner) verifyFake(prompt string) verification {
 		delete(m, "requests")
 		return m, nil
 	}
-	if s := r.do(kindComplete, r.send, 0); s.Err != "" {
+	if s := r.do(kindComplete, reqs.infill[kindComplete], reqs.direct, 0); s.Err != "" {
 		v.Detail = s.Err
 		return v
 	}
@@ -509,7 +566,7 @@ func (r *pairRunner) verifyFake(prompt string) verification {
 		v.Detail = err.Error()
 		return v
 	}
-	if s := r.do(kindDirect, r.send, 0); s.Err != "" {
+	if s := r.do(kindDirect, reqs.infill[kindDirect], reqs.direct, 0); s.Err != "" {
 		v.Detail = s.Err
 		return v
 	}
@@ -518,7 +575,7 @@ func (r *pairRunner) verifyFake(prompt string) verification {
 		v.Detail = err.Error()
 		return v
 	}
-	sum := sha256.Sum256([]byte(prompt))
+	sum := sha256.Sum256([]byte(reqs.prompt))
 	v.PromptMatches = viaInfill["prompt_sha256"] == hex.EncodeToString(sum[:])
 	v.SameRequest = reflect.DeepEqual(viaInfill, direct)
 	if !v.SameRequest || !v.PromptMatches {

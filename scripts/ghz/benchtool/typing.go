@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/infill-dev/infill/contextpack"
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"github.com/ollama/ollama/api"
+	"google.golang.org/protobuf/proto"
+)
+
+// typed is what the typer types at the cursor, over and over: a statement
+// and the indentation of the next line, as in a Go function body.
+const typed = "resp, err := c.send(req, deadline)\n\t"
+
+// typer types into the cursor file of a payload, one character per
+// request, as an editor sends a completion request per keystroke: every
+// request has new cursor-file content (so a new digest, a new analysis and
+// no prompt memo), the other files are unchanged.
+type typer struct {
+	base    *infillv1.CompleteRequest
+	idx     int // the cursor file in base.Repository.Files
+	content string
+	off     int // cursor, bytes
+	n       int
+	pb      *contextpack.Builder
+	o       pairOpts
+}
+
+func newTyper(base *infillv1.CompleteRequest, pb *contextpack.Builder, o pairOpts) (*typer, error) {
+	cur := base.GetCursor()
+	for i, f := range base.GetRepository().GetFiles() {
+		if f.GetPath() != cur.GetPath() {
+			continue
+		}
+		c, ok := f.GetSource().(*infillv1.File_Content)
+		if !ok {
+			return nil, fmt.Errorf("-typing: the cursor file %s has no content in the payload", f.GetPath())
+		}
+		off, err := contextpack.ByteOffset(c.Content, contextpack.Cursor{Path: cur.GetPath(),
+			Line: int(cur.GetLine()), Column: int(cur.GetColumn()), Encoding: contextpack.EncodingUTF16})
+		if err != nil {
+			return nil, err
+		}
+		return &typer{base: base, idx: i, content: c.Content, off: off, pb: pb, o: o}, nil
+	}
+	return nil, fmt.Errorf("-typing: the cursor file %s is not in the payload", cur.GetPath())
+}
+
+// next types one character and returns the request, the direct request
+// with the prompt infill builds for it, and that prompt.
+func (t *typer) next() (*infillv1.CompleteRequest, *api.GenerateRequest, string, error) {
+	ch := typed[t.n%len(typed)]
+	t.n++
+	t.content = t.content[:t.off] + string(ch) + t.content[t.off:]
+	t.off++
+	lineStart := strings.LastIndexByte(t.content[:t.off], '\n') + 1
+	line := strings.Count(t.content[:lineStart], "\n")
+	col := len(utf16.Encode([]rune(t.content[lineStart:t.off])))
+
+	req := proto.Clone(t.base).(*infillv1.CompleteRequest) // outside the timed calls
+	f := req.Repository.Files[t.idx]
+	f.Source = &infillv1.File_Content{Content: t.content}
+	req.Cursor = &infillv1.Cursor{Path: f.GetPath(), Line: uint32(line), Column: uint32(col),
+		Encoding: infillv1.PositionEncoding_POSITION_ENCODING_UTF16}
+
+	p, maxTokens, err := buildPrompt(t.pb, req, t.o.numCtx)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("-typing: building the prompt after keystroke %d: %w", t.n, err)
+	}
+	return req, directRequest(req, p.Text, maxTokens, t.o), p.Text, nil
+}
