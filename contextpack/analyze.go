@@ -212,13 +212,28 @@ type analyzeOptions struct {
 
 var errClosed = errors.New("contextpack: builder closed")
 
-// analyze builds the analysis of content in language lang.
+// analyze builds the analysis of content in language lang. With a tree
+// key, the previous version of the file (its tree and analysis, from the
+// tree cache) makes the work incremental: the parse starts from the old
+// tree, and windows whose text did not change keep their terms.
 func analyze(ctx context.Context, g *grammars, content string, lang langID, opt analyzeOptions) (*analysis, error) {
 	a := &analysis{lang: lang, content: content, lines: lineStarts(content)}
-	if lang != langPlain {
-		if len(content) > opt.maxParseBytes {
-			a.note = "too large to parse"
-		} else if err := a.parse(ctx, g, opt); err != nil {
+	var prev *cachedTree
+	if opt.treeKey != "" {
+		prev = opt.trees.take(opt.treeKey)
+	}
+	var prevAn *analysis
+	if prev != nil && prev.lang == lang {
+		prevAn = prev.an
+	}
+	var kept *sitter.Tree
+	if lang != langPlain && len(content) > opt.maxParseBytes {
+		a.note = "too large to parse"
+	} else if lang != langPlain {
+		var err error
+		kept, err = a.parse(ctx, g, opt, prev)
+		prev = nil // parse closed or reused its tree
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -229,7 +244,14 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 			a.defs, a.imports = nil, nil
 		}
 	}
-	a.buildChunks(opt.windowLines, opt.windowStride)
+	if prev != nil {
+		prev.tree.Close()
+	}
+	a.buildChunks(opt.windowLines, opt.windowStride, prevAn)
+	if kept != nil {
+		// Only now is a complete: the next version may read it.
+		opt.trees.put(&cachedTree{key: opt.treeKey, lang: lang, content: content, tree: kept, an: a})
+	}
 	a.bytes = int64(len(a.lines))*4 + int64(cap(a.defs))*48 + int64(len(a.imports))*48 + int64(len(a.locals))*8 + 256
 	for _, d := range a.defs {
 		a.bytes += int64(len(d.name))
@@ -240,26 +262,30 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 	return a, nil
 }
 
-func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions) error {
+// parse extracts the tags. prev (may be nil) is the previous version's
+// tree, edited and parsed from; parse closes it. With opt.treeKey the new
+// tree is returned for the tree cache, else it is closed.
+func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, prev *cachedTree) (kept *sitter.Tree, err error) {
+	var old *sitter.Tree
+	if prev != nil {
+		if prev.lang == a.lang {
+			prev.tree.Edit(editBetween(prev.content, a.content))
+			old = prev.tree
+		} else {
+			prev.tree.Close()
+		}
+	}
 	st, err := g.acquire(a.lang)
 	if err != nil {
-		return err
+		if old != nil {
+			old.Close()
+		}
+		return nil, err
 	}
 	defer g.release()
 	p := st.getParser()
 	p.SetOperationLimit(opt.parseTimeoutUS)
 	src := []byte(a.content)
-	var old *sitter.Tree
-	if opt.treeKey != "" {
-		if ct := opt.trees.take(opt.treeKey); ct != nil {
-			if ct.lang == a.lang {
-				ct.tree.Edit(editBetween(ct.content, a.content))
-				old = ct.tree
-			} else {
-				ct.tree.Close()
-			}
-		}
-	}
 	tree, err := p.ParseCtx(ctx, old, src)
 	if old != nil {
 		old.Close()
@@ -268,11 +294,11 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions) e
 		// A halted parse leaves state behind; start clean next time.
 		p.Reset()
 		st.putParser(p)
-		return err
+		return nil, err
 	}
 	st.putParser(p)
 	if opt.treeKey != "" {
-		defer opt.trees.put(&cachedTree{key: opt.treeKey, lang: a.lang, content: a.content, tree: tree})
+		kept = tree
 	} else {
 		defer tree.Close()
 	}
@@ -341,7 +367,7 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions) e
 	}
 	a.nestDefs()
 	a.cleanLocals()
-	return nil
+	return kept, nil
 }
 
 // cleanLocals sorts locals by line and drops those that are definitions
@@ -524,13 +550,22 @@ func parseRustUse(text string) importRef {
 	return ref
 }
 
-// buildChunks indexes windows of lines for lexical similarity.
-func (a *analysis) buildChunks(window, stride int) {
+// buildChunks indexes windows of lines for lexical similarity. Windows of
+// prev (the previous version of the file, may be nil) whose text is the
+// same at the same lines keep their terms, so a keystroke re-scans only
+// the windows around it. Identifiers never span lines, so scanning one
+// window's text finds exactly the occurrences a scan of the whole file
+// attributes to its lines.
+func (a *analysis) buildChunks(window, stride int, prev *analysis) {
 	if window < 1 {
 		window = 1
 	}
 	if stride < 1 || stride > window {
 		stride = window
+	}
+	if prev != nil && prev.lang == a.lang {
+		a.buildChunksFrom(prev, window, stride)
+		return
 	}
 	type occ struct {
 		t    term
@@ -557,21 +592,58 @@ func (a *analysis) buildChunks(window, stride int) {
 		for j := oi; j < len(occs) && occs[j].line <= e; j++ {
 			buf = append(buf, occs[j].t)
 		}
-		if len(buf) > 0 {
-			slices.Sort(buf)
-			var terms []termTF
-			for k := 0; k < len(buf); {
-				j := k
-				for j < len(buf) && buf[j] == buf[k] {
-					j++
-				}
-				terms = append(terms, termTF{buf[k], uint16(min(j-k, 65535))})
-				k = j
+		a.addChunk(s, e, buf)
+		if e == n-1 {
+			break
+		}
+	}
+}
+
+// buildChunksFrom is buildChunks reusing prev's windows.
+func (a *analysis) buildChunksFrom(prev *analysis, window, stride int) {
+	n := int32(len(a.lines))
+	var buf []term
+	pi := 0 // prev.chunks is sorted by start
+	for s := int32(0); s < n; s += int32(stride) {
+		e := min(s+int32(window)-1, n-1)
+		for pi < len(prev.chunks) && prev.chunks[pi].start < s {
+			pi++
+		}
+		text := a.rangeText(s, e)
+		if e < prev.numLines() && prev.rangeText(s, e) == text {
+			// Same text: the same terms, or no chunk when it had none.
+			if pi < len(prev.chunks) && prev.chunks[pi].start == s && prev.chunks[pi].end == e {
+				a.chunks = append(a.chunks, prev.chunks[pi])
 			}
-			a.chunks = append(a.chunks, chunk{start: s, end: e, length: uint32(len(buf)), terms: slices.Clip(terms)})
+		} else {
+			buf = buf[:0]
+			scanIdents(text, a.lang, func(id string, _ int) bool {
+				buf = append(buf, hashIdent(id))
+				return true
+			})
+			a.addChunk(s, e, buf)
 		}
 		if e == n-1 {
 			break
 		}
 	}
+}
+
+// addChunk adds the window [s, e] with the identifier terms in buf (which
+// it sorts); a window without identifiers is not indexed.
+func (a *analysis) addChunk(s, e int32, buf []term) {
+	if len(buf) == 0 {
+		return
+	}
+	slices.Sort(buf)
+	var terms []termTF
+	for k := 0; k < len(buf); {
+		j := k
+		for j < len(buf) && buf[j] == buf[k] {
+			j++
+		}
+		terms = append(terms, termTF{buf[k], uint16(min(j-k, 65535))})
+		k = j
+	}
+	a.chunks = append(a.chunks, chunk{start: s, end: e, length: uint32(len(buf)), terms: slices.Clip(terms)})
 }

@@ -26,6 +26,7 @@ type cachedTree struct {
 	lang    langID
 	content string
 	tree    *sitter.Tree
+	an      *analysis // of content, complete (for incremental analysis)
 }
 
 func newTreeCache(max int) *treeCache {

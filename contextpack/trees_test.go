@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// Incremental parsing from a cached tree extracts exactly what a parse
-// from scratch extracts.
+// Incremental analysis (parsing from a cached tree, keeping the terms of
+// unchanged windows) extracts exactly what an analysis from scratch does.
 func TestIncrementalParseMatchesFull(t *testing.T) {
 	g := newGrammars(2)
 	defer g.close()
@@ -47,7 +47,7 @@ func TestIncrementalParseMatchesFull(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(inc.defs, full.defs) || !reflect.DeepEqual(inc.imports, full.imports) ||
-				!reflect.DeepEqual(inc.locals, full.locals) {
+				!reflect.DeepEqual(inc.locals, full.locals) || !reflect.DeepEqual(inc.chunks, full.chunks) {
 				t.Fatalf("sample %d step %d: incremental analysis differs from a full parse", si, step)
 			}
 		}
