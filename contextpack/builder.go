@@ -51,6 +51,7 @@ type Builder struct {
 	store    *store
 	count    *counter
 	aopt     analyzeOptions
+	snaps    *snapshots // nil: snapshots off
 }
 
 // NewBuilder returns a Builder; log may be nil.
@@ -68,7 +69,12 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 	if n, ok := tok.(Neutralizer); ok {
 		neutral = n.Neutralize
 	}
+	var snaps *snapshots
+	if cfg.Snapshots > 0 {
+		snaps = newSnapshots(cfg.Snapshots)
+	}
 	return &Builder{
+		snaps:    snaps,
 		cfg:      cfg,
 		tok:      tok,
 		neutral:  neutral,
@@ -131,6 +137,12 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	if req.MaxNewTokens < 0 {
 		return nil, &ArgumentError{Field: "generation.max_tokens", Reason: "must be >= 0"}
 	}
+	all, err := b.expand(req)
+	if err != nil {
+		return nil, err
+	}
+	req.Files = all
+	req.Base, req.Removed = "", nil
 	ti, digests, err := b.checkFiles(req)
 	if err != nil {
 		return nil, err
@@ -192,6 +204,10 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	b.store.releaseRepo(r, size)
 	if err != nil {
 		return nil, err
+	}
+	if b.snaps != nil {
+		p.Snapshot = snapshotID(req.Files, digests)
+		b.snaps.put(p.Snapshot, req.Files, digests)
 	}
 	b.log.Debug("contextpack: prompt built", zap.String("repo", req.RepoName), zap.String("path", req.Cursor.Path),
 		zap.Int("files", len(files)), zap.Int("changed", changed), zap.Int("tokens", p.Tokens),

@@ -92,6 +92,11 @@ type Config struct {
 	// CountCacheSegments bounds the cache of segment token counts (it
 	// holds up to twice this many segments).
 	CountCacheSegments int
+	// Snapshots is how many recent file lists (Prompt.Snapshot, for
+	// Request.Base) are kept, least recently used first out; each is a
+	// path, digest and language per file (about 100 bytes per file). 0
+	// turns snapshots off.
+	Snapshots int
 }
 
 // DefaultConfig returns the defaults: an 8,192-token context.
@@ -120,6 +125,7 @@ func DefaultConfig() Config {
 		ParseTimeout:        500 * time.Millisecond,
 		Workers:             runtime.GOMAXPROCS(0),
 		EditTrees:           16,
+		Snapshots:           64,
 		CacheBytes:          512 << 20,
 		MaxRepositories:     8,
 		CountCacheSegments:  1 << 17,
@@ -164,6 +170,9 @@ func (c Config) Validate() error {
 		if p.v < 1 {
 			return fmt.Errorf("contextpack: %s %d must be >= 1", p.name, p.v)
 		}
+	}
+	if c.Snapshots < 0 {
+		return fmt.Errorf("contextpack: Snapshots %d must be >= 0", c.Snapshots)
 	}
 	if c.EditTrees < 0 {
 		return fmt.Errorf("contextpack: EditTrees %d must be >= 0", c.EditTrees)

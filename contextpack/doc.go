@@ -25,6 +25,10 @@
 //   - Per repository (Request.RepoName), an index updated incrementally: a
 //     request re-indexes only the paths whose content changed. It holds an
 //     inverted index of definitions by name and a BM25 index of the windows.
+//   - Snapshots (snapshot.go): each prompt names its request's whole file
+//     list (Prompt.Snapshot, a hash of paths, digests and languages), kept
+//     in a bounded LRU, so a later Request can send only what changed on
+//     that Base; an unknown base is an *UnknownSnapshotError.
 //   - Memos of what is derived from immutable state (memo.go): a cursor
 //     file's identifiers, the order of its imports until a file of the
 //     repository changes, an import's outline for the set of its names the

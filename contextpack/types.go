@@ -58,7 +58,12 @@ type Cursor struct {
 type Request struct {
 	RepoName string
 	Files    []File
-	Cursor   Cursor
+	// Base, when set, is the Snapshot of an earlier prompt: its files are
+	// the repository, Files replace or add files by path and Removed
+	// drops paths. An unknown base fails with *UnknownSnapshotError.
+	Base    string
+	Removed []string
+	Cursor  Cursor
 	// TokenBudget is the total for prompt plus generation; 0 means the
 	// model's context size.
 	TokenBudget int
@@ -152,6 +157,9 @@ type Prompt struct {
 	// Tokens is the exact token count of Text.
 	Tokens   int
 	Manifest Manifest
+	// Snapshot names the request's whole file list (after Base, Files and
+	// Removed): a later Request.Base.
+	Snapshot string
 }
 
 // ErrInvalidArgument is the class of errors caused by a malformed request
@@ -172,6 +180,23 @@ func (e *ArgumentError) Error() string { return e.Field + ": " + e.Reason }
 
 // Is makes errors.Is(err, ErrInvalidArgument) true.
 func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
+// ErrUnknownSnapshot is the class of *UnknownSnapshotError.
+var ErrUnknownSnapshot = errors.New("unknown repository snapshot")
+
+// UnknownSnapshotError says that Request.Base names a file list the
+// Builder does not hold (never made, or evicted): the client must send the
+// whole list.
+type UnknownSnapshotError struct {
+	ID string
+}
+
+func (e *UnknownSnapshotError) Error() string {
+	return fmt.Sprintf("repository snapshot %q is not held (evicted or never made): send the whole file list", e.ID)
+}
+
+// Is makes errors.Is(err, ErrUnknownSnapshot) true.
+func (e *UnknownSnapshotError) Is(target error) bool { return target == ErrUnknownSnapshot }
 
 // MissingContentError lists files sent as a digest the server does not
 // hold; the client must resend them with content.

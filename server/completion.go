@@ -86,6 +86,7 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 	if stream != nil {
 		if err := stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Start{Start: &infillv1.StreamStart{
 			Model: model, Context: manifest, RequestId: id, ContextAssembly: durationpb.New(assembly),
+			RepositorySnapshot: prompt.Snapshot,
 		}}}); err != nil {
 			return nil, err
 		}
@@ -142,9 +143,10 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 			Total:            durationpb.New(time.Since(start)),
 			PromptEval:       durationpb.New(res.PromptEval),
 		},
-		Model:     res.Model,
-		Context:   manifest,
-		RequestId: id,
+		Model:              res.Model,
+		Context:            manifest,
+		RequestId:          id,
+		RepositorySnapshot: prompt.Snapshot,
 	}, nil
 }
 
@@ -153,7 +155,7 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 func (s *Server) validate(req completionRequest) error {
 	repo, cur := req.GetRepository(), req.GetCursor()
 	switch {
-	case repo == nil || len(repo.GetFiles()) == 0:
+	case repo == nil || len(repo.GetFiles()) == 0 && repo.GetBase() == "":
 		return invalid("repository.files", "at least one file (the one with the cursor) is required")
 	case len(repo.GetFiles()) > s.cfg.MaxFiles:
 		return invalid("repository.files", fmt.Sprintf("%d files exceed the limit of %d", len(repo.GetFiles()), s.cfg.MaxFiles))
@@ -200,6 +202,8 @@ func toContextRequest(req completionRequest) contextpack.Request {
 	return contextpack.Request{
 		RepoName: repo.GetName(),
 		Files:    files,
+		Base:     repo.GetBase(),
+		Removed:  repo.GetRemoved(),
 		Cursor: contextpack.Cursor{Path: cur.GetPath(), Line: int(cur.GetLine()), Column: int(cur.GetColumn()),
 			Offset: int(min(cur.GetOffset(), 1<<62)), Encoding: enc},
 	}

@@ -27,6 +27,7 @@ func toStatus(log *zap.Logger, err error) error {
 	}
 	var ae *contextpack.ArgumentError
 	var me *contextpack.MissingContentError
+	var se *contextpack.UnknownSnapshotError
 	switch {
 	case errors.As(err, &ae):
 		return withDetails(codes.InvalidArgument, err.Error(), &errdetails.BadRequest{
@@ -40,6 +41,11 @@ func toStatus(log *zap.Logger, err error) error {
 			})
 		}
 		return withDetails(codes.FailedPrecondition, err.Error(), pf)
+	case errors.As(err, &se):
+		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "SNAPSHOT", Subject: se.ID,
+				Description: "the server does not hold this repository snapshot: send the whole file list without base"}},
+		})
 	case errors.Is(err, contextpack.ErrInvalidArgument), errors.Is(err, contextpack.ErrBudget),
 		errors.Is(err, inference.ErrInvalidRequest):
 		return status.Error(codes.InvalidArgument, err.Error())

@@ -212,6 +212,7 @@ pair() {
   local digest=() name
   name="$(tr -c 'A-Za-z0-9.\n-' '-' <<<"$backend-$payload-$variant")"
   [[ "$variant" == digest* ]] && digest=(-digest)
+  [[ "$variant" == snapshot* ]] && digest=(-snapshot) # only the cursor file, on the server's snapshot
   [[ "$variant" == *-typing ]] && digest+=(-typing) # a keystroke before every infill request
   "$bt" pair -infill "127.0.0.1:$port" -ollama "$url" -model "$model" -num-ctx "$num_ctx" \
     -payload "$run/payloads/$payload-full.json" "${digest[@]}" -rounds "$rounds" -backend "$backend" \
@@ -240,7 +241,10 @@ if ((do_real)); then
       variants=(full)
     else
       pair ollama "$grpc_port" "$ollama_url" "n$n" digest "$real_rounds" -warmup 2
-      if ((n == largest)); then pair ollama "$grpc_port" "$ollama_url" "n$n" full "$real_rounds" -warmup 1; fi
+      if ((n == largest)); then
+        pair ollama "$grpc_port" "$ollama_url" "n$n" snapshot "$real_rounds" -warmup 2
+        pair ollama "$grpc_port" "$ollama_url" "n$n" full "$real_rounds" -warmup 1
+      fi
       variants=(full digest)
     fi
     ghz_run warmup ollama "$grpc_port" "n$n-full" Complete 1 -n 2 -t 300s
@@ -256,6 +260,22 @@ if ((do_real)); then
   backend_started=0
   unset INFILL_OLLAMA_HOST
 fi
+
+# --- phase 1b: the gRPC floor -------------------------------------------------------
+# The same requests to a CompletionService that only waits 100 ms (its own
+# process, same grpc-go): what any gRPC server pays per call on this machine.
+mkdir -p "$run/floor"
+phase_begin
+log "gRPC floor: a no-op CompletionService, $paced_rounds calls per payload"
+for n in "${ns[@]}"; do
+  if ((n == 1)); then
+    "$bt" floor -payload "$run/payloads/n$n-full.json" -rounds "$paced_rounds" -out "$run/floor/n$n-full.json" >&2
+  else
+    "$bt" floor -payload "$run/payloads/n$n-full.json" -digest -rounds "$paced_rounds" -out "$run/floor/n$n-digest.json" >&2
+  fi
+done
+"$bt" floor -payload "$run/payloads/n$largest-full.json" -snapshot -rounds "$paced_rounds" -out "$run/floor/n$largest-snapshot.json" >&2
+phase_end "gRPC floor"
 
 # --- phase 2: fake backend, zero latency: overhead and ceiling ------------------------
 if ((do_fake)); then
@@ -309,6 +329,10 @@ if ((do_fake)); then
       # memoized. Only against the fake: Ollama's prompt cache would favour
       # whichever of two requests with the same keystroke runs second.
       pair "$label" "$grpc_fake_port" "$fake_url" "n$n" digest-typing "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
+      if ((n == largest)); then
+        pair "$label" "$grpc_fake_port" "$fake_url" "n$n" snapshot "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
+        pair "$label" "$grpc_fake_port" "$fake_url" "n$n" snapshot-typing "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
+      fi
     fi
   done
   phase_end "$label, pair"

@@ -32,12 +32,13 @@ const maxResends = 3
 
 // Client calls the infill CompletionService. It is safe for concurrent use.
 type Client struct {
-	conn *grpc.ClientConn // nil when the caller owns the connection
-	rpc  infillv1.CompletionServiceClient
-	eval infillv1.EvaluationServiceClient
-	cfg  Config
-	log  *zap.Logger
-	held *digestSet
+	conn  *grpc.ClientConn // nil when the caller owns the connection
+	rpc   infillv1.CompletionServiceClient
+	eval  infillv1.EvaluationServiceClient
+	cfg   Config
+	log   *zap.Logger
+	held  *digestSet
+	snaps snapState
 
 	// sleep waits between attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -123,14 +124,14 @@ func (c *Client) Close() error {
 // reports missing is resent.
 func (c *Client) Complete(ctx context.Context, req *infillv1.CompleteRequest, opts ...grpc.CallOption) (*infillv1.CompleteResponse, error) {
 	var resp *infillv1.CompleteResponse
-	err := c.do(ctx, req.GetRepository(), func(ctx context.Context, repo *infillv1.Repository) (bool, error) {
+	err := c.do(ctx, req.GetRepository(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
 		r := withRepository(req, repo, c.cfg.ClientID)
 		out, err := c.rpc.Complete(ctx, r, opts...)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 		resp = out
-		return false, nil
+		return false, out.GetRepositorySnapshot(), nil
 	})
 	if err != nil {
 		return nil, err
@@ -152,7 +153,7 @@ func (c *Client) Stream(ctx context.Context, req *infillv1.StreamCompleteRequest
 	return func(yield func(*infillv1.StreamCompleteResponse, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		err := c.do(ctx, req.GetRepository(), func(ctx context.Context, repo *infillv1.Repository) (bool, error) {
+		err := c.do(ctx, req.GetRepository(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
 			return c.streamOnce(ctx, withRepository(req, repo, c.cfg.ClientID), opts, yield)
 		})
 		if err != nil && !errors.Is(err, errStopped) {
@@ -162,14 +163,15 @@ func (c *Client) Stream(ctx context.Context, req *infillv1.StreamCompleteRequest
 }
 
 // streamOnce runs one attempt. It reports whether anything beyond the
-// StreamStart reached the consumer (after which the call is not retried).
+// StreamStart reached the consumer (after which the call is not retried)
+// and the repository snapshot the start named.
 func (c *Client) streamOnce(ctx context.Context, req *infillv1.StreamCompleteRequest, opts []grpc.CallOption,
-	yield func(*infillv1.StreamCompleteResponse, error) bool) (delivered bool, err error) {
+	yield func(*infillv1.StreamCompleteResponse, error) bool) (delivered bool, snapshot string, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st, err := c.rpc.StreamComplete(ctx, req, opts...)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	var start *infillv1.StreamCompleteResponse
 	emit := func(m *infillv1.StreamCompleteResponse) bool {
@@ -187,28 +189,29 @@ func (c *Client) streamOnce(ctx context.Context, req *infillv1.StreamCompleteReq
 	for {
 		m, err := st.Recv()
 		if err == io.EOF {
-			return delivered, ErrNoFinalResponse
+			return delivered, snapshot, ErrNoFinalResponse
 		}
 		if err != nil {
-			return delivered, err
+			return delivered, snapshot, err
 		}
 		switch m.GetEvent().(type) {
 		case *infillv1.StreamCompleteResponse_Start:
 			start = m
+			snapshot = m.GetStart().GetRepositorySnapshot()
 		case *infillv1.StreamCompleteResponse_Delta:
 			if !emit(m) {
-				return true, errStopped
+				return true, snapshot, errStopped
 			}
 		case *infillv1.StreamCompleteResponse_Done:
 			if !emit(m) {
-				return true, errStopped
+				return true, snapshot, errStopped
 			}
 			// Read the end of the stream so the server finishes with OK
 			// rather than seeing a cancel.
 			if _, err := st.Recv(); err != nil && err != io.EOF {
 				c.log.Debug("stream: error after final response", zap.Error(err))
 			}
-			return true, nil
+			return true, snapshot, nil
 		default:
 			c.log.Debug("stream: ignoring unknown event")
 		}
@@ -219,14 +222,15 @@ func (c *Client) streamOnce(ctx context.Context, req *infillv1.StreamCompleteReq
 // and retries of UNAVAILABLE. call reports whether it delivered anything to
 // the caller, after which nothing is retried.
 func (c *Client) do(ctx context.Context, repo *infillv1.Repository,
-	call func(ctx context.Context, repo *infillv1.Repository) (delivered bool, err error)) error {
+	call func(ctx context.Context, repo *infillv1.Repository) (delivered bool, snapshot string, err error)) error {
 	forced := map[string]bool{}
 	resends := 0
+	noBase := false
 	for attempt := 1; ; {
-		p := c.prepare(repo, forced)
-		delivered, err := call(ctx, p.repo)
+		p := c.prepare(repo, forced, noBase)
+		delivered, snapshot, err := call(ctx, p.repo)
 		if err == nil || delivered {
-			c.accept(p)
+			c.accept(p, snapshot)
 		}
 		if err == nil {
 			return nil
@@ -234,11 +238,20 @@ func (c *Client) do(ctx context.Context, repo *infillv1.Repository,
 		if delivered {
 			return err
 		}
+		if p.base != "" && UnknownSnapshot(err) && resends < maxResends {
+			c.snaps.forget(p.repoName, p.base)
+			noBase = true
+			resends++
+			c.log.Debug("the server no longer holds the repository snapshot; sending the whole list")
+			continue
+		}
 		if paths := MissingContent(err); len(paths) > 0 && resends < maxResends {
 			if p.resendable(paths) {
 				for _, path := range paths {
 					forced[path] = true
-					c.held.remove(p.digests[path])
+					if d, ok := p.digests[path]; ok {
+						c.held.remove(d)
+					}
 				}
 				resends++
 				c.log.Debug("resending content the server is missing", zap.Int("files", len(paths)))

@@ -39,6 +39,12 @@ type Config struct {
 	Retry RetryPolicy
 	// ContentDigests sends files already sent by this client as digests.
 	ContentDigests bool
+	// Snapshots sends, once a response has named a repository's file list
+	// (repository_snapshot), only the files that changed since, on that
+	// base (Repository.base and removed), and the whole list again when
+	// the server no longer holds the base. Requests that set base
+	// themselves are sent as they are.
+	Snapshots bool
 	// DigestCacheSize bounds how many digests are remembered (default
 	// 100,000); when full, the memory is cleared and content is sent again.
 	DigestCacheSize int

@@ -96,55 +96,93 @@ func (s *digestSet) remove(d string) {
 // prepared is the repository as one attempt sends it.
 type prepared struct {
 	repo *infillv1.Repository
+	orig *infillv1.Repository
 	// digests maps each path this client replaced by a digest to it.
 	digests map[string]string
 	// sent lists the digests of files sent with content.
 	sent []string
+	// With Config.Snapshots: the repository's name, the whole file list as
+	// the server will hold it, and the base the attempt used ("" for none).
+	repoName string
+	whole    map[string]fileKey
+	base     string
 }
 
-// prepare replaces content the server is believed to hold by its digest,
-// except for the forced paths.
-func (c *Client) prepare(repo *infillv1.Repository, forced map[string]bool) prepared {
-	if !c.cfg.ContentDigests || repo == nil {
-		return prepared{repo: repo}
+// prepare builds what one attempt sends: with Config.Snapshots and a
+// snapshot of the repository from an earlier response (unless noBase),
+// only the files that changed since, on that base; with
+// Config.ContentDigests, content the server is believed to hold as its
+// digest. Forced paths go with content.
+func (c *Client) prepare(repo *infillv1.Repository, forced map[string]bool, noBase bool) prepared {
+	p := prepared{repo: repo, orig: repo}
+	if repo == nil || !c.cfg.ContentDigests && !c.cfg.Snapshots {
+		return p
 	}
-	p := prepared{digests: map[string]string{}}
-	files := make([]*infillv1.File, 0, len(repo.GetFiles()))
-	for _, f := range repo.GetFiles() {
-		src, ok := f.GetSource().(*infillv1.File_Content)
-		if !ok || len(src.Content) <= digestLen {
-			files = append(files, f)
-			continue
+	files := repo.GetFiles()
+	var removed []string
+	if c.cfg.Snapshots && repo.GetBase() == "" && len(repo.GetRemoved()) == 0 {
+		p.repoName, p.whole = repo.GetName(), wholeList(files)
+		if sn, ok := c.snaps.get(p.repoName); ok && !noBase {
+			files, removed = changedFiles(files, p.whole, sn, forced)
+			p.base = sn.id
 		}
-		d := Digest(src.Content)
-		if forced[f.GetPath()] || !c.held.has(d) {
-			files = append(files, f)
-			p.sent = append(p.sent, d)
-			continue
+	}
+	if c.cfg.ContentDigests {
+		p.digests = map[string]string{}
+		out := make([]*infillv1.File, 0, len(files))
+		for _, f := range files {
+			src, ok := f.GetSource().(*infillv1.File_Content)
+			if !ok || len(src.Content) <= digestLen {
+				out = append(out, f)
+				continue
+			}
+			d := p.whole[f.GetPath()].digest
+			if d == "" {
+				d = Digest(src.Content)
+			}
+			if forced[f.GetPath()] || !c.held.has(d) {
+				out = append(out, f)
+				p.sent = append(p.sent, d)
+				continue
+			}
+			p.digests[f.GetPath()] = d
+			out = append(out, &infillv1.File{
+				Path:     f.GetPath(),
+				Source:   &infillv1.File_Digest{Digest: d},
+				Language: f.GetLanguage(),
+			})
 		}
-		p.digests[f.GetPath()] = d
-		files = append(files, &infillv1.File{
-			Path:     f.GetPath(),
-			Source:   &infillv1.File_Digest{Digest: d},
-			Language: f.GetLanguage(),
-		})
+		files = out
 	}
 	p.repo = shallowRepository(repo, files)
+	if p.base != "" {
+		p.repo.Base, p.repo.Removed = p.base, removed
+	}
 	return p
 }
 
-// accept records that the server took the content sent in p.
-func (c *Client) accept(p prepared) {
+// accept records that the server took the content sent in p and, when it
+// named the file list (snapshot), that list as the repository's base.
+func (c *Client) accept(p prepared, snapshot string) {
 	if len(p.sent) > 0 {
 		c.held.add(p.sent)
 	}
+	if p.whole != nil && snapshot != "" {
+		c.snaps.set(p.repoName, clientSnap{id: snapshot, files: p.whole})
+	}
 }
 
-// resendable reports whether every path was replaced by a digest by this
-// client, so that its content is at hand.
+// resendable reports whether the caller gave content for every path, so
+// that it can be resent.
 func (p prepared) resendable(paths []string) bool {
+	has := make(map[string]bool, len(p.orig.GetFiles()))
+	for _, f := range p.orig.GetFiles() {
+		if _, ok := f.GetSource().(*infillv1.File_Content); ok {
+			has[f.GetPath()] = true
+		}
+	}
 	for _, path := range paths {
-		if _, ok := p.digests[path]; !ok {
+		if !has[path] {
 			return false
 		}
 	}

@@ -377,12 +377,25 @@ func (*File_Content) isFile_Source() {}
 func (*File_Digest) isFile_Source() {}
 
 // Repository is the set of files the completion may draw context from.
+//
+// A client may send the whole list every time, or only what changed since
+// an earlier request: `base` names the file list of an earlier response
+// (its `repository_snapshot`), `files` then replace or add files by path
+// and `removed` drops paths. A large repository then costs one file per
+// keystroke instead of one digest per file. When the server no longer
+// holds the base, the call fails with FAILED_PRECONDITION (a
+// PreconditionFailure violation of type "SNAPSHOT") and the client sends the
+// whole list again.
 type Repository struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Name used in the repository-level prompt (<|repo_name|>).
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Files, including the one that holds the cursor.
-	Files         []*File `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
+	// Files, including the one that holds the cursor (unless base has it).
+	Files []*File `protobuf:"bytes,2,rep,name=files,proto3" json:"files,omitempty"`
+	// "snap:<64 lowercase hex>" from an earlier response, or empty.
+	Base string `protobuf:"bytes,3,opt,name=base,proto3" json:"base,omitempty"`
+	// Paths of base to leave out (only with base).
+	Removed       []string `protobuf:"bytes,4,rep,name=removed,proto3" json:"removed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -427,6 +440,20 @@ func (x *Repository) GetName() string {
 func (x *Repository) GetFiles() []*File {
 	if x != nil {
 		return x.Files
+	}
+	return nil
+}
+
+func (x *Repository) GetBase() string {
+	if x != nil {
+		return x.Base
+	}
+	return ""
+}
+
+func (x *Repository) GetRemoved() []string {
+	if x != nil {
+		return x.Removed
 	}
 	return nil
 }
@@ -1225,9 +1252,11 @@ type CompleteResponse struct {
 	// asks for.
 	Context *ContextManifest `protobuf:"bytes,5,opt,name=context,proto3" json:"context,omitempty"`
 	// Server-assigned id, also in the server's logs.
-	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The id of this request's whole file list, for Repository.base.
+	RepositorySnapshot string `protobuf:"bytes,7,opt,name=repository_snapshot,json=repositorySnapshot,proto3" json:"repository_snapshot,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *CompleteResponse) Reset() {
@@ -1302,6 +1331,13 @@ func (x *CompleteResponse) GetRequestId() string {
 	return ""
 }
 
+func (x *CompleteResponse) GetRepositorySnapshot() string {
+	if x != nil {
+		return x.RepositorySnapshot
+	}
+	return ""
+}
+
 // StreamStart opens a stream, before any text.
 type StreamStart struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1311,8 +1347,10 @@ type StreamStart struct {
 	Context         *ContextManifest     `protobuf:"bytes,2,opt,name=context,proto3" json:"context,omitempty"`
 	RequestId       string               `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	ContextAssembly *durationpb.Duration `protobuf:"bytes,4,opt,name=context_assembly,json=contextAssembly,proto3" json:"context_assembly,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The id of this request's whole file list, for Repository.base.
+	RepositorySnapshot string `protobuf:"bytes,5,opt,name=repository_snapshot,json=repositorySnapshot,proto3" json:"repository_snapshot,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *StreamStart) Reset() {
@@ -1371,6 +1409,13 @@ func (x *StreamStart) GetContextAssembly() *durationpb.Duration {
 		return x.ContextAssembly
 	}
 	return nil
+}
+
+func (x *StreamStart) GetRepositorySnapshot() string {
+	if x != nil {
+		return x.RepositorySnapshot
+	}
+	return ""
 }
 
 // TextDelta is newly generated text of one candidate.
@@ -1537,11 +1582,13 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\acontent\x18\x02 \x01(\tH\x00R\acontent\x12\x18\n" +
 	"\x06digest\x18\x03 \x01(\tH\x00R\x06digest\x12\x1a\n" +
 	"\blanguage\x18\x04 \x01(\tR\blanguageB\b\n" +
-	"\x06source\"G\n" +
+	"\x06source\"u\n" +
 	"\n" +
 	"Repository\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
-	"\x05files\x18\x02 \x03(\v2\x0f.infill.v1.FileR\x05files\"\x99\x01\n" +
+	"\x05files\x18\x02 \x03(\v2\x0f.infill.v1.FileR\x05files\x12\x12\n" +
+	"\x04base\x18\x03 \x01(\tR\x04base\x12\x18\n" +
+	"\aremoved\x18\x04 \x03(\tR\aremoved\"\x99\x01\n" +
 	"\x06Cursor\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04line\x18\x02 \x01(\rR\x04line\x12\x16\n" +
@@ -1621,7 +1668,7 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x11generation_tokens\x18\x02 \x01(\rR\x10generationTokens\x12#\n" +
 	"\rprompt_tokens\x18\x03 \x01(\rR\fpromptTokens\x122\n" +
 	"\asources\x18\x04 \x03(\v2\x18.infill.v1.ContextSourceR\asources\x12\x1a\n" +
-	"\bwarnings\x18\x05 \x03(\tR\bwarnings\"\x89\x02\n" +
+	"\bwarnings\x18\x05 \x03(\tR\bwarnings\"\xba\x02\n" +
 	"\x10CompleteResponse\x124\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2\x14.infill.v1.CandidateR\n" +
@@ -1631,13 +1678,15 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x124\n" +
 	"\acontext\x18\x05 \x01(\v2\x1a.infill.v1.ContextManifestR\acontext\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x06 \x01(\tR\trequestId\"\xbe\x01\n" +
+	"request_id\x18\x06 \x01(\tR\trequestId\x12/\n" +
+	"\x13repository_snapshot\x18\a \x01(\tR\x12repositorySnapshot\"\xef\x01\n" +
 	"\vStreamStart\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x124\n" +
 	"\acontext\x18\x02 \x01(\v2\x1a.infill.v1.ContextManifestR\acontext\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12D\n" +
-	"\x10context_assembly\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0fcontextAssembly\"H\n" +
+	"\x10context_assembly\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x0fcontextAssembly\x12/\n" +
+	"\x13repository_snapshot\x18\x05 \x01(\tR\x12repositorySnapshot\"H\n" +
 	"\tTextDelta\x12'\n" +
 	"\x0fcandidate_index\x18\x01 \x01(\rR\x0ecandidateIndex\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\"\xb2\x01\n" +

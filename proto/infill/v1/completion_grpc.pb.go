@@ -37,7 +37,9 @@ const (
 //     cursor file, options out of range (details: google.rpc.BadRequest).
 //   - FAILED_PRECONDITION: a file was sent as a digest the server does not
 //     hold (details: google.rpc.PreconditionFailure listing each path to
-//     resend with content), or the prompt cannot fit the model's context.
+//     resend with content), Repository.base names a file list the server
+//     does not hold (violation type "SNAPSHOT": send the whole list), or the
+//     prompt cannot fit the model's context.
 //   - NOT_FOUND: the model is not available on the backend (the message says
 //     how to get it, e.g. `ollama pull NAME`).
 //   - UNAVAILABLE: the backend cannot be reached; safe to retry before the
@@ -101,7 +103,9 @@ type CompletionService_StreamCompleteClient = grpc.ServerStreamingClient[StreamC
 //     cursor file, options out of range (details: google.rpc.BadRequest).
 //   - FAILED_PRECONDITION: a file was sent as a digest the server does not
 //     hold (details: google.rpc.PreconditionFailure listing each path to
-//     resend with content), or the prompt cannot fit the model's context.
+//     resend with content), Repository.base names a file list the server
+//     does not hold (violation type "SNAPSHOT": send the whole list), or the
+//     prompt cannot fit the model's context.
 //   - NOT_FOUND: the model is not available on the backend (the message says
 //     how to get it, e.g. `ollama pull NAME`).
 //   - UNAVAILABLE: the backend cannot be reached; safe to retry before the

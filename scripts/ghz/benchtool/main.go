@@ -37,6 +37,10 @@ func main() {
 		err = reportCmd(os.Args[2:])
 	case "wait":
 		err = waitCmd(os.Args[2:])
+	case "floor":
+		err = floorCmd(os.Args[2:])
+	case "floor-server":
+		err = floorServerCmd(os.Args[2:])
 	default:
 		usage()
 	}
@@ -47,6 +51,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool payload|pair|report|wait [flags] (-h for each)")
+	fmt.Fprintln(os.Stderr, "usage: benchtool payload|pair|floor|report|wait [flags] (-h for each)")
 	os.Exit(2)
 }

@@ -136,7 +136,7 @@ type pairResult struct {
 type pairOpts struct {
 	infillAddr, ollamaURL, model, payload, label, backend, out, fakeURL string
 	numCtx, rounds, warmup, serverPID                                   int
-	digest, zero, apiClient, typing                                     bool
+	digest, snapshot, zero, apiClient, typing                           bool
 	keepAlive, timeout                                                  time.Duration
 }
 
@@ -150,6 +150,7 @@ func pairCmd(args []string) error {
 	fl.DurationVar(&o.keepAlive, "keep-alive", 30*time.Minute, "the server's --keep-alive")
 	fl.StringVar(&o.payload, "payload", "", "full payload file from `benchtool payload` (nN-full.json)")
 	fl.BoolVar(&o.digest, "digest", false, "send infill the digest variant (after one full request seeds the server)")
+	fl.BoolVar(&o.snapshot, "snapshot", false, "send infill only the cursor file on the repository snapshot of a first full request (Repository.base)")
 	fl.IntVar(&o.rounds, "rounds", 30, "measured rounds (each: Complete, StreamComplete, direct, in rotating order)")
 	fl.IntVar(&o.warmup, "warmup", 3, "unmeasured rounds first")
 	fl.DurationVar(&o.timeout, "timeout", 2*time.Minute, "deadline of one request")
@@ -227,8 +228,22 @@ func runPair(o pairOpts) (*pairResult, error) {
 	}
 	r := &pairRunner{o: o, grpc: infillv1.NewCompletionServiceClient(conn), full: full, send: full,
 		ollama: api.NewClient(u, newHTTPClient()), http: newHTTPClient(), base: strings.TrimRight(u.String(), "/"), direct: directRequest(full, prompt.Text, maxTokens, o), prompt: prompt.Text}
+	// Seed the server with the content (the digest and snapshot variants
+	// need it) and learn the repository snapshot it names.
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	seed, err := r.grpc.Complete(ctx, full)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("first request: %w", err)
+	}
 	variant := "full"
-	if o.digest {
+	switch {
+	case o.snapshot:
+		if seed.GetRepositorySnapshot() == "" {
+			return nil, errors.New("-snapshot: the server named no repository snapshot")
+		}
+		r.send, variant = snapshotVariant(full, seed.GetRepositorySnapshot()), "snapshot"
+	case o.digest:
 		r.send, variant = digestVariant(full), "digest"
 	}
 	if o.typing {
@@ -245,12 +260,8 @@ func runPair(o pairOpts) (*pairResult, error) {
 		res.Label = fmt.Sprintf("%s n%d-%s", o.backend, res.N, variant)
 	}
 
-	// Seed the server with the content (the digest variant needs it), then
-	// warm every cache on the path: contextpack's store and index, the
+	// Warm every cache on the path: contextpack's store and index, the
 	// backend's prompt cache, both connections.
-	if s := r.do(kindComplete, r.full, r.direct, 0); s.Err != "" {
-		return nil, fmt.Errorf("first request: %s", s.Err)
-	}
 	for w := 0; w < o.warmup; w++ {
 		reqs, err := r.nextRound()
 		if err != nil {
@@ -365,6 +376,7 @@ func buildPrompt(b *contextpack.Builder, req *infillv1.CompleteRequest, numCtx i
 		return nil, 0, errors.New("payloads use UTF-16 cursors only")
 	}
 	creq := contextpack.Request{RepoName: req.GetRepository().GetName(), TokenBudget: budget, MaxNewTokens: maxTokens,
+		Base: req.GetRepository().GetBase(), Removed: req.GetRepository().GetRemoved(),
 		Cursor: contextpack.Cursor{Path: cur.GetPath(), Line: int(cur.GetLine()), Column: int(cur.GetColumn()),
 			Encoding: contextpack.EncodingUTF16}}
 	for _, f := range req.GetRepository().GetFiles() {

@@ -146,6 +146,20 @@ func digestVariant(req *infillv1.CompleteRequest) *infillv1.CompleteRequest {
 	return r
 }
 
+// snapshotVariant returns req as a client that holds the server's
+// snapshot of its file list sends it: the cursor file alone, on base.
+func snapshotVariant(req *infillv1.CompleteRequest, base string) *infillv1.CompleteRequest {
+	r := proto.Clone(req).(*infillv1.CompleteRequest)
+	var cur []*infillv1.File
+	for _, f := range r.Repository.Files {
+		if f.GetPath() == r.GetCursor().GetPath() {
+			cur = append(cur, f)
+		}
+	}
+	r.Repository.Files, r.Repository.Base = cur, base
+	return r
+}
+
 func writePayload(file string, req *infillv1.CompleteRequest) error {
 	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(req)
 	if err != nil {

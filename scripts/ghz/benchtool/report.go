@@ -74,6 +74,7 @@ type summary struct {
 	Payloads []payloadInfo     `json:"payloads"`
 	Ghz      []ghzSummary      `json:"ghz"`
 	Pairs    []pairResult      `json:"pairs"`
+	Floor    []floorResult     `json:"floor,omitempty"`
 }
 
 type loadMark struct {
@@ -140,6 +141,21 @@ func reportCmd(args []string) error {
 		sum.Pairs = append(sum.Pairs, p)
 	}
 	sort.SliceStable(sum.Pairs, func(i, j int) bool { return sum.Pairs[i].Started.Before(sum.Pairs[j].Started) })
+	floorFiles, _ := filepath.Glob(filepath.Join(*in, "floor", "*.json"))
+	for _, f := range floorFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var fr floorResult
+		if err := json.Unmarshal(b, &fr); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		fr.Gaps = nil // kept in the run directory only
+		fr.Payload = filepath.Base(fr.Payload)
+		sum.Floor = append(sum.Floor, fr)
+	}
+	sort.SliceStable(sum.Floor, func(i, j int) bool { return sum.Floor[i].RequestBytes > sum.Floor[j].RequestBytes })
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -360,6 +376,15 @@ func renderReport(s *summary, notes string) string {
 		w("## 2. infill's own cost against a controlled backend (fakeollama)\n\n")
 		w("`scripts/ghz/fakeollama` answers `/api/generate` with a fixed number of tokens at a fixed pace, so the difference between infill and the direct request is infill's own work (request decoding, digest lookup, context assembly, gRPC, re-streaming) plus one extra loopback hop. Each run first checks that infill and the direct path sent the fake byte-for-byte the same request (prompt sha256, options, flags): ✔ below.\n\n")
 		pairTable(w, ps)
+	}
+	if len(s.Floor) > 0 {
+		w("## 2b. The gRPC floor\n\n")
+		w("The same requests sent to a `CompletionService` that does nothing but wait %.0f ms (`benchtool floor`: its own process, the same grpc-go and message limits as infill-server, the same client as the pair runs). *Gap* = the client's latency minus the handler's own time: the cost of one gRPC call on this machine (marshalling, loopback, HTTP/2, wake-ups) before any work. Infill's overhead over a direct Ollama request contains this gap; the direct request pays its own HTTP hop, which infill pays too, to the backend.\n\n", s.Floor[0].DelayMs)
+		w("| payload | request bytes | gap p50 | gap p90 | calls |\n| --- | ---: | ---: | ---: | ---: |\n")
+		for _, f := range s.Floor {
+			w("| n%d-%s | %d | %s ms | %s ms | %d |\n", f.N, f.Variant, f.RequestBytes, fmtMs(f.GapP50Ms), fmtMs(f.GapP90Ms), f.Rounds)
+		}
+		w("\n")
 	}
 	suites := map[string][]ghzSummary{}
 	var order []string

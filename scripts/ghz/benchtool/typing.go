@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf16"
 
 	"github.com/infill-dev/infill/contextpack"
@@ -11,9 +12,13 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// typed is what the typer types at the cursor, over and over: a statement
-// and the indentation of the next line, as in a Go function body.
-const typed = "resp, err := c.send(req, deadline)\n\t"
+// typedText is what a typer types at the cursor, over and over: a
+// statement and the indentation of the next line, as in a Go function
+// body. Its variable name carries a number unique to the run, so that no
+// keystroke repeats a content the server analysed in an earlier run.
+func typedText() string {
+	return fmt.Sprintf("resp%d, err := c.send(req, deadline)\n\t", time.Now().UnixNano()%1_000_000_007)
+}
 
 // typer types into the cursor file of a payload, one character per
 // request, as an editor sends a completion request per keystroke: every
@@ -25,6 +30,7 @@ type typer struct {
 	content string
 	off     int // cursor, bytes
 	n       int
+	text    string
 	pb      *contextpack.Builder
 	o       pairOpts
 }
@@ -44,7 +50,7 @@ func newTyper(base *infillv1.CompleteRequest, pb *contextpack.Builder, o pairOpt
 		if err != nil {
 			return nil, err
 		}
-		return &typer{base: base, idx: i, content: c.Content, off: off, pb: pb, o: o}, nil
+		return &typer{base: base, idx: i, content: c.Content, off: off, text: typedText(), pb: pb, o: o}, nil
 	}
 	return nil, fmt.Errorf("-typing: the cursor file %s is not in the payload", cur.GetPath())
 }
@@ -52,7 +58,7 @@ func newTyper(base *infillv1.CompleteRequest, pb *contextpack.Builder, o pairOpt
 // next types one character and returns the request, the direct request
 // with the prompt infill builds for it, and that prompt.
 func (t *typer) next() (*infillv1.CompleteRequest, *api.GenerateRequest, string, error) {
-	ch := typed[t.n%len(typed)]
+	ch := t.text[t.n%len(t.text)]
 	t.n++
 	t.content = t.content[:t.off] + string(ch) + t.content[t.off:]
 	t.off++

@@ -1,0 +1,104 @@
+package infill
+
+import (
+	"sync"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+)
+
+// SnapshotType is the PreconditionFailure violation type the server uses
+// for a Repository.base it does not hold.
+const SnapshotType = "SNAPSHOT"
+
+// UnknownSnapshot reports whether err is the server's answer to a
+// Repository.base it does not hold (FAILED_PRECONDITION with a "SNAPSHOT"
+// violation): the whole file list must be sent again.
+func UnknownSnapshot(err error) bool {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.FailedPrecondition {
+		return false
+	}
+	for _, d := range st.Details() {
+		if pf, ok := d.(*errdetails.PreconditionFailure); ok {
+			for _, v := range pf.GetViolations() {
+				if v.GetType() == SnapshotType {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// fileKey is what the server's snapshot holds of a file.
+type fileKey struct{ digest, lang string }
+
+// clientSnap is the file list the server holds under id.
+type clientSnap struct {
+	id    string
+	files map[string]fileKey
+}
+
+// snapState is the latest snapshot per repository name.
+type snapState struct {
+	mu     sync.Mutex
+	byRepo map[string]clientSnap
+}
+
+func (s *snapState) get(repo string) (clientSnap, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sn, ok := s.byRepo[repo]
+	return sn, ok
+}
+
+func (s *snapState) set(repo string, sn clientSnap) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byRepo == nil {
+		s.byRepo = map[string]clientSnap{}
+	}
+	s.byRepo[repo] = sn
+}
+
+func (s *snapState) forget(repo, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byRepo[repo].id == id {
+		delete(s.byRepo, repo)
+	}
+}
+
+// wholeList is each file's digest and language as the server will see it.
+func wholeList(files []*infillv1.File) map[string]fileKey {
+	m := make(map[string]fileKey, len(files))
+	for _, f := range files {
+		d := f.GetDigest()
+		if src, ok := f.GetSource().(*infillv1.File_Content); ok {
+			d = Digest(src.Content)
+		}
+		m[f.GetPath()] = fileKey{digest: d, lang: f.GetLanguage()}
+	}
+	return m
+}
+
+// changedFiles keeps the files that differ from sn (or are forced) and lists the
+// paths of sn that files lack.
+func changedFiles(files []*infillv1.File, whole map[string]fileKey, sn clientSnap, forced map[string]bool) (kept []*infillv1.File, removed []string) {
+	for _, f := range files {
+		if k, ok := sn.files[f.GetPath()]; ok && k == whole[f.GetPath()] && !forced[f.GetPath()] {
+			continue
+		}
+		kept = append(kept, f)
+	}
+	for p := range sn.files {
+		if _, ok := whole[p]; !ok {
+			removed = append(removed, p)
+		}
+	}
+	return kept, removed
+}

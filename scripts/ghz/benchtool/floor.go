@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// floorResult is the cost of the gRPC hop alone: the same request sent to
+// a CompletionService that does nothing but wait (in its own process, same
+// grpc-go and message limits as infill-server). Its gap (client latency
+// minus the handler's own time) is what any gRPC server pays on this
+// machine before doing any work; infill's overhead over a direct Ollama
+// request includes it.
+type floorResult struct {
+	Payload      string  `json:"payload"`
+	Variant      string  `json:"variant"`
+	N            int     `json:"n"`
+	RequestBytes int     `json:"request_bytes"`
+	DelayMs      float64 `json:"delay_ms"`
+	Rounds       int     `json:"rounds"`
+	GapP50Ms     float64 `json:"gap_p50_ms"`
+	GapP90Ms     float64 `json:"gap_p90_ms"`
+	// Gaps are per call, in ms.
+	Gaps []float64 `json:"gaps_ms,omitempty"`
+}
+
+func floorCmd(args []string) error {
+	fl := flag.NewFlagSet("floor", flag.ContinueOnError)
+	payload := fl.String("payload", "", "full payload file from `benchtool payload` (nN-full.json)")
+	digest := fl.Bool("digest", false, "send the digest variant")
+	snapshot := fl.Bool("snapshot", false, "send the snapshot variant (the cursor file on a base)")
+	rounds := fl.Int("rounds", 100, "measured calls")
+	delay := fl.Duration("delay", 100*time.Millisecond, "how long the no-op handler waits (like a backend)")
+	out := fl.String("out", "", "result JSON file (required)")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if *payload == "" || *out == "" || *rounds < 1 {
+		return errors.New("-payload and -out are required, -rounds >= 1")
+	}
+	full, err := readPayload(*payload)
+	if err != nil {
+		return err
+	}
+	req, variant := full, "full"
+	switch {
+	case *snapshot:
+		req, variant = snapshotVariant(full, "snap:"+strings.Repeat("0", 64)), "snapshot"
+	case *digest:
+		req, variant = digestVariant(full), "digest"
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "floor-server", "-delay", delay.String())
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("floor-server did not report its address: %w", err)
+	}
+	conn, err := grpc.NewClient(strings.TrimSpace(addr), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client := infillv1.NewCompletionServiceClient(conn)
+	res := floorResult{Payload: *payload, Variant: variant, N: len(full.GetRepository().GetFiles()),
+		RequestBytes: proto.Size(req), DelayMs: ms(*delay), Rounds: *rounds}
+	for i := -3; i < *rounds; i++ { // three warm-up calls
+		start := time.Now()
+		resp, err := client.Complete(context.Background(), req)
+		if err != nil {
+			return err
+		}
+		gap := time.Since(start) - resp.GetTimings().GetTotal().AsDuration()
+		if i >= 0 {
+			res.Gaps = append(res.Gaps, ms(gap))
+		}
+	}
+	d := describe(res.Gaps)
+	res.GapP50Ms, res.GapP90Ms = d.p50, d.p90
+	b, err := json.MarshalIndent(res, "", " ")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("floor %s n%d-%s (%d bytes): gap p50 %.2f ms, p90 %.2f ms\n", *payload, res.N, variant, res.RequestBytes, d.p50, d.p90)
+	return writeFileAtomic(*out, append(b, '\n'))
+}
+
+// floorServer is a CompletionService that waits and answers with a short
+// text, reporting its handler time in Timings.Total.
+type floorServer struct {
+	infillv1.UnimplementedCompletionServiceServer
+	delay time.Duration
+}
+
+func (f floorServer) Complete(ctx context.Context, _ *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
+	start := time.Now()
+	select {
+	case <-time.After(f.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &infillv1.CompleteResponse{
+		Candidates: []*infillv1.Candidate{{Text: "if err != nil {\n\t\treturn nil, err\n\t}\n", FinishReason: infillv1.FinishReason_FINISH_REASON_STOP}},
+		Timings:    &infillv1.Timings{Total: durationpb.New(time.Since(start))},
+	}, nil
+}
+
+func floorServerCmd(args []string) error {
+	fl := flag.NewFlagSet("floor-server", flag.ContinueOnError)
+	delay := fl.Duration("delay", 100*time.Millisecond, "handler wait")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	// The message limits infill-server uses (server.DefaultConfig).
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
+	infillv1.RegisterCompletionServiceServer(s, floorServer{delay: *delay})
+	fmt.Println(lis.Addr().String())
+	return s.Serve(lis) // until the parent kills it
+}

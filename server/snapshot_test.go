@@ -1,0 +1,99 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/contextpack/tokenizer"
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// A response names its file list; a later request sends only what changed
+// on that base, and an unknown base asks for the whole list.
+func TestRepositorySnapshots(t *testing.T) {
+	tok, err := tokenizer.Qwen25()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	client, _ := startFake(t, b, &fakeBackend{})
+	ctx := context.Background()
+
+	req := request(8)
+	req.Repository.Files = append(req.Repository.Files, &infillv1.File{Path: "geo/util.py",
+		Source: &infillv1.File_Content{Content: "def area(r):\n    return 3.14159 * r * r\n"}})
+	first, err := client.Complete(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(first.GetRepositorySnapshot(), "snap:") {
+		t.Fatalf("repository_snapshot %q", first.GetRepositorySnapshot())
+	}
+
+	// A cursor move sends no file at all.
+	moved := request(8)
+	moved.Repository = &infillv1.Repository{Name: "geo", Base: first.GetRepositorySnapshot()}
+	moved.Cursor.Line, moved.Cursor.Column = 2, 0
+	st, err := client.StreamComplete(ctx, streamRequest(moved))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start *infillv1.StreamStart
+	for {
+		ev, err := st.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("cursor move on the base: %v", err)
+		}
+		if s := ev.GetStart(); s != nil {
+			start = s
+		}
+	}
+	if start.GetRepositorySnapshot() != first.GetRepositorySnapshot() {
+		t.Fatalf("cursor move on the base: snapshot %q, want %q", start.GetRepositorySnapshot(), first.GetRepositorySnapshot())
+	}
+
+	// An edit sends the one file; util.py leaves.
+	edited := request(8)
+	edited.Repository = &infillv1.Repository{Name: "geo", Base: first.GetRepositorySnapshot(), Removed: []string{"geo/util.py"},
+		Files: []*infillv1.File{{Path: "geo/circle.py", Source: &infillv1.File_Content{Content: pySource + "\n# edited\n"}}}}
+	resp, err := client.Complete(ctx, edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := resp.GetRepositorySnapshot(); s == "" || s == first.GetRepositorySnapshot() {
+		t.Fatalf("edit on the base: snapshot %q", s)
+	}
+
+	unknown := request(8)
+	unknown.Repository = &infillv1.Repository{Name: "geo", Base: "snap:" + strings.Repeat("ab", 32)}
+	_, err = client.Complete(ctx, unknown)
+	s := status.Convert(err)
+	var violation *errdetails.PreconditionFailure_Violation
+	for _, d := range s.Details() {
+		if pf, ok := d.(*errdetails.PreconditionFailure); ok && len(pf.GetViolations()) == 1 {
+			violation = pf.GetViolations()[0]
+		}
+	}
+	if s.Code() != codes.FailedPrecondition || violation.GetType() != "SNAPSHOT" || violation.GetSubject() != unknown.Repository.Base {
+		t.Fatalf("unknown base: %v, violation %v; want FAILED_PRECONDITION with a SNAPSHOT violation", err, violation)
+	}
+
+	bad := request(8)
+	bad.Repository.Removed = []string{"geo/util.py"}
+	if _, err := client.Complete(ctx, bad); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "repository.removed") {
+		t.Fatalf("removed without base: %v", err)
+	}
+}
