@@ -85,6 +85,7 @@ type importRef struct {
 	kind  importKind
 	spec  string
 	names []string
+	line  int32 // of the import statement
 }
 
 // localRef is a parameter or local variable declared on a line.
@@ -116,6 +117,8 @@ type analysis struct {
 	imports []importRef
 	locals  []localRef // parameters and local variables, by line
 	pkg     string     // Java package
+	pkgLine int32      // line of the package declaration, when pkg is set
+	partial bool       // tags queried around an edit only, the rest from the previous version
 	chunks  []chunk
 	note    string // why the file was treated as plain text, if it was
 	bytes   int64  // memory estimate, content excluded
@@ -267,9 +270,11 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 // tree is returned for the tree cache, else it is closed.
 func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, prev *cachedTree) (kept *sitter.Tree, err error) {
 	var old *sitter.Tree
+	var edit sitter.EditInput
 	if prev != nil {
 		if prev.lang == a.lang {
-			prev.tree.Edit(editBetween(prev.content, a.content))
+			edit = editBetween(prev.content, a.content)
+			prev.tree.Edit(edit)
 			old = prev.tree
 		} else {
 			prev.tree.Close()
@@ -287,10 +292,10 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 	p.SetOperationLimit(opt.parseTimeoutUS)
 	src := []byte(a.content)
 	tree, err := p.ParseCtx(ctx, old, src)
-	if old != nil {
-		old.Close()
-	}
 	if err != nil {
+		if old != nil {
+			old.Close()
+		}
 		// A halted parse leaves state behind; start clean next time.
 		p.Reset()
 		st.putParser(p)
@@ -302,8 +307,20 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 	} else {
 		defer tree.Close()
 	}
+	// After an edit inside one part of the file, only that part is
+	// queried; the tags of the rest come from the previous analysis.
+	var reg *region
+	if old != nil && prev != nil && prev.an != nil && prev.an.lang == a.lang && prev.an.note == "" {
+		reg = changedRegion(old, tree, edit)
+	}
+	if old != nil {
+		old.Close()
+	}
 	qc := sitter.NewQueryCursor()
 	defer qc.Close()
+	if reg != nil {
+		qc.SetPointRange(reg.from, reg.to)
+	}
 	qc.Exec(st.query, tree.RootNode())
 	seen := map[[2]uint32]bool{}
 	var reqFn bool
@@ -311,6 +328,9 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		m, ok := qc.NextMatch()
 		if !ok {
 			break
+		}
+		if reg != nil && !reg.holds(m.Captures) {
+			continue // a match around the region, already in prev
 		}
 		var defNode, nameNode *sitter.Node
 		var kind defKind
@@ -327,7 +347,15 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 			case capName == "local":
 				a.locals = append(a.locals, localRef{hashIdent(c.Node.Content(src)), int32(c.Node.StartPoint().Row)})
 			default:
+				k := len(a.imports)
 				a.addImport(capName, c.Node, src, reqFn)
+				row := int32(c.Node.StartPoint().Row)
+				for j := k; j < len(a.imports); j++ {
+					a.imports[j].line = row
+				}
+				if capName == "package" {
+					a.pkgLine = row
+				}
 			}
 		}
 		if defNode == nil || nameNode == nil || kind == 0 {
@@ -361,9 +389,13 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 			}
 		}
 		if kind == kindModule && a.lang == langRust && defNode.ChildByFieldName("body") == nil {
-			a.imports = append(a.imports, importRef{kind: impRustMod, spec: name})
+			a.imports = append(a.imports, importRef{kind: impRustMod, spec: name, line: d.start})
 		}
 		a.defs = append(a.defs, d)
+	}
+	if reg != nil {
+		a.splice(prev.an, reg)
+		a.partial = true
 	}
 	a.nestDefs()
 	a.cleanLocals()
@@ -380,6 +412,9 @@ func (a *analysis) cleanLocals() {
 	a.locals = slices.DeleteFunc(a.locals, func(l localRef) bool { return defAt[l] })
 	slices.SortFunc(a.locals, func(x, y localRef) int { return int(x.line - y.line) })
 	a.locals = slices.Clip(a.locals)
+	if len(a.locals) == 0 {
+		a.locals = nil
+	}
 }
 
 // cleanName reduces qualified or generic names to the identifier that code
