@@ -156,7 +156,7 @@ func main() {
 		fmt.Fprintf(&sb, "| %s | %d | %.1f | %.1f | %.1f | %.1f |\n", name, len(s), q(0.5), q(0.9), q(0.99), float64(s[len(s)-1])/1e6)
 	}
 	row("cold: whole repository with content, new Builder", coldDs)
-	row("warm: no change, all digests", []time.Duration{unchanged})
+	row("warm: no change, all digests (the prompt memo answers)", []time.Duration{unchanged})
 	row("warm: one file edited (content), cursor at the edit, 2,000 digests", warmDs)
 	row("warm: typing in one file", typeDs)
 	fmt.Fprintf(&sb, "\nCache after the cold build: %d entries, %.1f MB accounted (contents, analyses, index) for %.1f MB of source.\n",
