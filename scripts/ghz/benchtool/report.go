@@ -349,7 +349,7 @@ func renderReport(s *summary, notes string) string {
 
 	if len(s.Payloads) > 0 {
 		w("## Payloads\n\n")
-		w("A cursor in `%s` (line %d, column %d, 0-based, at the start of a statement in a function body) in a repository of the N real Go files nearest to it in the Go source tree (non-test, ≤ 64 KiB each). `full`: every file with content; `digest`: every file but the cursor file as its sha256 digest, what an IDE client sends once the server holds the content. Generation: max_tokens %d, temperature 0.\n\n",
+		w("A cursor in `%s` (line %d, column %d, 0-based, at the start of a statement in a function body) in a repository of the N real Go files nearest to it in the Go source tree (non-test, ≤ 64 KiB each). `full`: every file with content; `digest`: every file but the cursor file as its sha256 digest, what an IDE client sends once the server holds the content; `snapshot` (pair and floor only): the cursor file alone on the repository snapshot a first full request returned (`Repository.base`; 35.5 KB at 500 files); `-typing` (pair, paced fake only): one character typed at the cursor before every infill request, so that no request repeats and the prompt memo never answers. Generation: max_tokens %d, temperature 0.\n\n",
 			s.Payloads[0].CursorPath, s.Payloads[0].CursorLine, s.Payloads[0].CursorColumn, s.Payloads[0].MaxTokens)
 		w("| payload | files | source bytes | request bytes |\n| --- | ---: | ---: | ---: |\n")
 		for _, p := range s.Payloads {
