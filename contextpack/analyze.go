@@ -226,15 +226,18 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 		prev = opt.trees.take(opt.treeKey)
 	}
 	var prevAn *analysis
+	var edit sitter.EditInput
 	if prev != nil && prev.lang == lang {
 		prevAn = prev.an
+		edit = editBetween(prev.content, content)
 	}
 	var kept *sitter.Tree
+	var top []span
 	if lang != langPlain && len(content) > opt.maxParseBytes {
 		a.note = "too large to parse"
 	} else if lang != langPlain {
 		var err error
-		kept, err = a.parse(ctx, g, opt, prev)
+		kept, top, err = a.parse(ctx, g, opt, prev, edit)
 		prev = nil // parse closed or reused its tree
 		if err != nil {
 			if ctx.Err() != nil {
@@ -251,9 +254,16 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 		prev.tree.Close()
 	}
 	a.buildChunks(opt.windowLines, opt.windowStride, prevAn)
+	if prevAn != nil {
+		a.memo.identsFrom = prevAn
+		a.memo.editLines = [3]int32{int32(edit.StartPoint.Row), int32(edit.OldEndPoint.Row), int32(edit.NewEndPoint.Row)}
+	}
 	if kept != nil {
 		// Only now is a complete: the next version may read it.
-		opt.trees.put(&cachedTree{key: opt.treeKey, lang: lang, content: content, tree: kept, an: a})
+		for i := range top {
+			top[i].n = nil // nodes belong to this parse
+		}
+		opt.trees.put(&cachedTree{key: opt.treeKey, lang: lang, content: content, tree: kept, an: a, top: top})
 	}
 	a.bytes = int64(len(a.lines))*4 + int64(cap(a.defs))*48 + int64(len(a.imports))*48 + int64(len(a.locals))*8 + 256
 	for _, d := range a.defs {
@@ -266,14 +276,12 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 }
 
 // parse extracts the tags. prev (may be nil) is the previous version's
-// tree, edited and parsed from; parse closes it. With opt.treeKey the new
+// tree, edited by edit and parsed from; parse closes it. With opt.treeKey the new
 // tree is returned for the tree cache, else it is closed.
-func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, prev *cachedTree) (kept *sitter.Tree, err error) {
+func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, prev *cachedTree, edit sitter.EditInput) (kept *sitter.Tree, top []span, err error) {
 	var old *sitter.Tree
-	var edit sitter.EditInput
 	if prev != nil {
 		if prev.lang == a.lang {
-			edit = editBetween(prev.content, a.content)
 			prev.tree.Edit(edit)
 			old = prev.tree
 		} else {
@@ -285,7 +293,7 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		if old != nil {
 			old.Close()
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	defer g.release()
 	p := st.getParser()
@@ -299,7 +307,7 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		// A halted parse leaves state behind; start clean next time.
 		p.Reset()
 		st.putParser(p)
-		return nil, err
+		return nil, nil, err
 	}
 	st.putParser(p)
 	if opt.treeKey != "" {
@@ -309,9 +317,19 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 	}
 	// After an edit inside one part of the file, only that part is
 	// queried; the tags of the rest come from the previous analysis.
+	if opt.treeKey != "" || old != nil {
+		top = topLevel(tree)
+	}
 	var reg *region
-	if old != nil && prev != nil && prev.an != nil && prev.an.lang == a.lang && prev.an.note == "" {
-		reg = changedRegion(old, tree, edit)
+	if old != nil && prev.an != nil && prev.an.lang == a.lang && prev.an.note == "" &&
+		old.RootNode().Symbol() == tree.RootNode().Symbol() {
+		oldTop := prev.top
+		if oldTop == nil {
+			oldTop = topLevel(old) // already edited
+		} else {
+			oldTop = editSpans(oldTop, edit)
+		}
+		reg = changedRegion(oldTop, top, edit)
 	}
 	if old != nil {
 		old.Close()
@@ -399,7 +417,7 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 	}
 	a.nestDefs()
 	a.cleanLocals()
-	return kept, nil
+	return kept, top, nil
 }
 
 // cleanLocals sorts locals by line and drops those that are definitions

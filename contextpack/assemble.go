@@ -202,7 +202,7 @@ func (b *Builder) defRanges(a *analysis, di int32) []lineRange {
 // outlineRanges lists the headers of a file's top-level definitions and of
 // the methods of top-level types (not fields) within limit tokens, those
 // whose names the cursor file uses first.
-func (b *Builder) outlineRanges(a *analysis, used map[string]bool, limit int) []lineRange {
+func (b *Builder) outlineRanges(a *analysis, used identCounts, limit int) []lineRange {
 	type h struct {
 		r    lineRange
 		used bool
@@ -217,7 +217,7 @@ func (b *Builder) outlineRanges(a *analysis, used map[string]bool, limit int) []
 		if !ok {
 			continue
 		}
-		hs = append(hs, h{lineRange{s, e}, used[d.name]})
+		hs = append(hs, h{lineRange{s, e}, used.has(d.name)})
 	}
 	slices.SortStableFunc(hs, func(x, y h) int {
 		if x.used != y.used {

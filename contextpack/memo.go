@@ -1,7 +1,9 @@
 package contextpack
 
 import (
+	"maps"
 	"slices"
+	"sync/atomic"
 	"sync"
 )
 
@@ -13,7 +15,13 @@ import (
 // nothing.
 type analysisMemo struct {
 	identsOnce sync.Once
-	idents     map[string]bool // identifiers of the whole file
+	idents     identCounts // identifiers of the whole file
+	identsDone atomic.Bool // idents is set
+	// identsFrom, when set, is the previous version of the file, and
+	// editLines the lines the edit replaced there (from, oldTo) and wrote
+	// here (from, newTo): identSet patches the previous counts.
+	identsFrom *analysis
+	editLines  [3]int32
 
 	namesOnce sync.Once
 	nameOf    []int32 // defs[i] → index of its name among the distinct names
@@ -31,16 +39,45 @@ type outlineMemo struct {
 	tokens int
 }
 
-// identSet is the set of identifiers in the file (keywords excluded), as
-// scanIdents finds them.
-func (a *analysis) identSet() map[string]bool {
+// identCounts counts the occurrences of each identifier of a file.
+type identCounts map[string]int32
+
+func (c identCounts) has(id string) bool { return c[id] > 0 }
+
+// scanLines adds d for each identifier on lines [from, to] of a.
+func (c identCounts) scanLines(a *analysis, from, to int32, d int32) {
+	if from > to || from >= a.numLines() {
+		return
+	}
+	scanIdents(a.rangeText(from, min(to, a.numLines()-1)), a.lang, func(id string, _ int) bool {
+		if n := c[id] + d; n > 0 {
+			c[id] = n
+		} else {
+			delete(c, id)
+		}
+		return true
+	})
+}
+
+// identSet counts the identifiers of the file (keywords excluded), as
+// scanIdents finds them. After a keystroke it patches the previous
+// version's counts (when that version has them) by re-scanning only the
+// edited lines: identifiers never span lines.
+func (a *analysis) identSet() identCounts {
 	a.memo.identsOnce.Do(func() {
-		m := map[string]bool{}
-		scanIdents(a.content, a.lang, func(id string, _ int) bool {
-			m[id] = true
-			return true
-		})
-		a.memo.idents = m
+		if prev := a.memo.identsFrom; prev != nil && prev.memo.identsDone.Load() {
+			m := maps.Clone(prev.memo.idents)
+			l := a.memo.editLines
+			m.scanLines(prev, l[0], l[1], -1)
+			m.scanLines(a, l[0], l[2], 1)
+			a.memo.idents = m
+		} else {
+			m := identCounts{}
+			m.scanLines(a, 0, a.numLines()-1, 1)
+			a.memo.idents = m
+		}
+		a.memo.identsFrom = nil // let the previous version go
+		a.memo.identsDone.Store(true)
 	})
 	return a.memo.idents
 }
@@ -65,7 +102,7 @@ func (a *analysis) defNames() (nameOf []int32, n int) {
 
 // usedDefs marks the definitions of a whose names are in used and counts
 // the distinct names marked.
-func (a *analysis) usedDefs(used map[string]bool) (bits []uint64, names int) {
+func (a *analysis) usedDefs(used identCounts) (bits []uint64, names int) {
 	nameOf, n := a.defNames()
 	bits = make([]uint64, (len(a.defs)+63)/64)
 	var seen []uint64
@@ -73,7 +110,7 @@ func (a *analysis) usedDefs(used map[string]bool) (bits []uint64, names int) {
 		seen = make([]uint64, (n+63)/64)
 	}
 	for i := range a.defs {
-		if !used[a.defs[i].name] {
+		if !used.has(a.defs[i].name) {
 			continue
 		}
 		bits[i/64] |= 1 << (i % 64)
@@ -88,7 +125,7 @@ func (a *analysis) usedDefs(used map[string]bool) (bits []uint64, names int) {
 
 // outline returns outlineRanges(a, used, limit) and its token count,
 // from the memo when the same definitions are used as last time.
-func (b *Builder) outline(a *analysis, used map[string]bool, bits []uint64, limit int) ([]lineRange, int) {
+func (b *Builder) outline(a *analysis, used identCounts, bits []uint64, limit int) ([]lineRange, int) {
 	a.memo.outMu.Lock()
 	m := a.memo.out
 	a.memo.outMu.Unlock()

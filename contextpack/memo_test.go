@@ -188,10 +188,10 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 	if n := b.rangesTokens(a, all, -1, -1); len(all) == 0 || len(all) >= 200 {
 		t.Fatalf("outline of %d ranges, %d tokens: the test needs headers that do not all fit", len(all), n)
 	}
-	for _, used := range []map[string]bool{
-		{"function_number_150": true},
-		{"function_number_190": true, "function_number_20": true},
-		{"function_number_150": true},
+	for _, used := range []identCounts{
+		{"function_number_150": 1},
+		{"function_number_190": 2, "function_number_20": 1},
+		{"function_number_150": 1},
 		{},
 	} {
 		bits, _ := a.usedDefs(used)

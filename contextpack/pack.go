@@ -31,7 +31,7 @@ type assembly struct {
 	ctxBudget int
 	ctxUsed   int
 
-	used     map[string]bool // identifiers of the cursor file
+	used     identCounts // identifiers of the cursor file
 	imports  []importHit
 	impRank  map[*slot]int
 	fileRank map[*slot]int // files by summed window similarity
@@ -157,7 +157,7 @@ func (as *assembly) rankImports() {
 
 // rankImports resolves t's imports and orders them by how many distinct
 // definition names t uses (used), explicit imports first on ties.
-func (r *repoIndex) rankImports(t *slot, used map[string]bool) []importHit {
+func (r *repoIndex) rankImports(t *slot, used identCounts) []importHit {
 	hits := r.resolveImports(t)
 	type ranked struct {
 		h     importHit

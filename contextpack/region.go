@@ -59,16 +59,30 @@ func topLevel(t *sitter.Tree) []span {
 	return out
 }
 
-// changedRegion returns the top-level nodes of cur that the edit e
-// touches, with one more on each side (a node's end can depend on the
-// token after it), when every other top-level node of cur is one of old
-// (the previous tree, already edited: same symbol and byte range) and no
-// other node shares a line with the region. It returns nil otherwise.
-func changedRegion(old, cur *sitter.Tree, e sitter.EditInput) *region {
-	if old.RootNode().Symbol() != cur.RootNode().Symbol() {
-		return nil
+// editSpans moves the previous version's top-level spans as tree-sitter
+// moves nodes for edit e: spans after the replaced bytes shift, spans
+// before stay. A span overlapping the edit is left as it was; it cannot
+// equal a node of the new tree outside the region, so changedRegion
+// stays conservative.
+func editSpans(spans []span, e sitter.EditInput) []span {
+	out := make([]span, len(spans))
+	d := int64(e.NewEndIndex) - int64(e.OldEndIndex)
+	for i, s := range spans {
+		if s.start >= e.OldEndIndex {
+			s.start, s.end = uint32(int64(s.start)+d), uint32(int64(s.end)+d)
+		}
+		s.n = nil
+		out[i] = s
 	}
-	os, ns := topLevel(old), topLevel(cur)
+	return out
+}
+
+// changedRegion returns the top-level nodes of the new tree (ns) that the
+// edit e touches, with one more on each side (a node's end can depend on
+// the token after it), when every other new top-level node is one of the
+// previous tree's (os, moved by the edit: same symbol and byte range) and
+// no other node shares a line with the region. It returns nil otherwise.
+func changedRegion(os, ns []span, e sitter.EditInput) *region {
 	m, n := len(os), len(ns)
 	first, last := -1, -1
 	for i, c := range ns {

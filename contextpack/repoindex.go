@@ -67,7 +67,7 @@ type slot struct {
 	lang      langID
 	e         *entry
 	an        *analysis
-	chunk0    uint32
+	chunkIDs  []uint32 // an.chunks[i] is r.chunks[chunkIDs[i]]
 	gen       uint64
 }
 
@@ -115,6 +115,14 @@ func (r *repoIndex) update(files []reqFile) (add, drop []*entry, changed int) {
 			sl.gen = r.gen
 			continue
 		}
+		if sl != nil && sl.lang == f.lang {
+			// New content at a known path (an edit): re-index in place.
+			drop, add = append(drop, sl.e), append(add, f.e)
+			r.replace(sl, f)
+			sl.gen = r.gen
+			changed++
+			continue
+		}
 		if sl != nil {
 			drop = append(drop, sl.e)
 			r.remove(sl)
@@ -160,11 +168,7 @@ func (r *repoIndex) add(f *reqFile) *slot {
 	r.files[f.path] = sl
 	r.byBase[sl.base] = append(r.byBase[sl.base], sl)
 	r.byDir[sl.dir] = append(r.byDir[sl.dir], sl)
-	for i := range f.an.defs {
-		n := f.an.defs[i].name
-		r.defs[n] = append(r.defs[n], defRef{sl.id, int32(i)})
-	}
-	r.nDefRefs += len(f.an.defs)
+	r.addDefs(sl)
 	r.indexChunks(sl)
 	if r.fileDF != nil {
 		r.fileDFAdd(f.an, 1)
@@ -177,23 +181,15 @@ func (r *repoIndex) add(f *reqFile) *slot {
 	return sl
 }
 
-func (r *repoIndex) indexChunks(sl *slot) {
-	sl.chunk0 = uint32(len(r.chunks))
-	for i := range sl.an.chunks {
-		c := &sl.an.chunks[i]
-		id := uint32(len(r.chunks))
-		r.chunks = append(r.chunks, chunkRef{slot: sl.id, idx: uint32(i), length: c.length})
-		for _, t := range c.terms {
-			r.post[t.t] = append(r.post[t.t], posting{id, t.tf})
-			r.df[t.t]++
-		}
-		r.livePost += len(c.terms)
-		r.totalLen += int64(c.length)
-		r.live++
+func (r *repoIndex) addDefs(sl *slot) {
+	for i := range sl.an.defs {
+		n := sl.an.defs[i].name
+		r.defs[n] = append(r.defs[n], defRef{sl.id, int32(i)})
 	}
+	r.nDefRefs += len(sl.an.defs)
 }
 
-func (r *repoIndex) remove(sl *slot) {
+func (r *repoIndex) removeDefs(sl *slot) {
 	for i := range sl.an.defs {
 		n := sl.an.defs[i].name
 		refs := r.defs[n]
@@ -205,23 +201,106 @@ func (r *repoIndex) remove(sl *slot) {
 		}
 	}
 	r.nDefRefs -= len(sl.an.defs)
+}
+
+func (r *repoIndex) indexChunks(sl *slot) {
+	sl.chunkIDs = make([]uint32, len(sl.an.chunks))
+	for i := range sl.an.chunks {
+		sl.chunkIDs[i] = r.addChunk(sl, i)
+	}
+}
+
+// addChunk indexes window i of sl's analysis and returns its id.
+func (r *repoIndex) addChunk(sl *slot, i int) uint32 {
+	c := &sl.an.chunks[i]
+	id := uint32(len(r.chunks))
+	r.chunks = append(r.chunks, chunkRef{slot: sl.id, idx: uint32(i), length: c.length})
+	for _, t := range c.terms {
+		r.post[t.t] = append(r.post[t.t], posting{id, t.tf})
+		r.df[t.t]++
+	}
+	r.livePost += len(c.terms)
+	r.totalLen += int64(c.length)
+	r.live++
+	return id
+}
+
+// dropChunk marks chunk id (window c) dead; its postings go at the next
+// compaction or when a query finds a list mostly dead.
+func (r *repoIndex) dropChunk(id uint32, c *chunk) {
+	r.chunks[id].dead = true
+	for _, t := range c.terms {
+		if r.df[t.t] <= 1 {
+			delete(r.df, t.t)
+		} else {
+			r.df[t.t]--
+		}
+	}
+	r.livePost -= len(c.terms)
+	r.deadPost += len(c.terms)
+	r.totalLen -= int64(c.length)
+	r.live--
+}
+
+// replace re-indexes sl for the new content of its path. Windows the new
+// analysis kept from the old one (same lines, same terms: see
+// buildChunksFrom) keep their ids and postings, so a keystroke re-indexes
+// the few windows around it, not the whole file.
+func (r *repoIndex) replace(sl *slot, f *reqFile) {
+	old := sl.an
+	r.removeDefs(sl)
+	if r.fileDF != nil {
+		r.fileDFAdd(old, -1)
+	}
+	oldIDs := sl.chunkIDs
+	sl.e, sl.an = f.e, f.an
+	r.addDefs(sl)
+	if r.fileDF != nil {
+		r.fileDFAdd(sl.an, 1)
+	}
+	oc, nc := old.chunks, sl.an.chunks
+	same := func(a, b *chunk) bool {
+		return a.start == b.start && a.end == b.end && a.length == b.length && len(a.terms) == len(b.terms) &&
+			len(a.terms) > 0 && &a.terms[0] == &b.terms[0]
+	}
+	ids := make([]uint32, len(nc))
+	i := 0
+	for j := range nc {
+		for i < len(oc) && oc[i].start < nc[j].start {
+			r.dropChunk(oldIDs[i], &oc[i])
+			i++
+		}
+		if i < len(oc) && same(&oc[i], &nc[j]) {
+			ids[j] = oldIDs[i]
+			r.chunks[ids[j]].idx = uint32(j)
+			i++
+			continue
+		}
+		if i < len(oc) && oc[i].start == nc[j].start {
+			r.dropChunk(oldIDs[i], &oc[i])
+			i++
+		}
+		ids[j] = r.addChunk(sl, j)
+	}
+	for ; i < len(oc); i++ {
+		r.dropChunk(oldIDs[i], &oc[i])
+	}
+	sl.chunkIDs = ids
+	if sl.base == "go.mod" {
+		delete(r.goMods, sl.dir)
+		if m := goModulePath(f.e.content); m != "" {
+			r.goMods[sl.dir] = m
+		}
+	}
+}
+
+func (r *repoIndex) remove(sl *slot) {
+	r.removeDefs(sl)
 	if r.fileDF != nil {
 		r.fileDFAdd(sl.an, -1)
 	}
 	for i := range sl.an.chunks {
-		c := &sl.an.chunks[i]
-		r.chunks[sl.chunk0+uint32(i)].dead = true
-		for _, t := range c.terms {
-			if r.df[t.t] <= 1 {
-				delete(r.df, t.t)
-			} else {
-				r.df[t.t]--
-			}
-		}
-		r.livePost -= len(c.terms)
-		r.deadPost += len(c.terms)
-		r.totalLen -= int64(c.length)
-		r.live--
+		r.dropChunk(sl.chunkIDs[i], &sl.an.chunks[i])
 	}
 	delSlot := func(m map[string][]*slot, k string) {
 		v := slices.DeleteFunc(m[k], func(x *slot) bool { return x == sl })

@@ -27,6 +27,7 @@ type cachedTree struct {
 	content string
 	tree    *sitter.Tree
 	an      *analysis // of content, complete (for incremental analysis)
+	top     []span    // the tree's top-level nodes (without node pointers)
 }
 
 func newTreeCache(max int) *treeCache {

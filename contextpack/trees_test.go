@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// Incremental analysis (parsing from a cached tree, keeping the terms of
-// unchanged windows) extracts exactly what an analysis from scratch does.
+// Incremental analysis (parsing from a cached tree, querying the edited
+// top-level nodes only, keeping the terms of unchanged windows, patching
+// identifier counts) extracts exactly what an analysis from scratch does.
 func TestIncrementalParseMatchesFull(t *testing.T) {
 	g := newGrammars(2)
 	defer g.close()
@@ -63,6 +64,10 @@ func TestIncrementalParseMatchesFull(t *testing.T) {
 			full, err := analyze(context.Background(), g, cur, lang, o)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The identifier counts too (the next step patches these).
+			if !reflect.DeepEqual(inc.identSet(), full.identSet()) {
+				t.Fatalf("sample %d step %d: identifier counts differ from a full scan", si, step)
 			}
 			if !reflect.DeepEqual(inc.defs, full.defs) || !reflect.DeepEqual(inc.imports, full.imports) ||
 				!reflect.DeepEqual(inc.locals, full.locals) || !reflect.DeepEqual(inc.chunks, full.chunks) {
