@@ -3,8 +3,8 @@ package contextpack
 import (
 	"maps"
 	"slices"
-	"sync/atomic"
 	"sync"
+	"sync/atomic"
 )
 
 // Per-analysis memos for the warm path. An analysis is immutable, so what
