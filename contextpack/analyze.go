@@ -254,7 +254,9 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 		prev.tree.Close()
 	}
 	a.buildChunks(opt.windowLines, opt.windowStride, prevAn)
-	if prevAn != nil {
+	if prevAn != nil && prevAn.memo.identsDone.Load() {
+		// Only a version whose counts exist: a link to one without them
+		// would keep a chain of old versions alive.
 		a.memo.identsFrom = prevAn
 		a.memo.editLines = [3]int32{int32(edit.StartPoint.Row), int32(edit.OldEndPoint.Row), int32(edit.NewEndPoint.Row)}
 	}
