@@ -25,6 +25,12 @@
 //   - Per repository (Request.RepoName), an index updated incrementally: a
 //     request re-indexes only the paths whose content changed. It holds an
 //     inverted index of definitions by name and a BM25 index of the windows.
+//   - Keystrokes are incremental: the few most recently edited files keep
+//     their tree and analysis (Config.EditTrees), and the next version is
+//     parsed from the old tree, queried for tags only in the top-level
+//     nodes around the edit (region.go), re-scanned only in the windows
+//     and lines the edit touched, and re-indexed in place. Tests hold the
+//     results equal to an analysis from scratch.
 //   - Snapshots (snapshot.go): each prompt names its request's whole file
 //     list (Prompt.Snapshot, a hash of paths, digests and languages), kept
 //     in a bounded LRU, so a later Request can send only what changed on
