@@ -125,35 +125,18 @@ func reportCmd(args []string) error {
 		sum.Ghz = append(sum.Ghz, g)
 	}
 	sortGhz(sum.Ghz, sum.Payloads)
-	pairFiles, _ := filepath.Glob(filepath.Join(*in, "pair", "*.json"))
-	sort.Strings(pairFiles)
-	for _, f := range pairFiles {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var p pairResult
-		if err := json.Unmarshal(b, &p); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
+	if sum.Pairs, err = readJSONs(filepath.Join(*in, "pair", "*.json"), func(p *pairResult) {
 		p.Samples = nil // kept in the run directory only
 		p.Payload = filepath.Base(p.Payload)
-		sum.Pairs = append(sum.Pairs, p)
+	}); err != nil {
+		return err
 	}
 	sort.SliceStable(sum.Pairs, func(i, j int) bool { return sum.Pairs[i].Started.Before(sum.Pairs[j].Started) })
-	floorFiles, _ := filepath.Glob(filepath.Join(*in, "floor", "*.json"))
-	for _, f := range floorFiles {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var fr floorResult
-		if err := json.Unmarshal(b, &fr); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		fr.Gaps = nil // kept in the run directory only
-		fr.Payload = filepath.Base(fr.Payload)
-		sum.Floor = append(sum.Floor, fr)
+	if sum.Floor, err = readJSONs(filepath.Join(*in, "floor", "*.json"), func(f *floorResult) {
+		f.Gaps = nil // kept in the run directory only
+		f.Payload = filepath.Base(f.Payload)
+	}); err != nil {
+		return err
 	}
 	sort.SliceStable(sum.Floor, func(i, j int) bool { return sum.Floor[i].RequestBytes > sum.Floor[j].RequestBytes })
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -180,6 +163,27 @@ func reportCmd(args []string) error {
 	}
 	fmt.Printf("wrote %s and %s\n", filepath.Join(*out, "REPORT.md"), filepath.Join(*out, "summary.json"))
 	return nil
+}
+
+// readJSONs decodes every file matching glob, in name order, trimming
+// each with trim.
+func readJSONs[T any](glob string, trim func(*T)) ([]T, error) {
+	files, _ := filepath.Glob(glob)
+	sort.Strings(files)
+	var out []T
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var v T
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		trim(&v)
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func readGhz(file string) (ghzSummary, error) {
