@@ -192,3 +192,44 @@ func TestEndToEndBreakStopsStream(t *testing.T) {
 		t.Errorf("got %d deltas before break", got)
 	}
 }
+
+// With Snapshots, the real server names the file list and the client's
+// later calls send only what changed on it; an edit then costs one file.
+func TestEndToEndSnapshots(t *testing.T) {
+	srv := servertest.Start(t)
+	var mu sync.Mutex
+	var sent []*infillv1.Repository
+	var snaps []string
+	record := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, req.(*infillv1.CompleteRequest).GetRepository())
+		snaps = append(snaps, reply.(*infillv1.CompleteResponse).GetRepositorySnapshot())
+		return err
+	}
+	c, err := infill.Dial(srv.Addr, infill.Config{Snapshots: true, DialOptions: []grpc.DialOption{grpc.WithUnaryInterceptor(record)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := e2eRequest()
+	if _, err := c.Complete(t.Context(), req); err != nil {
+		t.Fatal(infill.FormatError(err))
+	}
+	req.Repository.Files[0].Source = &infillv1.File_Content{Content: circle + "\n# edited\n"}
+	if _, err := c.Complete(t.Context(), req); err != nil {
+		t.Fatal(infill.FormatError(err))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 2 || !strings.HasPrefix(snaps[0], "snap:") || snaps[1] == "" || snaps[1] == snaps[0] {
+		t.Fatalf("calls %d, snapshots %q; want two calls, each naming its own list", len(sent), snaps)
+	}
+	if sent[0].GetBase() != "" || len(sent[0].GetFiles()) != 2 {
+		t.Errorf("first call: base %q, %d files; want the whole list", sent[0].GetBase(), len(sent[0].GetFiles()))
+	}
+	if sent[1].GetBase() != snaps[0] || len(sent[1].GetFiles()) != 1 || sent[1].GetFiles()[0].GetPath() != "geo/circle.py" {
+		t.Errorf("second call: base %q, files %v; want the edited file alone on the first snapshot", sent[1].GetBase(), sent[1].GetFiles())
+	}
+}
