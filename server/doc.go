@@ -1,5 +1,6 @@
 // Package server owns the gRPC surface of infill: one constructor builds the
-// grpc.Server with logging and panic-recovery interceptors, message limits,
+// grpc.Server with a per-call log line (a stats handler that writes it once
+// the call has ended), panic-recovery interceptors, message limits,
 // health (NOT_SERVING until the backend answers), reflection and graceful
 // shutdown, and registers thin handlers that validate a request, call the
 // domain packages (contextpack, inference, evaluator), map their errors to

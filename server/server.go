@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/infill-dev/infill/evaluator"
@@ -20,8 +21,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 )
 
 // Pinger is the part of the backend the health watcher needs.
@@ -74,8 +75,9 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
-		grpc.ChainUnaryInterceptor(s.unaryLog, unaryRecover(log)),
-		grpc.ChainStreamInterceptor(s.streamLog, streamRecover(log)),
+		grpc.StatsHandler(rpcLog{s}),
+		grpc.ChainUnaryInterceptor(unaryRecover(log)),
+		grpc.ChainStreamInterceptor(streamRecover(log)),
 	)
 	infillv1.RegisterCompletionServiceServer(s.grpc, &completionService{s: s})
 	infillv1.RegisterEvaluationServiceServer(s.grpc, &evaluationService{s: s})
@@ -186,35 +188,61 @@ func peerAddr(ctx context.Context) string {
 	return ""
 }
 
-// unaryLog logs method, code, sizes and duration; never payloads.
-func (s *Server) unaryLog(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	id := newRequestID()
-	ctx = context.WithValue(ctx, requestIDKey{}, id)
-	start := time.Now()
-	resp, err := h(ctx, req)
-	fields := []zap.Field{
-		zap.String("method", info.FullMethod), zap.String("request_id", id),
-		zap.Stringer("code", status.Code(err)), zap.Duration("duration", time.Since(start)),
-		zap.Int("req_bytes", msgSize(req)), zap.Int("resp_bytes", msgSize(resp)), zap.String("peer", peerAddr(ctx)),
-	}
-	s.logCall(err, append(fields, callerFields(req)...))
-	return resp, err
+// rpcLog is a grpc stats.Handler that logs one line per call when it has
+// ended: method, code, duration, messages and bytes each way, peer and
+// the caller's client and session ids; never payloads. Logging at the end
+// keeps the encoding and the write off the call's latency (the response is
+// already on its way), and the byte counts come from the transport rather
+// than from re-measuring messages. TagRPC gives every call its request id.
+type rpcLog struct{ s *Server }
+
+// rpcInfo accumulates one call's figures; messages may be counted from the
+// receiving and the sending goroutine of a bidirectional stream at once.
+type rpcInfo struct {
+	id, method                 string
+	in, out, bytesIn, bytesOut atomic.Int64
+	first                      atomic.Value // []zap.Field: caller ids of the first request message
 }
 
-// streamLog logs a stream's method, code, message counts and duration.
-func (s *Server) streamLog(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	id := newRequestID()
-	ws := &countingStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), requestIDKey{}, id)}
-	start := time.Now()
-	err := h(srv, ws)
-	s.logCall(err, append(callerFields(ws.first),
-		zap.String("method", info.FullMethod), zap.String("request_id", id),
-		zap.Stringer("code", status.Code(err)), zap.Duration("duration", time.Since(start)),
-		zap.Int("msgs_in", ws.in), zap.Int("msgs_out", ws.out),
-		zap.Int("bytes_in", ws.bytesIn), zap.Int("bytes_out", ws.bytesOut), zap.String("peer", peerAddr(ws.ctx)),
-	))
-	return err
+type rpcInfoKey struct{}
+
+func (h rpcLog) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+	ri := &rpcInfo{id: newRequestID(), method: info.FullMethodName}
+	ctx = context.WithValue(ctx, rpcInfoKey{}, ri)
+	return context.WithValue(ctx, requestIDKey{}, ri.id)
 }
+
+func (h rpcLog) HandleRPC(ctx context.Context, st stats.RPCStats) {
+	ri, _ := ctx.Value(rpcInfoKey{}).(*rpcInfo)
+	if ri == nil {
+		return
+	}
+	switch st := st.(type) {
+	case *stats.InPayload:
+		if ri.in.Add(1) == 1 {
+			ri.first.Store(callerFields(st.Payload))
+		}
+		ri.bytesIn.Add(int64(st.WireLength))
+	case *stats.OutPayload:
+		ri.out.Add(1)
+		ri.bytesOut.Add(int64(st.WireLength))
+	case *stats.End:
+		fields := []zap.Field{
+			zap.String("method", ri.method), zap.String("request_id", ri.id),
+			zap.Stringer("code", status.Code(st.Error)), zap.Duration("duration", st.EndTime.Sub(st.BeginTime)),
+			zap.Int64("msgs_in", ri.in.Load()), zap.Int64("msgs_out", ri.out.Load()),
+			zap.Int64("bytes_in", ri.bytesIn.Load()), zap.Int64("bytes_out", ri.bytesOut.Load()),
+			zap.String("peer", peerAddr(ctx)),
+		}
+		if f, ok := ri.first.Load().([]zap.Field); ok {
+			fields = append(fields, f...)
+		}
+		h.s.logCall(st.Error, fields)
+	}
+}
+
+func (rpcLog) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (rpcLog) HandleConn(context.Context, stats.ConnStats)                       {}
 
 func (s *Server) logCall(err error, fields []zap.Field) {
 	switch status.Code(err) {
@@ -236,40 +264,6 @@ func callerFields(req any) []zap.Field {
 		return nil
 	}
 	return []zap.Field{zap.String("client_id", r.GetClientId()), zap.String("session_id", r.GetSessionId())}
-}
-
-func msgSize(m any) int {
-	if pm, ok := m.(proto.Message); ok && pm != nil {
-		return proto.Size(pm)
-	}
-	return 0
-}
-
-type countingStream struct {
-	grpc.ServerStream
-	ctx                        context.Context
-	in, out, bytesIn, bytesOut int
-	first                      any // first message received, for caller ids
-}
-
-func (c *countingStream) Context() context.Context { return c.ctx }
-
-func (c *countingStream) SendMsg(m any) error {
-	c.out++
-	c.bytesOut += msgSize(m)
-	return c.ServerStream.SendMsg(m)
-}
-
-func (c *countingStream) RecvMsg(m any) error {
-	err := c.ServerStream.RecvMsg(m)
-	if err == nil {
-		if c.in == 0 {
-			c.first = m
-		}
-		c.in++
-		c.bytesIn += msgSize(m)
-	}
-	return err
 }
 
 func unaryRecover(log *zap.Logger) grpc.UnaryServerInterceptor {
