@@ -206,8 +206,11 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 		return nil, err
 	}
 	if b.snaps != nil {
-		p.Snapshot = snapshotID(req.Files, digests)
-		b.snaps.put(p.Snapshot, req.Files, digests)
+		// Name the list only when it is held: a base that is never held
+		// would cost the client a refused call every time.
+		if id := snapshotID(req.Files, digests); b.snaps.put(id, req.Files, digests) {
+			p.Snapshot = id
+		}
 	}
 	b.log.Debug("contextpack: prompt built", zap.String("repo", req.RepoName), zap.String("path", req.Cursor.Path),
 		zap.Int("files", len(files)), zap.Int("changed", changed), zap.Int("tokens", p.Tokens),

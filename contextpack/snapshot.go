@@ -34,7 +34,8 @@ const maxSnapshotFiles = 256 << 10
 
 // snapshots is a bounded LRU of snapshots by id.
 type snapshots struct {
-	max int
+	max      int
+	maxFiles int
 
 	mu    sync.Mutex
 	m     map[string]*snapshot
@@ -43,7 +44,7 @@ type snapshots struct {
 }
 
 func newSnapshots(max int) *snapshots {
-	return &snapshots{max: max, m: map[string]*snapshot{}}
+	return &snapshots{max: max, maxFiles: maxSnapshotFiles, m: map[string]*snapshot{}}
 }
 
 func (s *snapshots) get(id string) *snapshot {
@@ -63,16 +64,17 @@ func (s *snapshots) get(id string) *snapshot {
 }
 
 // put remembers the file list of files (with their digests) under id,
-// unless it is already held.
-func (s *snapshots) put(id string, files []File, digests []string) {
+// unless it is already held; it reports whether the list is held (a list
+// over maxFiles is not).
+func (s *snapshots) put(id string, files []File, digests []string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sn := s.m[id]; sn != nil {
 		s.lru.MoveToFront(sn.elem)
-		return
+		return true
 	}
-	if len(files) > maxSnapshotFiles {
-		return
+	if len(files) > s.maxFiles {
+		return false
 	}
 	sn := &snapshot{id: id, files: make([]snapFile, len(files))}
 	for i := range files {
@@ -81,12 +83,13 @@ func (s *snapshots) put(id string, files []File, digests []string) {
 	sn.elem = s.lru.PushFront(sn)
 	s.m[id] = sn
 	s.files += len(sn.files)
-	for s.lru.Len() > s.max || s.files > maxSnapshotFiles {
+	for s.lru.Len() > s.max || s.files > s.maxFiles {
 		old := s.lru.Back().Value.(*snapshot)
 		s.lru.Remove(old.elem)
 		delete(s.m, old.id)
 		s.files -= len(old.files)
 	}
+	return true
 }
 
 // snapshotID names a file list: "snap:" and the sha256 of each file's

@@ -146,3 +146,32 @@ func TestSnapshotsBounded(t *testing.T) {
 		t.Fatalf("snapshots off: %v, Snapshot %q", err, p.Snapshot)
 	}
 }
+
+// The files of all snapshots are bounded too; a list over the bound is
+// not held, so it is never named as a base.
+func TestSnapshotFilesBounded(t *testing.T) {
+	s := newSnapshots(8)
+	s.maxFiles = 5
+	list := func(n int, tag string) ([]File, []string) {
+		var fs []File
+		var ds []string
+		for i := 0; i < n; i++ {
+			fs = append(fs, File{Path: tag + strings.Repeat("x", i)})
+			ds = append(ds, Digest(tag))
+		}
+		return fs, ds
+	}
+	fs, ds := list(6, "big")
+	if s.put("snap:big", fs, ds) || s.get("snap:big") != nil {
+		t.Fatal("a list over the bound was held")
+	}
+	for _, tag := range []string{"a", "b"} {
+		fs, ds := list(3, tag)
+		if !s.put("snap:"+tag, fs, ds) {
+			t.Fatalf("list %s not held", tag)
+		}
+	}
+	if s.get("snap:a") != nil || s.get("snap:b") == nil || s.files != 3 {
+		t.Fatalf("with 6 files of 5 allowed, the older list must go: files %d", s.files)
+	}
+}
