@@ -231,18 +231,8 @@ func (b *Builder) checkFiles(req Request) (int, []string, error) {
 	ti := -1
 	for i := range req.Files {
 		f := &req.Files[i]
-		if f.Path == "" {
-			return 0, nil, &ArgumentError{Field: fileField(i) + ".path", Reason: "empty"}
-		}
-		if strings.ContainsAny(f.Path, "\r\n") {
-			return 0, nil, &ArgumentError{Field: fileField(i) + ".path", Reason: fmt.Sprintf("%q contains a line break", f.Path)}
-		}
-		if seen[f.Path] {
-			return 0, nil, &ArgumentError{Field: fileField(i) + ".path", Reason: fmt.Sprintf("duplicate path %q", f.Path)}
-		}
-		seen[f.Path] = true
-		if !f.HasContent && f.Digest == "" {
-			return 0, nil, &ArgumentError{Field: fileField(i), Reason: fmt.Sprintf("file %q has neither content nor digest", f.Path)}
+		if err := checkFile(i, f, seen); err != nil {
+			return 0, nil, err
 		}
 		if f.Path == req.Cursor.Path {
 			ti = i
@@ -290,6 +280,24 @@ func (b *Builder) checkFiles(req Request) (int, []string, error) {
 		return 0, nil, bad
 	}
 	return ti, digests, nil
+}
+
+// checkFile checks request file i (f) and records its path in seen: a
+// path that is not empty, has no line break and was not seen, and content
+// or a digest.
+func checkFile(i int, f *File, seen map[string]bool) error {
+	switch {
+	case f.Path == "":
+		return &ArgumentError{Field: fileField(i) + ".path", Reason: "empty"}
+	case strings.ContainsAny(f.Path, "\r\n"):
+		return &ArgumentError{Field: fileField(i) + ".path", Reason: fmt.Sprintf("%q contains a line break", f.Path)}
+	case seen[f.Path]:
+		return &ArgumentError{Field: fileField(i) + ".path", Reason: fmt.Sprintf("duplicate path %q", f.Path)}
+	case !f.HasContent && f.Digest == "":
+		return &ArgumentError{Field: fileField(i), Reason: fmt.Sprintf("file %q has neither content nor digest", f.Path)}
+	}
+	seen[f.Path] = true
+	return nil
 }
 
 // fileField names repository.files[i] in errors.

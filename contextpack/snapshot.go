@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -131,21 +130,13 @@ func (b *Builder) expand(req Request) ([]File, error) {
 	for i, f := range sn.files {
 		files[i] = File{Path: f.path, Digest: f.digest, Language: f.lang}
 	}
-	sent := make(map[string]int, len(req.Files))
+	// The delta's files are checked here, where their indexes are the
+	// request's; the base's files were checked when they were sent.
+	sent := make(map[string]bool, len(req.Files))
 	for i, f := range req.Files {
-		if f.Path == "" {
-			return nil, &ArgumentError{Field: fileField(i) + ".path", Reason: "empty"}
+		if err := checkFile(i, &f, sent); err != nil {
+			return nil, err
 		}
-		if strings.ContainsAny(f.Path, "\r\n") {
-			return nil, &ArgumentError{Field: fileField(i) + ".path", Reason: strconv.Quote(f.Path) + " contains a line break"}
-		}
-		if !f.HasContent && f.Digest == "" {
-			return nil, &ArgumentError{Field: fileField(i), Reason: "file " + strconv.Quote(f.Path) + " has neither content nor digest"}
-		}
-		if _, dup := sent[f.Path]; dup {
-			return nil, &ArgumentError{Field: fileField(i) + ".path", Reason: "duplicate path " + strconv.Quote(f.Path)}
-		}
-		sent[f.Path] = i
 		if j, ok := sn.index[f.Path]; ok {
 			files[j] = f
 		} else {
@@ -161,7 +152,7 @@ func (b *Builder) expand(req Request) ([]File, error) {
 		if _, ok := sn.index[p]; !ok {
 			return nil, &ArgumentError{Field: field, Reason: strconv.Quote(p) + " is not in the base snapshot"}
 		}
-		if _, ok := sent[p]; ok {
+		if sent[p] {
 			return nil, &ArgumentError{Field: field, Reason: strconv.Quote(p) + " is also in repository.files"}
 		}
 		drop[p] = true
