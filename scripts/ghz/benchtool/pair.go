@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/infill-dev/infill/clients/go/infill"
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"github.com/infill-dev/infill/inference"
@@ -442,9 +443,7 @@ func (r *pairRunner) do(kind string, req *infillv1.CompleteRequest, direct *api.
 			}
 		}
 	case kindStream:
-		sreq := &infillv1.StreamCompleteRequest{Repository: req.Repository, Cursor: req.Cursor, Generation: req.Generation,
-			TokenBudget: req.TokenBudget, Model: req.Model, ClientId: req.ClientId, SessionId: req.SessionId,
-			LatencyBudget: req.LatencyBudget, ContextDetail: req.ContextDetail}
+		sreq := infill.StreamRequest(req) // every field, including ones added later
 		var st grpc.ServerStreamingClient[infillv1.StreamCompleteResponse]
 		st, err = r.grpc.StreamComplete(ctx, sreq)
 		for err == nil {
