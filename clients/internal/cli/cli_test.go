@@ -363,9 +363,16 @@ func (s *scriptServer) summary(target, auth string) string {
 
 func serve(t *testing.T, srv infillv1.CompletionServiceServer) grpc.DialOption {
 	t.Helper()
+	return serveWith(t, func(s *grpc.Server) { infillv1.RegisterCompletionServiceServer(s, srv) })
+}
+
+// serveWith starts an in-memory gRPC server with what register adds and
+// returns a dial option reaching it; the server stops with the test.
+func serveWith(t *testing.T, register func(*grpc.Server)) grpc.DialOption {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	s := grpc.NewServer()
-	infillv1.RegisterCompletionServiceServer(s, srv)
+	register(s)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

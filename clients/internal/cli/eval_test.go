@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/infill-dev/infill/clients/go/infill"
@@ -138,19 +136,7 @@ func (f *fakeEval) sentTasks() []string {
 // the tool against it.
 func evalEnv(t *testing.T, fake *fakeEval) func(ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	s := grpc.NewServer()
-	infillv1.RegisterEvaluationServiceServer(s, fake)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		s.Stop()
-		<-done
-	})
-	dialOpt := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })
+	dialOpt := serveWith(t, func(s *grpc.Server) { infillv1.RegisterEvaluationServiceServer(s, fake) })
 	return func(ctx context.Context, args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		code := Main(ctx, args, Env{Stdout: &stdout, Stderr: &stderr,
