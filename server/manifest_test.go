@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -61,23 +62,8 @@ func TestContextDetail(t *testing.T) {
 			t.Errorf("Complete, %v: figures missing: %v", tc.detail, m)
 		}
 
-		st, err := client.StreamComplete(context.Background(), streamRequest(req))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var start, done *infillv1.ContextManifest
-		for {
-			ev, err := st.Recv()
-			if err != nil {
-				break
-			}
-			if s := ev.GetStart(); s != nil {
-				start = s.GetContext()
-			}
-			if d := ev.GetDone(); d != nil {
-				done = d.GetContext()
-			}
-		}
+		startMsg, doneMsg := streamEnds(t, client, streamRequest(req))
+		start, done := startMsg.GetContext(), doneMsg.GetContext()
 		if got := sourcePaths(start); !slices.Equal(got, tc.want) {
 			t.Errorf("StreamComplete start, %v: sources %v, want %v", tc.detail, got, tc.want)
 		}
@@ -91,5 +77,32 @@ func TestContextDetail(t *testing.T) {
 	_, err := client.Complete(context.Background(), req)
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "context_detail") {
 		t.Errorf("unknown context_detail: %v, want INVALID_ARGUMENT naming the field", err)
+	}
+}
+
+// streamEnds runs a StreamComplete to its end and returns its start and
+// final messages; any error fails the test.
+func streamEnds(t *testing.T, client infillv1.CompletionServiceClient, req *infillv1.StreamCompleteRequest) (*infillv1.StreamStart, *infillv1.CompleteResponse) {
+	t.Helper()
+	st, err := client.StreamComplete(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start *infillv1.StreamStart
+	var done *infillv1.CompleteResponse
+	for {
+		ev, err := st.Recv()
+		if err == io.EOF {
+			return start, done
+		}
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		if s := ev.GetStart(); s != nil {
+			start = s
+		}
+		if d := ev.GetDone(); d != nil {
+			done = d
+		}
 	}
 }

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"io"
 	"strings"
 	"testing"
 
@@ -44,23 +43,7 @@ func TestRepositorySnapshots(t *testing.T) {
 	moved := request(8)
 	moved.Repository = &infillv1.Repository{Name: "geo", Base: first.GetRepositorySnapshot()}
 	moved.Cursor.Line, moved.Cursor.Column = 2, 0
-	st, err := client.StreamComplete(ctx, streamRequest(moved))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var start *infillv1.StreamStart
-	for {
-		ev, err := st.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("cursor move on the base: %v", err)
-		}
-		if s := ev.GetStart(); s != nil {
-			start = s
-		}
-	}
+	start, _ := streamEnds(t, client, streamRequest(moved))
 	if start.GetRepositorySnapshot() != first.GetRepositorySnapshot() {
 		t.Fatalf("cursor move on the base: snapshot %q, want %q", start.GetRepositorySnapshot(), first.GetRepositorySnapshot())
 	}
