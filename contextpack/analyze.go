@@ -356,6 +356,12 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		var kind defKind
 		reqFn = false
 		for _, c := range m.Captures {
+			if c.Node.StartByte() == c.Node.EndByte() {
+				// A MISSING node error recovery made up: no name or
+				// path, and an incremental parse need not make it up in
+				// the same place as a parse from scratch.
+				continue
+			}
 			capName := st.capture[c.Index]
 			switch {
 			case capName == "name":
