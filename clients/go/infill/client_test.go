@@ -290,7 +290,7 @@ func TestRequestNotModifiedAndClientIDFilled(t *testing.T) {
 		}
 		return sendAll(st, done(""))
 	}}
-	c, _ := newTestClient(t, srv, Config{ClientID: "test-plugin", ContentDigests: true})
+	c, _ := newTestClient(t, srv, Config{ClientID: "test-plugin", Transfer: TransferDigests})
 	req := testRequest()
 	if err := collect(c.Stream(t.Context(), req)).err; err != nil {
 		t.Fatal(err)
@@ -321,6 +321,8 @@ func TestConfigValidate(t *testing.T) {
 		{Retry: RetryPolicy{Multiplier: 0.5}},
 		{Retry: RetryPolicy{Jitter: 1.5}},
 		{Retry: RetryPolicy{InitialBackoff: time.Second, MaxBackoff: time.Millisecond}},
+		{Transfer: TransferWhole + 1},
+		{Transfer: -1},
 	}
 	for _, cfg := range bad {
 		if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) {

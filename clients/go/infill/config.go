@@ -37,14 +37,10 @@ type Config struct {
 	MaxMessageBytes int
 	// Retry says how UNAVAILABLE is retried.
 	Retry RetryPolicy
-	// ContentDigests sends files already sent by this client as digests.
-	ContentDigests bool
-	// Snapshots sends, once a response has named a repository's file list
-	// (repository_snapshot), only the files that changed since, on that
-	// base (Repository.base and removed), and the whole list again when
-	// the server no longer holds the base. Requests that set base
-	// themselves are sent as they are.
-	Snapshots bool
+	// Transfer says how a request's repository travels. The default,
+	// TransferDeltas, sends what changed since the server last named the
+	// file list, and content the server holds as digests.
+	Transfer Transfer
 	// DigestCacheSize bounds how many digests are remembered (default
 	// 100,000); when full, the memory is cleared and content is sent again.
 	DigestCacheSize int
@@ -54,6 +50,30 @@ type Config struct {
 	// DialOptions are appended to the client's own dial options.
 	DialOptions []grpc.DialOption
 }
+
+// Transfer is how a client sends a request's repository.
+type Transfer int
+
+const (
+	// TransferDeltas (the default): once a response has named a
+	// repository's file list (repository_snapshot), the next request for
+	// that repository name sends only the files that changed since, on
+	// that base (Repository.base and removed), and content this client
+	// already sent as its digest. When the server no longer holds the base
+	// or the content, the client sends the whole list or the content
+	// again. Requests that set base themselves are sent as they are.
+	TransferDeltas Transfer = iota
+	// TransferDigests sends the whole file list every time, with content
+	// this client already sent as its digest.
+	TransferDigests
+	// TransferWhole sends requests as they are: every file with its
+	// content, or whatever the caller put there.
+	TransferWhole
+)
+
+// snapshots and digests say what the mode uses.
+func (t Transfer) snapshots() bool { return t == TransferDeltas }
+func (t Transfer) digests() bool   { return t == TransferDeltas || t == TransferDigests }
 
 // RetryPolicy configures retries of UNAVAILABLE before the first token.
 // The n-th retry waits InitialBackoff·Multiplierⁿ⁻¹, capped at MaxBackoff,
@@ -134,6 +154,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageBytes < 0 {
 		return bad("MaxMessageBytes %d must not be negative", c.MaxMessageBytes)
+	}
+	if c.Transfer < TransferDeltas || c.Transfer > TransferWhole {
+		return bad("Transfer %d is not a known mode", c.Transfer)
 	}
 	if c.DigestCacheSize < 0 {
 		return bad("DigestCacheSize %d must not be negative", c.DigestCacheSize)

@@ -101,33 +101,33 @@ type prepared struct {
 	digests map[string]string
 	// sent lists the digests of files sent with content.
 	sent []string
-	// With Config.Snapshots: the repository's name, the whole file list as
+	// With TransferDeltas: the repository's name, the whole file list as
 	// the server will hold it, and the base the attempt used ("" for none).
 	repoName string
 	whole    map[string]fileKey
 	base     string
 }
 
-// prepare builds what one attempt sends: with Config.Snapshots and a
+// prepare builds what one attempt sends: with TransferDeltas and a
 // snapshot of the repository from an earlier response (unless noBase),
-// only the files that changed since, on that base; with
-// Config.ContentDigests, content the server is believed to hold as its
+// only the files that changed since, on that base; with TransferDeltas or
+// TransferDigests, content the server is believed to hold as its
 // digest. Forced paths go with content.
 func (c *Client) prepare(repo *infillv1.Repository, forced map[string]bool, noBase bool) prepared {
 	p := prepared{repo: repo, orig: repo}
-	if repo == nil || !c.cfg.ContentDigests && !c.cfg.Snapshots {
+	if repo == nil || c.cfg.Transfer == TransferWhole {
 		return p
 	}
 	files := repo.GetFiles()
 	var removed []string
-	if c.cfg.Snapshots && repo.GetBase() == "" && len(repo.GetRemoved()) == 0 {
+	if c.cfg.Transfer.snapshots() && repo.GetBase() == "" && len(repo.GetRemoved()) == 0 {
 		p.repoName, p.whole = repo.GetName(), wholeList(files)
 		if sn, ok := c.snaps.get(p.repoName); ok && !noBase {
 			files, removed = changedFiles(files, p.whole, sn, forced)
 			p.base = sn.id
 		}
 	}
-	if c.cfg.ContentDigests {
+	if c.cfg.Transfer.digests() {
 		p.digests = map[string]string{}
 		out := make([]*infillv1.File, 0, len(files))
 		for _, f := range files {

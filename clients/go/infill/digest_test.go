@@ -85,7 +85,7 @@ func TestDigestsSentAndMissingContentResent(t *testing.T) {
 		}
 		return &infillv1.CompleteResponse{}, nil
 	}}
-	c, sleeps := newTestClient(t, srv, Config{ContentDigests: true})
+	c, sleeps := newTestClient(t, srv, Config{Transfer: TransferDigests})
 	a := strings.Repeat("a = 1\n", 20)
 	b := strings.Repeat("b = 2\n", 20)
 	req := &infillv1.CompleteRequest{Repository: &infillv1.Repository{Name: "r", Files: []*infillv1.File{
@@ -132,7 +132,7 @@ func TestStreamResendsMissingContent(t *testing.T) {
 		}
 		return sendAll(st, start("m"), delta("ok"), done("ok"))
 	}}
-	c, _ := newTestClient(t, srv, Config{ContentDigests: true})
+	c, _ := newTestClient(t, srv, Config{Transfer: TransferDigests})
 	content := strings.Repeat("def f():\n    pass\n", 10)
 	req := &infillv1.StreamCompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{
 		{Path: "m.py", Source: &infillv1.File_Content{Content: content}}}}}
@@ -159,7 +159,7 @@ func TestCallerDigestMissingIsReturned(t *testing.T) {
 	srv := &fakeServer{unary: func(_ int, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
 		return &infillv1.CompleteResponse{}, store.resolve(req.GetRepository())
 	}}
-	c, _ := newTestClient(t, srv, Config{ContentDigests: true})
+	c, _ := newTestClient(t, srv, Config{Transfer: TransferDigests})
 	req := &infillv1.CompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{
 		{Path: "x.py", Source: &infillv1.File_Digest{Digest: Digest("unknown")}},
 		{Path: "y.py", Source: &infillv1.File_Digest{Digest: Digest("unknown too")}},

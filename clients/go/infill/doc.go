@@ -1,7 +1,7 @@
 // Package infill is the Go client library for the infill completion server
 // (infill.v1.CompletionService). It owns the client side of the API: dialing
-// with sensible defaults, safe retries, streaming, the content-digest
-// protocol, and building requests from a directory on disk. Editor plugins
+// with sensible defaults, safe retries, streaming, repository deltas and
+// content digests, and building requests from a directory on disk. Editor plugins
 // and the infill command-line tool are built on it.
 //
 // # Connecting
@@ -43,15 +43,21 @@
 //		}
 //	}
 //
-// # Content digests
+// # Repository deltas and content digests
 //
-// With Config.ContentDigests, a file whose content this client already sent
-// in an accepted call is sent again as "sha256:<hex>" (see Digest). When the
-// server answers FAILED_PRECONDITION with a google.rpc.PreconditionFailure
-// whose violations have type "MISSING_CONTENT" and the file's path as
-// subject, the client resends those files with content, transparently.
-// Callers that send digests themselves can read the paths with
-// MissingContent.
+// By default (Config.Transfer = TransferDeltas) a client sends as little
+// of a repository as the server needs, as an editor plugin should: once a
+// response has named a repository's file list (repository_snapshot), the
+// next request for that repository name carries only the files that
+// changed since, on that base; and a file whose content this client
+// already sent in an accepted call goes as "sha256:<hex>" (see Digest).
+// When the server no longer holds a base (FAILED_PRECONDITION with a
+// google.rpc.PreconditionFailure violation of type "SNAPSHOT"; see
+// UnknownSnapshot) the client sends the whole list; when it lacks content
+// (violations of type "MISSING_CONTENT", the file's path as subject; see
+// MissingContent) it resends those files with content. Both are
+// transparent to the caller. TransferDigests sends the whole list every
+// time; TransferWhole sends requests as they are.
 //
 // # Requests from a directory
 //

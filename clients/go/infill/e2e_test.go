@@ -131,7 +131,7 @@ func TestEndToEndDigests(t *testing.T) {
 		shapes = append(shapes, map[bool]string{true: "digests", false: "content"}[digests > 0])
 		return err
 	}
-	c, err := infill.Dial(srv.Addr, infill.Config{ContentDigests: true,
+	c, err := infill.Dial(srv.Addr, infill.Config{Transfer: infill.TransferDigests,
 		DialOptions: []grpc.DialOption{grpc.WithUnaryInterceptor(record)}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestEndToEndSnapshots(t *testing.T) {
 		snaps = append(snaps, reply.(*infillv1.CompleteResponse).GetRepositorySnapshot())
 		return err
 	}
-	c, err := infill.Dial(srv.Addr, infill.Config{Snapshots: true, DialOptions: []grpc.DialOption{grpc.WithUnaryInterceptor(record)}}, nil)
+	c, err := infill.Dial(srv.Addr, infill.Config{DialOptions: []grpc.DialOption{grpc.WithUnaryInterceptor(record)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

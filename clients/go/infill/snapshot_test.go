@@ -3,6 +3,7 @@ package infill
 import (
 	"context"
 	"fmt"
+	"google.golang.org/protobuf/proto"
 	"maps"
 	"slices"
 	"sort"
@@ -110,11 +111,11 @@ func sentPaths(r *infillv1.Repository) []string {
 	return out
 }
 
-// With Snapshots, the second request sends only what changed on the
+// By default (TransferDeltas), the second request sends only what changed on the
 // first response's snapshot; the server sees the same whole list.
 func TestSnapshotsSendOnlyChanges(t *testing.T) {
 	srv := &snapServer{}
-	c, _ := newTestClient(t, srv, Config{Snapshots: true, ContentDigests: true})
+	c, _ := newTestClient(t, srv, Config{})
 	ctx := t.Context()
 	files := map[string]string{"a.py": strings.Repeat("a", 200), "b.py": strings.Repeat("b", 200), "c.py": strings.Repeat("c", 200)}
 	req := &infillv1.CompleteRequest{Repository: repoOf(files), Cursor: &infillv1.Cursor{Path: "a.py"}}
@@ -165,7 +166,7 @@ func TestSnapshotsSendOnlyChanges(t *testing.T) {
 // list.
 func TestSnapshotsResendWholeListWhenBaseUnknown(t *testing.T) {
 	srv := &snapServer{}
-	c, _ := newTestClient(t, srv, Config{Snapshots: true})
+	c, _ := newTestClient(t, srv, Config{Transfer: TransferDeltas})
 	ctx := t.Context()
 	req := &infillv1.CompleteRequest{Repository: repoOf(map[string]string{"a.py": "1", "b.py": "2"}), Cursor: &infillv1.Cursor{Path: "a.py"}}
 	if _, err := c.Complete(ctx, req); err != nil {
@@ -189,6 +190,31 @@ func TestUnknownSnapshotOnlyForSnapshotViolations(t *testing.T) {
 	for _, err := range []error{nil, fmt.Errorf("plain"), status.Error(codes.FailedPrecondition, "no details"), st.Err()} {
 		if UnknownSnapshot(err) {
 			t.Errorf("UnknownSnapshot(%v) = true", err)
+		}
+	}
+}
+
+// TransferWhole sends every request as it is: no base, no digests.
+func TestTransferWholeSendsRequestsAsTheyAre(t *testing.T) {
+	srv := &snapServer{}
+	c, _ := newTestClient(t, srv, Config{Transfer: TransferWhole})
+	ctx := t.Context()
+	files := map[string]string{"a.py": strings.Repeat("a", 200), "b.py": strings.Repeat("b", 200)}
+	req := &infillv1.CompleteRequest{Repository: repoOf(files), Cursor: &infillv1.Cursor{Path: "a.py"}}
+	for i := 0; i < 2; i++ {
+		if _, err := c.Complete(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.mu.Lock()
+	seen := srv.seen
+	srv.mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("%d requests", len(seen))
+	}
+	for i, r := range seen {
+		if r.GetBase() != "" || !proto.Equal(r, req.GetRepository()) {
+			t.Errorf("request %d: %v; want the repository as given", i, r)
 		}
 	}
 }
