@@ -338,11 +338,31 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 	}
 	qc := sitter.NewQueryCursor()
 	defer qc.Close()
+	roots := []*sitter.Node{tree.RootNode()}
 	if reg != nil {
-		qc.SetPointRange(reg.from, reg.to)
+		if rs := reg.queryRoots(st.rooted); rs != nil {
+			roots = rs
+		} else {
+			qc.SetPointRange(reg.from, reg.to)
+		}
 	}
-	qc.Exec(st.query, tree.RootNode())
 	seen := map[[2]uint32]bool{}
+	for _, root := range roots {
+		qc.Exec(st.query, root)
+		a.collect(qc, st, src, reg, seen)
+	}
+	if reg != nil {
+		a.splice(prev.an, reg)
+		a.partial = true
+	}
+	a.nestDefs()
+	a.cleanLocals()
+	return kept, top, nil
+}
+
+// collect adds the tags of the query cursor's matches to a; with a region,
+// only matches that lie in it.
+func (a *analysis) collect(qc *sitter.QueryCursor, st *langState, src []byte, reg *region, seen map[[2]uint32]bool) {
 	var reqFn bool
 	for {
 		m, ok := qc.NextMatch()
@@ -419,13 +439,6 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		}
 		a.defs = append(a.defs, d)
 	}
-	if reg != nil {
-		a.splice(prev.an, reg)
-		a.partial = true
-	}
-	a.nestDefs()
-	a.cleanLocals()
-	return kept, top, nil
 }
 
 // cleanLocals sorts locals by line and drops those that are definitions

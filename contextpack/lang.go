@@ -137,6 +137,10 @@ type langState struct {
 	query   *sitter.Query
 	capture []string // capture names by id
 	free    chan *sitter.Parser
+	// rooted holds the top-level node kinds that patterns anchored at the
+	// root match, such as Go's (source_file (const_declaration …)): the
+	// query must start at the root to match them.
+	rooted map[sitter.Symbol]bool
 }
 
 func newGrammars(poolN int) *grammars {
@@ -187,13 +191,35 @@ func (g *grammars) stateLocked(l langID) (*langState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("contextpack: %s query: %w", l, err)
 	}
-	s := &langState{lang: lang, query: q, free: make(chan *sitter.Parser, g.poolN)}
+	s := &langState{lang: lang, query: q, free: make(chan *sitter.Parser, g.poolN), rooted: rootedKinds(lang, string(src))}
 	for i := uint32(0); i < q.CaptureCount(); i++ {
 		s.capture = append(s.capture, q.CaptureNameForId(i))
 	}
 	g.langs[l] = s
 	return s, nil
 }
+
+// rootedKinds finds the patterns of a query that start at the root node,
+// "(ROOT (KIND …", and returns the symbols named KIND.
+func rootedKinds(lang *sitter.Language, query string) map[sitter.Symbol]bool {
+	names := map[string]bool{}
+	for _, line := range strings.Split(query, "\n") {
+		f := strings.Fields(strings.NewReplacer("(", " ( ", ")", " ) ").Replace(line))
+		if len(f) >= 4 && f[0] == "(" && rootKinds[f[1]] && f[2] == "(" {
+			names[f[3]] = true
+		}
+	}
+	out := map[sitter.Symbol]bool{}
+	for sym := sitter.Symbol(0); uint32(sym) < lang.SymbolCount(); sym++ {
+		if names[lang.SymbolName(sym)] {
+			out[sym] = true
+		}
+	}
+	return out
+}
+
+// rootKinds are the root node kinds of the grammars infill parses.
+var rootKinds = map[string]bool{"source_file": true, "module": true, "program": true, "translation_unit": true}
 
 func (s *langState) getParser() *sitter.Parser {
 	select {

@@ -23,6 +23,22 @@ type region struct {
 	keepTo           int32        // lines of the previous analysis up to here are unchanged
 	shiftFrom        int32        // lines from here on moved by dl
 	dl               int32
+	spans            []span // the new top-level nodes in the region
+}
+
+// queryRoots returns the nodes to run the tags query on for the region:
+// its top-level nodes one by one, which visits nothing outside them; or
+// nil when one of them needs a pattern anchored at the root (rooted), so
+// that the query must start at the root, limited to the region's lines.
+func (r *region) queryRoots(rooted map[sitter.Symbol]bool) []*sitter.Node {
+	out := make([]*sitter.Node, 0, len(r.spans))
+	for _, s := range r.spans {
+		if rooted[s.sym] {
+			return nil
+		}
+		out = append(out, s.n)
+	}
+	return out
 }
 
 // span is a top-level node: its symbol and bytes (points are asked of
@@ -114,7 +130,8 @@ func changedRegion(os, ns []span, e sitter.EditInput) *region {
 	}
 	f, l := ns[first], ns[last]
 	r := &region{from: f.n.StartPoint(), to: l.n.EndPoint(), fromByte: f.start, toByte: l.end,
-		keepTo: -1, shiftFrom: math.MaxInt32, dl: int32(e.NewEndPoint.Row) - int32(e.OldEndPoint.Row)}
+		keepTo: -1, shiftFrom: math.MaxInt32, dl: int32(e.NewEndPoint.Row) - int32(e.OldEndPoint.Row),
+		spans: ns[first : last+1]}
 	if before > 0 {
 		p := ns[first-1]
 		if p.lastRow() >= f.startRow() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -141,6 +142,35 @@ func TestAnalyzeSkipsMissingNames(t *testing.T) {
 	for _, l := range a.locals {
 		if l.t == hashIdent("") {
 			t.Fatalf("a local without a name at line %d: %v", l.line, a.locals)
+		}
+	}
+}
+
+// Patterns anchored at the root are found, so that a region holding such a
+// top-level node is queried from the root.
+func TestRootedKinds(t *testing.T) {
+	g := newGrammars(1)
+	defer g.close()
+	for lang, want := range map[langID][]string{
+		langGo:     {"const_declaration", "var_declaration"},
+		langPython: {"expression_statement"},
+		langJS:     {"lexical_declaration", "variable_declaration", "export_statement"},
+		langRust:   nil,
+	} {
+		st, err := g.acquire(lang)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.release()
+		var got []string
+		for sym := range st.rooted {
+			got = append(got, st.lang.SymbolName(sym))
+		}
+		slices.Sort(got)
+		got = slices.Compact(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: rooted kinds %v, want %v", lang, got, want)
 		}
 	}
 }
