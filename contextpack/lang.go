@@ -200,13 +200,29 @@ func (g *grammars) stateLocked(l langID) (*langState, error) {
 }
 
 // rootedKinds finds the patterns of a query that start at the root node,
-// "(ROOT (KIND …", and returns the symbols named KIND.
+// "(ROOT (KIND …" (a field name or anchor may sit between), and returns
+// the symbols named KIND.
 func rootedKinds(lang *sitter.Language, query string) map[sitter.Symbol]bool {
-	names := map[string]bool{}
+	var text strings.Builder
 	for _, line := range strings.Split(query, "\n") {
-		f := strings.Fields(strings.NewReplacer("(", " ( ", ")", " ) ").Replace(line))
-		if len(f) >= 4 && f[0] == "(" && rootKinds[f[1]] && f[2] == "(" {
-			names[f[3]] = true
+		if i := strings.IndexByte(line, ';'); i >= 0 {
+			line = line[:i] // comment (the queries have no ';' in strings)
+		}
+		text.WriteString(line)
+		text.WriteByte('\n')
+	}
+	tok := strings.Fields(strings.NewReplacer("(", " ( ", ")", " ) ").Replace(text.String()))
+	names := map[string]bool{}
+	for i := 0; i+1 < len(tok); i++ {
+		if tok[i] != "(" || !rootKinds[tok[i+1]] {
+			continue
+		}
+		j := i + 2
+		for j < len(tok) && (strings.HasSuffix(tok[j], ":") || tok[j] == ".") {
+			j++
+		}
+		if j+1 < len(tok) && tok[j] == "(" {
+			names[tok[j+1]] = true
 		}
 	}
 	out := map[sitter.Symbol]bool{}

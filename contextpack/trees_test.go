@@ -2,6 +2,7 @@ package contextpack
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -172,5 +173,16 @@ func TestRootedKinds(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: rooted kinds %v, want %v", lang, got, want)
 		}
+	}
+	// A pattern over several lines, with an anchor; a commented-out one.
+	st, err := g.acquire(langGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.release()
+	q := "(source_file\n  . (const_declaration) @x)\n; (source_file (var_declaration))\n(function_declaration) @f\n"
+	got := rootedKinds(st.lang, q)
+	if len(got) != 1 || st.lang.SymbolName(slices.Collect(maps.Keys(got))[0]) != "const_declaration" {
+		t.Errorf("rootedKinds(%q) = %v, want const_declaration alone", q, got)
 	}
 }
