@@ -15,7 +15,7 @@ func BenchmarkAnalyze(b *testing.B) {
 	files := synthrepo.Generate(synthrepo.Options{Files: 5})
 	g := newGrammars(1)
 	defer g.close()
-	opt := analyzeOptions{maxParseBytes: 1 << 20, parseTimeoutUS: 1e6, windowLines: 20, windowStride: 10}
+	opt := testAnalyzeOptions()
 	for _, f := range files[:5] {
 		lang := detectLang(f.Path, "")
 		b.Run(lang.String()+"/full", func(b *testing.B) {

@@ -18,7 +18,8 @@ func TestIncrementalParseMatchesFull(t *testing.T) {
 	defer g.close()
 	tc := newTreeCache(4)
 	defer tc.close()
-	opt := analyzeOptions{maxParseBytes: 1 << 20, parseTimeoutUS: 1e6, windowLines: 20, windowStride: 10, trees: tc}
+	opt := testAnalyzeOptions()
+	opt.trees = tc
 	r := rand.New(rand.NewPCG(5, 9))
 	srcs := corpusSamples(t, 12)
 	steps, partial := 0, 0
@@ -121,7 +122,7 @@ func TestAnalyzeSkipsMissingNames(t *testing.T) {
 	defer g.close()
 	// Go-like text read as Python: the assignment target is made up.
 	src := "\tif err != nil {\n\t}\n\tn, err := res.Body.Read(buf)\n\t}\n"
-	a, err := analyze(context.Background(), g, src, langPython, analyzeOptions{maxParseBytes: 1 << 20, parseTimeoutUS: 1e6, windowLines: 20, windowStride: 10})
+	a, err := analyze(context.Background(), g, src, langPython, testAnalyzeOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,4 +186,10 @@ func TestRootedKinds(t *testing.T) {
 	if len(got) != 1 || st.lang.SymbolName(slices.Collect(maps.Keys(got))[0]) != "const_declaration" {
 		t.Errorf("rootedKinds(%q) = %v, want const_declaration alone", q, got)
 	}
+}
+
+// testAnalyzeOptions are the analysis options the tests and benchmarks use:
+// generous limits, 20-line windows every 10 lines.
+func testAnalyzeOptions() analyzeOptions {
+	return analyzeOptions{maxParseBytes: 1 << 20, parseTimeoutUS: 1e6, windowLines: 20, windowStride: 10}
 }
