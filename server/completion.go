@@ -167,8 +167,11 @@ func (s *Server) validate(req completionRequest) error {
 		return invalid("context_detail", fmt.Sprintf("unknown value %d", req.GetContextDetail()))
 	}
 	for i, f := range repo.GetFiles() {
-		if f.GetSource() == nil {
+		switch {
+		case f.Content == nil && f.GetDigest() == "":
 			return invalid(fmt.Sprintf("repository.files[%d]", i), "needs content or digest")
+		case f.Content != nil && f.GetDigest() != "":
+			return invalid(fmt.Sprintf("repository.files[%d]", i), "has both content and digest; send one")
 		}
 	}
 	return nil
@@ -182,10 +185,8 @@ func toContextRequest(req completionRequest) contextpack.Request {
 	repo, cur := req.GetRepository(), req.GetCursor()
 	files := make([]contextpack.File, len(repo.GetFiles()))
 	for i, f := range repo.GetFiles() {
-		files[i] = contextpack.File{Path: f.GetPath(), Language: f.GetLanguage(), Digest: f.GetDigest()}
-		if c, ok := f.GetSource().(*infillv1.File_Content); ok {
-			files[i].Content, files[i].HasContent = c.Content, true
-		}
+		files[i] = contextpack.File{Path: f.GetPath(), Language: f.GetLanguage(), Digest: f.GetDigest(),
+			Content: f.GetContent(), HasContent: f.Content != nil}
 	}
 	enc := contextpack.EncodingUTF16
 	switch cur.GetEncoding() {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // harness is a real infill gRPC server on loopback in front of a real
@@ -84,7 +85,7 @@ def circumference(r):
 func request(maxTokens uint32) *infillv1.CompleteRequest {
 	return &infillv1.CompleteRequest{
 		Repository: &infillv1.Repository{Name: "geo", Files: []*infillv1.File{
-			{Path: "geo/circle.py", Source: &infillv1.File_Content{Content: pySource}},
+			{Path: "geo/circle.py", Content: proto.String(pySource)},
 		}},
 		Cursor:     &infillv1.Cursor{Path: "geo/circle.py", Line: 9, Column: 11},
 		Generation: &infillv1.GenerationOptions{MaxTokens: maxTokens},
@@ -205,7 +206,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("unknown digest", func(t *testing.T) {
 		req := request(8)
 		req.Repository.Files = append(req.Repository.Files, &infillv1.File{Path: "geo/other.py",
-			Source: &infillv1.File_Digest{Digest: "sha256:" + strings.Repeat("ab", 32)}})
+			Digest: "sha256:" + strings.Repeat("ab", 32)})
 		_, err := h.client.Complete(context.Background(), req)
 		st := status.Convert(err)
 		if st.Code() != codes.FailedPrecondition {

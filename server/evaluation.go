@@ -263,10 +263,10 @@ func (p *pipelineCompleter) Complete(ctx context.Context, t evaluator.Task, samp
 	if path == "" {
 		path = "main.py"
 	}
-	files := []*infillv1.File{{Path: path, Language: t.Language, Source: &infillv1.File_Content{Content: t.Prefix + t.Suffix}}}
+	files := []*infillv1.File{{Path: path, Language: t.Language, Content: proto.String(t.Prefix + t.Suffix)}}
 	for _, c := range t.Context {
 		if c.Path != path {
-			files = append(files, &infillv1.File{Path: c.Path, Source: &infillv1.File_Content{Content: c.Content}})
+			files = append(files, &infillv1.File{Path: c.Path, Content: proto.String(c.Content)})
 		}
 	}
 	resp, err := p.s.complete(ctx, &infillv1.CompleteRequest{
@@ -299,11 +299,10 @@ func (s *Server) toJob(req *infillv1.EvaluateRequest, pc *pipelineCompleter) (ev
 		Prefix: pt.GetPrefix(), Suffix: pt.GetSuffix(), Reference: pt.GetReference(),
 	}
 	for i, f := range pt.GetContext() {
-		c, ok := f.GetSource().(*infillv1.File_Content)
-		if !ok {
+		if f.Content == nil || f.GetDigest() != "" {
 			return evaluator.Job{}, invalid(fmt.Sprintf("task.context[%d]", i), "context files need content")
 		}
-		t.Context = append(t.Context, evaluator.ContextFile{Path: f.GetPath(), Content: c.Content})
+		t.Context = append(t.Context, evaluator.ContextFile{Path: f.GetPath(), Content: f.GetContent()})
 	}
 	if d := pt.GetTimeout(); d != nil {
 		t.Exec.Timeout = d.AsDuration()

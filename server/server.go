@@ -73,6 +73,7 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes),
+		grpc.ForceServerCodecV2(infillv1.Codec()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 		grpc.StatsHandler(rpcLog{s}),

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
@@ -78,12 +79,12 @@ func (f fakeBuilder) Build(context.Context, contextpack.Request) (*contextpack.P
 	return &contextpack.Prompt{Text: "p", Tokens: 100, Manifest: contextpack.Manifest{PromptTokens: 100}}, nil
 }
 
-func startFake(t *testing.T, b server.PromptBuilder, be server.Backend) (infillv1.CompletionServiceClient, *server.Server) {
+func startFake(t testing.TB, b server.PromptBuilder, be server.Backend) (infillv1.CompletionServiceClient, *server.Server) {
 	t.Helper()
 	return startFakeLog(t, b, be, zaptest.NewLogger(t))
 }
 
-func startFakeLog(t *testing.T, b server.PromptBuilder, be server.Backend, log *zap.Logger) (infillv1.CompletionServiceClient, *server.Server) {
+func startFakeLog(t testing.TB, b server.PromptBuilder, be server.Backend, log *zap.Logger) (infillv1.CompletionServiceClient, *server.Server) {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.ShutdownGrace = 200 * time.Millisecond
@@ -96,7 +97,9 @@ func startFakeLog(t *testing.T, b server.PromptBuilder, be server.Backend, log *
 		t.Fatal(err)
 	}
 	go srv.Serve(lis)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The codec the Go client installs (clients/go/infill).
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(infillv1.Codec())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +137,23 @@ func TestErrorMapping(t *testing.T) {
 
 func TestValidation(t *testing.T) {
 	client, _ := startFake(t, fakeBuilder{}, &fakeBackend{})
-	for name, req := range map[string]*infillv1.CompleteRequest{
-		"no repository": {Cursor: &infillv1.Cursor{Path: "a"}},
-		"no cursor":     {Repository: request(1).Repository},
-		"no source":     {Repository: &infillv1.Repository{Files: []*infillv1.File{{Path: "a"}}}, Cursor: &infillv1.Cursor{Path: "a"}},
-		"bad budget":    {Repository: request(1).Repository, Cursor: request(1).Cursor, LatencyBudget: &durationpb.Duration{Seconds: -1}},
+	both := &infillv1.File{Path: "a", Content: proto.String("x = 1\n"), Digest: contextpack.Digest("x = 1\n")}
+	for name, tc := range map[string]struct {
+		req  *infillv1.CompleteRequest
+		want string // in the message
+	}{
+		"no repository": {&infillv1.CompleteRequest{Cursor: &infillv1.Cursor{Path: "a"}}, "repository.files"},
+		"no cursor":     {&infillv1.CompleteRequest{Repository: request(1).Repository}, "cursor"},
+		"no source": {&infillv1.CompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{{Path: "a"}}},
+			Cursor: &infillv1.Cursor{Path: "a"}}, "repository.files[0]: needs content or digest"},
+		"content and digest": {&infillv1.CompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{both}},
+			Cursor: &infillv1.Cursor{Path: "a"}}, "repository.files[0]: has both content and digest"},
+		"bad budget": {&infillv1.CompleteRequest{Repository: request(1).Repository, Cursor: request(1).Cursor,
+			LatencyBudget: &durationpb.Duration{Seconds: -1}}, "latency_budget"},
 	} {
-		if _, err := client.Complete(context.Background(), req); status.Code(err) != codes.InvalidArgument {
-			t.Errorf("%s: %v", name, err)
+		_, err := client.Complete(context.Background(), tc.req)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), tc.want) {
+			t.Errorf("%s: %v, want InvalidArgument with %q", name, err, tc.want)
 		}
 	}
 }

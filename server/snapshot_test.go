@@ -11,6 +11,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // A response names its file list; a later request sends only what changed
@@ -30,7 +31,7 @@ func TestRepositorySnapshots(t *testing.T) {
 
 	req := request(8)
 	req.Repository.Files = append(req.Repository.Files, &infillv1.File{Path: "geo/util.py",
-		Source: &infillv1.File_Content{Content: "def area(r):\n    return 3.14159 * r * r\n"}})
+		Content: proto.String("def area(r):\n    return 3.14159 * r * r\n")})
 	first, err := client.Complete(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ func TestRepositorySnapshots(t *testing.T) {
 	// An edit sends the one file; util.py leaves.
 	edited := request(8)
 	edited.Repository = &infillv1.Repository{Name: "geo", Base: first.GetRepositorySnapshot(), Removed: []string{"geo/util.py"},
-		Files: []*infillv1.File{{Path: "geo/circle.py", Source: &infillv1.File_Content{Content: pySource + "\n# edited\n"}}}}
+		Files: []*infillv1.File{{Path: "geo/circle.py", Content: proto.String(pySource + "\n# edited\n")}}}
 	resp, err := client.Complete(ctx, edited)
 	if err != nil {
 		t.Fatal(err)

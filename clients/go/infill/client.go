@@ -59,6 +59,7 @@ func Dial(target string, cfg Config, log *zap.Logger) (*Client, error) {
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes),
 			grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes),
+			grpc.ForceCodecV2(infillv1.Codec()),
 		),
 	}
 	if cfg.TLS != nil {

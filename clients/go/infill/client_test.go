@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
@@ -306,7 +307,7 @@ func TestMessageSizeLimit(t *testing.T) {
 	}}
 	c, _ := newTestClient(t, srv, Config{MaxMessageBytes: 1024})
 	req := &infillv1.CompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{
-		{Path: "big", Source: &infillv1.File_Content{Content: strings.Repeat("x", 4096)}}}}}
+		{Path: "big", Content: proto.String(strings.Repeat("x", 4096))}}}}
 	_, err := c.Complete(t.Context(), req)
 	if status.Code(err) != codes.ResourceExhausted || srv.Attempts() != 0 {
 		t.Errorf("err %v, attempts %d; want RESOURCE_EXHAUSTED before sending", err, srv.Attempts())

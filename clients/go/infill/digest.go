@@ -131,14 +131,13 @@ func (c *Client) prepare(repo *infillv1.Repository, forced map[string]bool, noBa
 		p.digests = map[string]string{}
 		out := make([]*infillv1.File, 0, len(files))
 		for _, f := range files {
-			src, ok := f.GetSource().(*infillv1.File_Content)
-			if !ok || len(src.Content) <= digestLen {
+			if f.Content == nil || f.GetDigest() != "" || len(f.GetContent()) <= digestLen {
 				out = append(out, f)
 				continue
 			}
 			d := p.whole[f.GetPath()].digest
 			if d == "" {
-				d = Digest(src.Content)
+				d = Digest(f.GetContent())
 			}
 			if forced[f.GetPath()] || !c.held.has(d) {
 				out = append(out, f)
@@ -148,7 +147,7 @@ func (c *Client) prepare(repo *infillv1.Repository, forced map[string]bool, noBa
 			p.digests[f.GetPath()] = d
 			out = append(out, &infillv1.File{
 				Path:     f.GetPath(),
-				Source:   &infillv1.File_Digest{Digest: d},
+				Digest:   d,
 				Language: f.GetLanguage(),
 			})
 		}
@@ -177,7 +176,7 @@ func (c *Client) accept(p prepared, snapshot string) {
 func (p prepared) resendable(paths []string) bool {
 	has := make(map[string]bool, len(p.orig.GetFiles()))
 	for _, f := range p.orig.GetFiles() {
-		if _, ok := f.GetSource().(*infillv1.File_Content); ok {
+		if f.Content != nil {
 			has[f.GetPath()] = true
 		}
 	}

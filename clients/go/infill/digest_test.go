@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
@@ -30,11 +31,11 @@ func (s *contentStore) resolve(repo *infillv1.Repository) error {
 	defer s.mu.Unlock()
 	var missing []*errdetails.PreconditionFailure_Violation
 	for _, f := range repo.GetFiles() {
-		switch src := f.GetSource().(type) {
-		case *infillv1.File_Content:
-			s.m[Digest(src.Content)] = src.Content
-		case *infillv1.File_Digest:
-			if _, ok := s.m[src.Digest]; !ok {
+		switch {
+		case f.Content != nil:
+			s.m[Digest(f.GetContent())] = f.GetContent()
+		default:
+			if _, ok := s.m[f.GetDigest()]; !ok {
 				missing = append(missing, &errdetails.PreconditionFailure_Violation{
 					Type: MissingContentType, Subject: f.GetPath(), Description: "content not held; resend it"})
 			}
@@ -89,9 +90,9 @@ func TestDigestsSentAndMissingContentResent(t *testing.T) {
 	a := strings.Repeat("a = 1\n", 20)
 	b := strings.Repeat("b = 2\n", 20)
 	req := &infillv1.CompleteRequest{Repository: &infillv1.Repository{Name: "r", Files: []*infillv1.File{
-		{Path: "a.py", Source: &infillv1.File_Content{Content: a}},
-		{Path: "b.py", Source: &infillv1.File_Content{Content: b}},
-		{Path: "tiny.py", Source: &infillv1.File_Content{Content: "t = 3\n"}},
+		{Path: "a.py", Content: proto.String(a)},
+		{Path: "b.py", Content: proto.String(b)},
+		{Path: "tiny.py", Content: proto.String("t = 3\n")},
 	}}}
 	call := func() {
 		t.Helper()
@@ -135,7 +136,7 @@ func TestStreamResendsMissingContent(t *testing.T) {
 	c, _ := newTestClient(t, srv, Config{Transfer: TransferDigests})
 	content := strings.Repeat("def f():\n    pass\n", 10)
 	req := &infillv1.StreamCompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{
-		{Path: "m.py", Source: &infillv1.File_Content{Content: content}}}}}
+		{Path: "m.py", Content: proto.String(content)}}}}
 	for i := range 2 {
 		if i == 1 {
 			store.evict(content)
@@ -161,8 +162,8 @@ func TestCallerDigestMissingIsReturned(t *testing.T) {
 	}}
 	c, _ := newTestClient(t, srv, Config{Transfer: TransferDigests})
 	req := &infillv1.CompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{
-		{Path: "x.py", Source: &infillv1.File_Digest{Digest: Digest("unknown")}},
-		{Path: "y.py", Source: &infillv1.File_Digest{Digest: Digest("unknown too")}},
+		{Path: "x.py", Digest: Digest("unknown")},
+		{Path: "y.py", Digest: Digest("unknown too")},
 	}}}
 	_, err := c.Complete(t.Context(), req)
 	if status.Code(err) != codes.FailedPrecondition {

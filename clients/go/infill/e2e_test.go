@@ -13,6 +13,7 @@ import (
 	"github.com/infill-dev/infill/clients/go/infill"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"github.com/infill-dev/infill/server/servertest"
+	"google.golang.org/protobuf/proto"
 )
 
 // The tests below run against the real server and the real Ollama backend
@@ -34,8 +35,8 @@ def circumference(r):
 func e2eRequest() *infillv1.CompleteRequest {
 	return &infillv1.CompleteRequest{
 		Repository: &infillv1.Repository{Name: "geo", Files: []*infillv1.File{
-			{Path: "geo/circle.py", Source: &infillv1.File_Content{Content: circle}},
-			{Path: "geo/__init__.py", Source: &infillv1.File_Content{Content: strings.Repeat("# geometry helpers\n", 8)}},
+			{Path: "geo/circle.py", Content: proto.String(circle)},
+			{Path: "geo/__init__.py", Content: proto.String(strings.Repeat("# geometry helpers\n", 8))},
 		}},
 		Cursor:     infill.Position{Line: 10, Column: 12}.Cursor("geo/circle.py", infillv1.PositionEncoding_POSITION_ENCODING_UTF32),
 		Generation: &infillv1.GenerationOptions{MaxTokens: 8},
@@ -217,7 +218,7 @@ func TestEndToEndSnapshots(t *testing.T) {
 	if _, err := c.Complete(t.Context(), req); err != nil {
 		t.Fatal(infill.FormatError(err))
 	}
-	req.Repository.Files[0].Source = &infillv1.File_Content{Content: circle + "\n# edited\n"}
+	req.Repository.Files[0].Content = proto.String(circle + "\n# edited\n")
 	if _, err := c.Complete(t.Context(), req); err != nil {
 		t.Fatal(infill.FormatError(err))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
 
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
@@ -152,7 +153,7 @@ func collect(seq func(func(*infillv1.StreamCompleteResponse, error) bool)) colle
 func testRequest() *infillv1.StreamCompleteRequest {
 	return &infillv1.StreamCompleteRequest{
 		Repository: &infillv1.Repository{Name: "r", Files: []*infillv1.File{
-			{Path: "a.py", Source: &infillv1.File_Content{Content: "x = 1\n"}}}},
+			{Path: "a.py", Content: proto.String("x = 1\n")}}},
 		Cursor: &infillv1.Cursor{Path: "a.py", Line: 1},
 	}
 }

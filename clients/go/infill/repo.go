@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
@@ -124,7 +125,7 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 				ErrRepositoryTooLarge, opts.MaxFiles, root)
 		}
 		seen[rel] = true
-		repo.Files = append(repo.Files, &infillv1.File{Path: rel, Source: &infillv1.File_Content{Content: string(content)}})
+		repo.Files = append(repo.Files, &infillv1.File{Path: rel, Content: proto.String(string(content))})
 		return nil
 	}
 

@@ -199,7 +199,7 @@ func TestParsePosition(t *testing.T) {
 func TestStreamRequestCopiesEveryField(t *testing.T) {
 	temp := float32(0.2)
 	r := &infillv1.CompleteRequest{
-		Repository:    &infillv1.Repository{Name: "r", Files: []*infillv1.File{{Path: "a", Source: &infillv1.File_Digest{Digest: "sha256:00"}}}},
+		Repository:    &infillv1.Repository{Name: "r", Files: []*infillv1.File{{Path: "a", Digest: "sha256:00"}}},
 		Cursor:        &infillv1.Cursor{Path: "a", Line: 1, Column: 2, Offset: 3, Encoding: infillv1.PositionEncoding_POSITION_ENCODING_UTF8},
 		Generation:    &infillv1.GenerationOptions{MaxTokens: 5, Temperature: &temp, Stop: []string{"\n\n"}, Candidates: 2},
 		TokenBudget:   100,

@@ -78,8 +78,8 @@ func wholeList(files []*infillv1.File) map[string]fileKey {
 	m := make(map[string]fileKey, len(files))
 	for _, f := range files {
 		d := f.GetDigest()
-		if src, ok := f.GetSource().(*infillv1.File_Content); ok {
-			d = Digest(src.Content)
+		if f.Content != nil {
+			d = Digest(f.GetContent())
 		}
 		m[f.GetPath()] = fileKey{digest: d, lang: f.GetLanguage()}
 	}

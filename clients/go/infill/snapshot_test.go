@@ -48,8 +48,8 @@ func (s *snapServer) resolve(repo *infillv1.Repository) (string, error) {
 		}
 	}
 	for _, f := range repo.GetFiles() {
-		if c, ok := f.GetSource().(*infillv1.File_Content); ok {
-			list[f.GetPath()] = Digest(c.Content)
+		if f.Content != nil {
+			list[f.GetPath()] = Digest(f.GetContent())
 		} else {
 			list[f.GetPath()] = f.GetDigest()
 		}
@@ -97,7 +97,7 @@ func (s *snapServer) forgetAll() {
 func repoOf(files map[string]string) *infillv1.Repository {
 	r := &infillv1.Repository{Name: "r"}
 	for _, p := range slices.Sorted(maps.Keys(files)) {
-		r.Files = append(r.Files, &infillv1.File{Path: p, Source: &infillv1.File_Content{Content: files[p]}})
+		r.Files = append(r.Files, &infillv1.File{Path: p, Content: proto.String(files[p])})
 	}
 	return r
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // The API's enums and the evaluator's names, both ways.
@@ -102,7 +103,7 @@ func taskToProto(t *evaluator.Task, m *repoMap) *infillv1.EvalTask {
 		Path: t.Path, RepoName: t.RepoName, Prefix: t.Prefix, Suffix: t.Suffix, Reference: t.Reference,
 	}
 	for _, c := range t.Context {
-		out.Context = append(out.Context, &infillv1.File{Path: c.Path, Source: &infillv1.File_Content{Content: c.Content}})
+		out.Context = append(out.Context, &infillv1.File{Path: c.Path, Content: proto.String(c.Content)})
 	}
 	switch t.Exec.Kind {
 	case evaluator.ExecProgram:

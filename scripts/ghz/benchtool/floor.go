@@ -86,7 +86,8 @@ func floorCmd(args []string) error {
 		return fmt.Errorf("floor-server did not report its address: %w", err)
 	}
 	conn, err := grpc.NewClient(strings.TrimSpace(addr), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20),
+			grpc.ForceCodecV2(infillv1.Codec())))
 	if err != nil {
 		return err
 	}
@@ -145,8 +146,8 @@ func floorServerCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	// The message limits infill-server uses (server.DefaultConfig).
-	s := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
+	// The message limits (server.DefaultConfig) and codec infill-server uses.
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.ForceServerCodecV2(infillv1.Codec()))
 	infillv1.RegisterCompletionServiceServer(s, floorServer{delay: *delay})
 	fmt.Println(lis.Addr().String())
 	return s.Serve(lis) // until the parent kills it

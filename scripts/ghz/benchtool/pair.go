@@ -218,7 +218,8 @@ func runPair(o pairOpts) (*pairResult, error) {
 		return nil, fmt.Errorf("building the prompt as infill does: %w", err)
 	}
 	conn, err := grpc.NewClient(o.infillAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20),
+			grpc.ForceCodecV2(infillv1.Codec())))
 	if err != nil {
 		return nil, err
 	}
@@ -381,10 +382,8 @@ func buildPrompt(b *contextpack.Builder, req *infillv1.CompleteRequest, numCtx i
 		Cursor: contextpack.Cursor{Path: cur.GetPath(), Line: int(cur.GetLine()), Column: int(cur.GetColumn()),
 			Encoding: contextpack.EncodingUTF16}}
 	for _, f := range req.GetRepository().GetFiles() {
-		cf := contextpack.File{Path: f.GetPath(), Language: f.GetLanguage(), Digest: f.GetDigest()}
-		if c, ok := f.GetSource().(*infillv1.File_Content); ok {
-			cf.Content, cf.HasContent = c.Content, true
-		}
+		cf := contextpack.File{Path: f.GetPath(), Language: f.GetLanguage(), Digest: f.GetDigest(),
+			Content: f.GetContent(), HasContent: f.Content != nil}
 		creq.Files = append(creq.Files, cf)
 	}
 	p, err := b.Build(context.Background(), creq)

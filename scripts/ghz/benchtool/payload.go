@@ -100,7 +100,7 @@ func payloadCmd(args []string) error {
 				return err
 			}
 			total += len(b)
-			req.Repository.Files = append(req.Repository.Files, &infillv1.File{Path: p, Source: &infillv1.File_Content{Content: string(b)}})
+			req.Repository.Files = append(req.Repository.Files, &infillv1.File{Path: p, Content: proto.String(string(b))})
 		}
 		variants := []string{"full"}
 		if n > 1 {
@@ -139,8 +139,8 @@ func payloadCmd(args []string) error {
 func digestVariant(req *infillv1.CompleteRequest) *infillv1.CompleteRequest {
 	r := proto.Clone(req).(*infillv1.CompleteRequest)
 	for _, f := range r.GetRepository().GetFiles() {
-		if c, ok := f.GetSource().(*infillv1.File_Content); ok && f.GetPath() != r.GetCursor().GetPath() {
-			f.Source = &infillv1.File_Digest{Digest: contextpack.Digest(c.Content)}
+		if f.Content != nil && f.GetPath() != r.GetCursor().GetPath() {
+			f.Content, f.Digest = nil, contextpack.Digest(f.GetContent())
 		}
 	}
 	return r

@@ -41,16 +41,15 @@ func newTyper(base *infillv1.CompleteRequest, pb *contextpack.Builder, o pairOpt
 		if f.GetPath() != cur.GetPath() {
 			continue
 		}
-		c, ok := f.GetSource().(*infillv1.File_Content)
-		if !ok {
+		if f.Content == nil {
 			return nil, fmt.Errorf("-typing: the cursor file %s has no content in the payload", f.GetPath())
 		}
-		off, err := contextpack.ByteOffset(c.Content, contextpack.Cursor{Path: cur.GetPath(),
+		off, err := contextpack.ByteOffset(f.GetContent(), contextpack.Cursor{Path: cur.GetPath(),
 			Line: int(cur.GetLine()), Column: int(cur.GetColumn()), Encoding: contextpack.EncodingUTF16})
 		if err != nil {
 			return nil, err
 		}
-		return &typer{base: base, idx: i, content: c.Content, off: off, text: typedText(), pb: pb, o: o}, nil
+		return &typer{base: base, idx: i, content: f.GetContent(), off: off, text: typedText(), pb: pb, o: o}, nil
 	}
 	return nil, fmt.Errorf("-typing: the cursor file %s is not in the payload", cur.GetPath())
 }
@@ -68,7 +67,7 @@ func (t *typer) next() (*infillv1.CompleteRequest, *api.GenerateRequest, string,
 
 	req := proto.Clone(t.base).(*infillv1.CompleteRequest) // outside the timed calls
 	f := req.Repository.Files[t.idx]
-	f.Source = &infillv1.File_Content{Content: t.content}
+	f.Content, f.Digest = proto.String(t.content), ""
 	req.Cursor = &infillv1.Cursor{Path: f.GetPath(), Line: uint32(line), Column: uint32(col),
 		Encoding: infillv1.PositionEncoding_POSITION_ENCODING_UTF16}
 
