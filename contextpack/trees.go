@@ -2,6 +2,7 @@ package contextpack
 
 import (
 	"container/list"
+	"strings"
 	"sync"
 
 	sitter "github.com/smacker/go-tree-sitter"
@@ -86,14 +87,24 @@ func (c *treeCache) close() {
 }
 
 // editBetween describes old → new as one tree-sitter edit: the common
-// prefix and suffix are kept, the middle replaced.
+// prefix and suffix are kept, the middle replaced. It runs on every
+// keystroke over the whole file, so it compares 64 bytes at a time
+// (string equality is vectorised) before going byte by byte.
 func editBetween(old, new string) sitter.EditInput {
+	const chunk = 64
+	n := min(len(old), len(new))
 	p := 0
-	for p < len(old) && p < len(new) && old[p] == new[p] {
+	for p+chunk <= n && old[p:p+chunk] == new[p:p+chunk] {
+		p += chunk
+	}
+	for p < n && old[p] == new[p] {
 		p++
 	}
 	s := 0
-	for s < len(old)-p && s < len(new)-p && old[len(old)-1-s] == new[len(new)-1-s] {
+	for s+chunk <= n-p && old[len(old)-s-chunk:len(old)-s] == new[len(new)-s-chunk:len(new)-s] {
+		s += chunk
+	}
+	for s < n-p && old[len(old)-1-s] == new[len(new)-1-s] {
 		s++
 	}
 	return sitter.EditInput{
@@ -106,15 +117,11 @@ func editBetween(old, new string) sitter.EditInput {
 	}
 }
 
+// pointAt is tree-sitter's point for byte offset off of s: the row and the
+// column in bytes.
 func pointAt(s string, off int) sitter.Point {
-	row, col := 0, 0
-	for i := 0; i < off; i++ {
-		if s[i] == '\n' {
-			row++
-			col = 0
-		} else {
-			col++
-		}
-	}
+	s = s[:off]
+	row := strings.Count(s, "\n")
+	col := len(s) - (strings.LastIndexByte(s, '\n') + 1)
 	return sitter.Point{Row: uint32(row), Column: uint32(col)}
 }

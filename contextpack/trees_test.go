@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	sitter "github.com/smacker/go-tree-sitter"
 )
 
 // Incremental analysis (parsing from a cached tree, querying the edited
@@ -192,4 +194,68 @@ func TestRootedKinds(t *testing.T) {
 // generous limits, 20-line windows every 10 lines.
 func testAnalyzeOptions() analyzeOptions {
 	return analyzeOptions{maxParseBytes: 1 << 20, parseTimeoutUS: 1e6, windowLines: 20, windowStride: 10}
+}
+
+// TestEditBetween checks the chunked prefix/suffix scan against the
+// definition (longest common prefix, then longest common suffix of what
+// is left; points as rows and byte columns) on random edits of text with
+// repeats, where a chunk boundary falls anywhere.
+func TestEditBetween(t *testing.T) {
+	naivePoint := func(s string, off int) sitter.Point {
+		var p sitter.Point
+		for i := 0; i < off; i++ {
+			if s[i] == '\n' {
+				p.Row, p.Column = p.Row+1, 0
+			} else {
+				p.Column++
+			}
+		}
+		return p
+	}
+	naive := func(old, new string) sitter.EditInput {
+		p := 0
+		for p < len(old) && p < len(new) && old[p] == new[p] {
+			p++
+		}
+		s := 0
+		for s < len(old)-p && s < len(new)-p && old[len(old)-1-s] == new[len(new)-1-s] {
+			s++
+		}
+		return sitter.EditInput{StartIndex: uint32(p), OldEndIndex: uint32(len(old) - s), NewEndIndex: uint32(len(new) - s),
+			StartPoint: naivePoint(old, p), OldEndPoint: naivePoint(old, len(old)-s), NewEndPoint: naivePoint(new, len(new)-s)}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := "ab\n\t é"
+	text := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for i := 0; i < 3000; i++ {
+		old := text(r.IntN(400))
+		if r.IntN(4) == 0 {
+			old = strings.Repeat(old[:min(len(old), 3)], r.IntN(100)) // long repeats
+		}
+		at := r.IntN(len(old) + 1)
+		cut := min(len(old)-at, r.IntN(8))
+		new := old[:at] + text(r.IntN(8)) + old[at+cut:]
+		if got, want := editBetween(old, new), naive(old, new); got != want {
+			t.Fatalf("%q → %q: got %+v, want %+v", old, new, got, want)
+		}
+	}
+}
+
+// BenchmarkEditBetween: one keystroke in the middle of a 36 KB file, the
+// diff every edit of a cached file pays.
+func BenchmarkEditBetween(b *testing.B) {
+	line := "\tif err := c.send(req, deadline); err != nil {\n"
+	old := strings.Repeat(line, 36<<10/len(line))
+	mid := len(old) / 2
+	new := old[:mid] + "x" + old[mid:]
+	b.SetBytes(int64(len(old)))
+	for range b.N {
+		editBetween(old, new)
+	}
 }
