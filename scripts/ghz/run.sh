@@ -266,15 +266,17 @@ fi
 # process, same grpc-go): what any gRPC server pays per call on this machine.
 mkdir -p "$run/floor"
 phase_begin
-log "gRPC floor: a no-op CompletionService, $paced_rounds calls per payload"
+log "gRPC floor: a no-op CompletionService, $paced_rounds calls per payload, payloads in turns"
+floor_specs=()
 for n in "${ns[@]}"; do
   if ((n == 1)); then
-    "$bt" floor -payload "$run/payloads/n$n-full.json" -rounds "$paced_rounds" -out "$run/floor/n$n-full.json" >&2
+    floor_specs+=("$run/payloads/n$n-full.json:full:$run/floor/n$n-full.json")
   else
-    "$bt" floor -payload "$run/payloads/n$n-full.json" -digest -rounds "$paced_rounds" -out "$run/floor/n$n-digest.json" >&2
+    floor_specs+=("$run/payloads/n$n-full.json:digest:$run/floor/n$n-digest.json")
   fi
 done
-"$bt" floor -payload "$run/payloads/n$largest-full.json" -snapshot -rounds "$paced_rounds" -out "$run/floor/n$largest-snapshot.json" >&2
+floor_specs+=("$run/payloads/n$largest-full.json:snapshot:$run/floor/n$largest-snapshot.json")
+"$bt" floor -rounds "$paced_rounds" "${floor_specs[@]}" >&2
 phase_end "gRPC floor"
 
 # --- phase 2: fake backend, zero latency: overhead and ceiling ------------------------

@@ -35,34 +35,63 @@ type floorResult struct {
 	Rounds       int     `json:"rounds"`
 	GapP50Ms     float64 `json:"gap_p50_ms"`
 	GapP90Ms     float64 `json:"gap_p90_ms"`
+	// Turns is how many requests were sent in turns with this one (1:
+	// alone, as runs before the turns were introduced did).
+	Turns int `json:"turns,omitempty"`
 	// Gaps are per call, in ms.
 	Gaps []float64 `json:"gaps_ms,omitempty"`
 }
 
+// floorSpec is one request the floor measures: PAYLOAD:VARIANT:OUT.
+type floorSpec struct {
+	req *infillv1.CompleteRequest
+	res floorResult
+	out string
+}
+
+// floorCmd sends each request of its specs to one no-op server, in turns:
+// round i sends every spec once, starting from spec i mod len, so that a
+// disturbance on the shared machine falls on all payloads alike instead
+// of on whichever block was running.
 func floorCmd(args []string) error {
 	fl := flag.NewFlagSet("floor", flag.ContinueOnError)
-	payload := fl.String("payload", "", "full payload file from `benchtool payload` (nN-full.json)")
-	digest := fl.Bool("digest", false, "send the digest variant")
-	snapshot := fl.Bool("snapshot", false, "send the snapshot variant (the cursor file on a base)")
-	rounds := fl.Int("rounds", 100, "measured calls")
+	fl.Usage = func() {
+		fmt.Fprintln(fl.Output(), "usage: benchtool floor [flags] PAYLOAD:VARIANT:OUT...\n"+
+			"  PAYLOAD is a full payload file from `benchtool payload` (nN-full.json), VARIANT is full,\n"+
+			"  digest or snapshot (the cursor file on a base), OUT the result JSON file")
+		fl.PrintDefaults()
+	}
+	rounds := fl.Int("rounds", 100, "measured calls per spec")
 	delay := fl.Duration("delay", 100*time.Millisecond, "how long the no-op handler waits (like a backend)")
-	out := fl.String("out", "", "result JSON file (required)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
-	if *payload == "" || *out == "" || *rounds < 1 {
-		return errors.New("-payload and -out are required, -rounds >= 1")
+	if fl.NArg() == 0 || *rounds < 1 {
+		return errors.New("at least one PAYLOAD:VARIANT:OUT and -rounds >= 1 are required")
 	}
-	full, err := readPayload(*payload)
-	if err != nil {
-		return err
-	}
-	req, variant := full, "full"
-	switch {
-	case *snapshot:
-		req, variant = snapshotVariant(full, "snap:"+strings.Repeat("0", 64)), "snapshot"
-	case *digest:
-		req, variant = digestVariant(full), "digest"
+	var specs []*floorSpec
+	for _, arg := range fl.Args() {
+		payload, rest, ok1 := strings.Cut(arg, ":")
+		variant, out, ok2 := strings.Cut(rest, ":")
+		if !ok1 || !ok2 || payload == "" || out == "" {
+			return fmt.Errorf("%q is not PAYLOAD:VARIANT:OUT", arg)
+		}
+		full, err := readPayload(payload)
+		if err != nil {
+			return err
+		}
+		req := full
+		switch variant {
+		case "full":
+		case "digest":
+			req = digestVariant(full)
+		case "snapshot":
+			req = snapshotVariant(full, "snap:"+strings.Repeat("0", 64))
+		default:
+			return fmt.Errorf("variant %q is not full, digest or snapshot", variant)
+		}
+		specs = append(specs, &floorSpec{req: req, out: out, res: floorResult{Payload: payload, Variant: variant,
+			N: len(full.GetRepository().GetFiles()), RequestBytes: proto.Size(req), DelayMs: ms(*delay), Rounds: *rounds}})
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -93,27 +122,34 @@ func floorCmd(args []string) error {
 	}
 	defer conn.Close()
 	client := infillv1.NewCompletionServiceClient(conn)
-	res := floorResult{Payload: *payload, Variant: variant, N: len(full.GetRepository().GetFiles()),
-		RequestBytes: proto.Size(req), DelayMs: ms(*delay), Rounds: *rounds}
-	for i := -3; i < *rounds; i++ { // three warm-up calls
-		start := time.Now()
-		resp, err := client.Complete(context.Background(), req)
+	for i := -3; i < *rounds; i++ { // three warm-up rounds
+		for k := range specs {
+			sp := specs[(max(i, 0)+k)%len(specs)]
+			start := time.Now()
+			resp, err := client.Complete(context.Background(), sp.req)
+			if err != nil {
+				return err
+			}
+			gap := time.Since(start) - resp.GetTimings().GetTotal().AsDuration()
+			if i >= 0 {
+				sp.res.Gaps = append(sp.res.Gaps, ms(gap))
+			}
+		}
+	}
+	for _, sp := range specs {
+		sp.res.Turns = len(specs)
+		d := describe(sp.res.Gaps)
+		sp.res.GapP50Ms, sp.res.GapP90Ms = d.p50, d.p90
+		b, err := json.MarshalIndent(sp.res, "", " ")
 		if err != nil {
 			return err
 		}
-		gap := time.Since(start) - resp.GetTimings().GetTotal().AsDuration()
-		if i >= 0 {
-			res.Gaps = append(res.Gaps, ms(gap))
+		fmt.Printf("floor %s n%d-%s (%d bytes): gap p50 %.2f ms, p90 %.2f ms\n", sp.res.Payload, sp.res.N, sp.res.Variant, sp.res.RequestBytes, d.p50, d.p90)
+		if err := writeFileAtomic(sp.out, append(b, '\n')); err != nil {
+			return err
 		}
 	}
-	d := describe(res.Gaps)
-	res.GapP50Ms, res.GapP90Ms = d.p50, d.p90
-	b, err := json.MarshalIndent(res, "", " ")
-	if err != nil {
-		return err
-	}
-	fmt.Printf("floor %s n%d-%s (%d bytes): gap p50 %.2f ms, p90 %.2f ms\n", *payload, res.N, variant, res.RequestBytes, d.p50, d.p90)
-	return writeFileAtomic(*out, append(b, '\n'))
+	return nil
 }
 
 // floorServer is a CompletionService that waits and answers with a short

@@ -383,7 +383,7 @@ func renderReport(s *summary, notes string) string {
 	}
 	if len(s.Floor) > 0 {
 		w("## 2b. The gRPC floor\n\n")
-		w("The same requests sent to a `CompletionService` that does nothing but wait %.0f ms (`benchtool floor`: its own process, the same grpc-go and message limits as infill-server, the same client as the pair runs). *Gap* = the client's latency minus the handler's own time: the cost of one gRPC call on this machine (marshalling, loopback, HTTP/2, wake-ups) before any work. Infill's overhead over a direct Ollama request contains this gap; the direct request pays its own HTTP hop, which infill pays too, to the backend.\n\n", s.Floor[0].DelayMs)
+		w("The same requests sent to a `CompletionService` that does nothing but wait %.0f ms (`benchtool floor`: its own process, the same grpc-go and message limits as infill-server, the same client as the pair runs%s). *Gap* = the client's latency minus the handler's own time: the cost of one gRPC call on this machine (marshalling, loopback, HTTP/2, wake-ups) before any work. Infill's overhead over a direct Ollama request contains this gap; the direct request pays its own HTTP hop, which infill pays too, to the backend.\n\n", s.Floor[0].DelayMs, floorOrder(s.Floor))
 		w("| payload | request bytes | gap p50 | gap p90 | calls |\n| --- | ---: | ---: | ---: | ---: |\n")
 		for _, f := range s.Floor {
 			w("| n%d-%s | %d | %s ms | %s ms | %d |\n", f.N, f.Variant, f.RequestBytes, fmtMs(f.GapP50Ms), fmtMs(f.GapP90Ms), f.Rounds)
@@ -528,3 +528,14 @@ func orDash(s string) string {
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+// floorOrder says how the floor's payloads were sent: in turns (one call
+// each per round) or one block after another, as runs before turns did.
+func floorOrder(fs []floorResult) string {
+	for _, f := range fs {
+		if f.Turns < 2 {
+			return "; one payload after another, so a disturbance on the shared machine can fall on one payload's block"
+		}
+	}
+	return "; the payloads go in turns, one call each per round, so that a disturbance falls on all of them alike"
+}
