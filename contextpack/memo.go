@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"weak"
 )
 
 // Per-analysis memos for the warm path. An analysis is immutable, so what
@@ -22,10 +23,16 @@ type analysisMemo struct {
 	// here (from, newTo): identSet patches the previous counts.
 	identsFrom *analysis
 	editLines  [3]int32
+	// flips are the identifiers present in exactly one of identsFrom and
+	// this version, set when identSet patched identsFrom's counts;
+	// flipsFrom names that version without keeping it alive.
+	flips     []string
+	flipsFrom weak.Pointer[analysis]
 
 	namesOnce sync.Once
 	nameOf    []int32 // defs[i] → index of its name among the distinct names
 	nNames    int
+	nameIdx   map[string]int32 // distinct name → its index
 
 	outMu sync.Mutex
 	out   outlineMemo // the last outline computed for this file
@@ -71,6 +78,8 @@ func (a *analysis) identSet() identCounts {
 			m.scanLines(prev, l[0], l[1], -1)
 			m.scanLines(a, l[0], l[2], 1)
 			a.memo.idents = m
+			a.memo.flips = flips(prev, a, l, prev.memo.idents, m)
+			a.memo.flipsFrom = weak.Make(prev)
 		} else {
 			m := identCounts{}
 			m.scanLines(a, 0, a.numLines()-1, 1)
@@ -80,6 +89,34 @@ func (a *analysis) identSet() identCounts {
 		a.memo.identsDone.Store(true)
 	})
 	return a.memo.idents
+}
+
+// flips lists the identifiers of the edited lines (l as in
+// analysisMemo.editLines) that are counted in exactly one of before (prev's
+// counts) and after (a's): only those can have appeared or disappeared.
+func flips(prev, a *analysis, l [3]int32, before, after identCounts) []string {
+	var out []string
+	check := func(an *analysis, from, to int32) {
+		if from > to || from >= an.numLines() {
+			return
+		}
+		scanIdents(an.rangeText(from, min(to, an.numLines()-1)), an.lang, func(id string, _ int) bool {
+			if before.has(id) != after.has(id) && !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+			return true
+		})
+	}
+	check(prev, l[0], l[1])
+	check(a, l[0], l[2])
+	return out
+}
+
+// defines reports whether a has a definition named name.
+func (a *analysis) defines(name string) bool {
+	a.defNames()
+	_, ok := a.memo.nameIdx[name]
+	return ok
 }
 
 // defNames numbers the distinct names of the file's definitions.
@@ -96,6 +133,7 @@ func (a *analysis) defNames() (nameOf []int32, n int) {
 			a.memo.nameOf[i] = k
 		}
 		a.memo.nNames = len(idx)
+		a.memo.nameIdx = idx
 	})
 	return a.memo.nameOf, a.memo.nNames
 }

@@ -213,3 +213,167 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 		}
 	}
 }
+
+// While only the cursor file is typed in, the import ranking carries over
+// from one keystroke to the next, and is ranked again at the keystroke
+// that makes a definition of a resolved file appear (or disappear). Every
+// prompt equals a new builder's.
+func TestImportRankingFollowsTyping(t *testing.T) {
+	tok := qwen(t)
+	files := []File{
+		{Path: "go.mod", Content: "module example.com/m\n\ngo 1.22\n", HasContent: true},
+		{Path: "p/a.go", Content: "package p\n\nfunc run() int {\n\tx := 1\n\t\n\treturn x\n}\n", HasContent: true},
+		{Path: "p/b.go", Content: "package p\n\n// Alpha is one.\nfunc Alpha() int { return 1 }\n", HasContent: true},
+		{Path: "p/c.go", Content: "package p\n\n// Gamma is three.\nfunc Gamma() int { return 3 }\n\nfunc Delta() int { return 4 }\n", HasContent: true},
+	}
+	const cur = 1
+	off := strings.Index(files[cur].Content, "\t\n") + 1
+	warm, err := NewBuilder(DefaultConfig(), tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer warm.Close()
+	ranked := func() *rankedImports {
+		for _, r := range warm.store.repos {
+			return &r.ranked
+		}
+		t.Fatal("no repository index")
+		return nil
+	}
+	hasC := func(m *rankedImports) bool {
+		return slices.ContainsFunc(m.imports, func(h importHit) bool { return h.sl.path == "p/c.go" })
+	}
+	build := func(typed string) {
+		t.Helper()
+		req := Request{RepoName: "m", TokenBudget: 2048, MaxNewTokens: 32, Files: slices.Clone(files),
+			Cursor: Cursor{Path: files[cur].Path, Offset: off, Encoding: EncodingByteOffset}}
+		got, err := warm.Build(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cold, err := NewBuilder(DefaultConfig(), tok, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cold.Close()
+		want, err := cold.Build(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Text != want.Text || !reflect.DeepEqual(got.Manifest, want.Manifest) {
+			t.Fatalf("after typing %q: warm prompt differs from a new builder's", typed)
+		}
+	}
+	build("")
+	carried, ranks := 0, 0
+	const text = "_ = Gamma() // go"
+	for i := range len(text) {
+		before := ranked()
+		was, wasC := before.resolved, hasC(before)
+		c := files[cur].Content
+		files[cur].Content = c[:off] + text[i:i+1] + c[off:]
+		off++
+		build(text[:i+1])
+		m := ranked()
+		if len(m.resolved) == 0 || len(was) == 0 {
+			t.Fatal("the imports resolved to no file")
+		}
+		if &m.resolved[0] == &was[0] {
+			carried++
+			if hasC(m) != wasC {
+				t.Fatalf("after typing %q: the ranking carried over but p/c.go came or went", text[:i+1])
+			}
+		} else {
+			ranks++
+		}
+		if want := strings.Contains(text[:i+1], "Gamma"); hasC(m) != want {
+			t.Fatalf("after typing %q: p/c.go ranked %v, want %v", text[:i+1], hasC(m), want)
+		}
+	}
+	// "G" .. "Gamm", " ", "(" ... carry over; "Gamma" is ranked again.
+	if carried < len(text)/2 || ranks == 0 {
+		t.Fatalf("ranking carried over at %d keystrokes and recomputed at %d of %d", carried, ranks, len(text))
+	}
+}
+
+// The import ranking of the previous keystroke is not carried over when
+// anything else it depends on changed with the keystroke.
+func TestImportRankingNotCarriedOver(t *testing.T) {
+	tok := qwen(t)
+	base := []File{
+		{Path: "go.mod", Content: "module example.com/m\n\ngo 1.22\n", HasContent: true},
+		{Path: "p/a.go", Content: "package p\n\nfunc run() int {\n\ttotal := 1\n\t\n\treturn total\n}\n", HasContent: true},
+		{Path: "p/c.go", Content: "package p\n\nfunc Gamma() int { return 3 }\n", HasContent: true},
+		{Path: "q/d.go", Content: "package q\n\n// Zeta is zero.\nfunc Zeta() int { return 0 }\n", HasContent: true},
+	}
+	for name, tc := range map[string]struct {
+		// change edits files; unranked builds them without repository
+		// context, which does not rank imports.
+		change func(files []File, unranked func())
+		want   string // a file the ranking must hold afterwards
+	}{
+		// A keystroke in the cursor file, and in the same request another
+		// file comes to define a name the cursor file uses already.
+		"another file changes": {func(files []File, _ func()) {
+			files[1].Content = strings.Replace(files[1].Content, "\t\n", "\t \n", 1)
+			files[2].Content += "\nvar total = 2\n"
+		}, "p/c.go"},
+		// The keystroke completes an import statement.
+		"the imports change": {func(files []File, _ func()) {
+			files[1].Content = strings.Replace(files[1].Content, "package p\n", "package p\n\nimport \"example.com/m/q\"\n", 1)
+		}, "q/d.go"},
+		// The version before this keystroke was never ranked: what changed
+		// since the ranked one is more than this keystroke's edit.
+		"a version was not ranked": {func(files []File, unranked func()) {
+			files[1].Content = strings.Replace(files[1].Content, "\treturn", "\t_ = Gamma()\n\treturn", 1)
+			unranked()
+			files[1].Content = strings.Replace(files[1].Content, "\t\n", "\t \n", 1)
+		}, "p/c.go"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := slices.Clone(base)
+			warm, err := NewBuilder(DefaultConfig(), tok, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer warm.Close()
+			req := func() Request {
+				off := strings.Index(files[1].Content, "return total")
+				return Request{RepoName: "m", TokenBudget: 2048, MaxNewTokens: 32, Files: slices.Clone(files),
+					Cursor: Cursor{Path: files[1].Path, Offset: off, Encoding: EncodingByteOffset}}
+			}
+			// Two versions of the cursor file first, so that the next one
+			// is patched from counts that exist.
+			for _, c := range []string{"", "\t// y\n"} {
+				files[1].Content = strings.Replace(files[1].Content, "\treturn total", c+"\treturn total", 1)
+				if _, err := warm.Build(context.Background(), req()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.change(files, func() {
+				if _, err := warm.BuildStrategy(context.Background(), req(), StrategyNone); err != nil {
+					t.Fatal(err)
+				}
+			})
+			got, err := warm.Build(context.Background(), req())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cold, err := NewBuilder(DefaultConfig(), tok, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cold.Close()
+			want, err := cold.Build(context.Background(), req())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Text != want.Text || !reflect.DeepEqual(got.Manifest, want.Manifest) {
+				t.Fatal("warm prompt differs from a new builder's")
+			}
+			if !slices.ContainsFunc(got.Manifest.Sources, func(s Source) bool { return s.Kind == SourceImport && s.Path == tc.want }) {
+				t.Fatalf("%s is not among the import sources", tc.want)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"weak"
 )
 
 // assembly is one Build after the repository index is current. It runs
@@ -142,12 +143,19 @@ func (as *assembly) extrasTokens(above, below []lineRange) int {
 // rankImports orders the imported files by how many of their definitions
 // the cursor file names (explicit imports first on ties), which depends on
 // the cursor file only, not on the cursor position. The order is memoized
-// in the index until a file changes or the cursor moves to another file.
+// in the index until a file changes or the cursor moves to another file;
+// while the cursor file alone is typed in, it carries over to the new
+// version when nothing the order depends on changed (reusable).
 func (as *assembly) rankImports() {
 	as.used = as.a.identSet()
 	m := &as.r.ranked
-	if m.t != as.t || m.an != as.a || m.version != as.r.version {
-		*m = rankedImports{t: as.t, an: as.a, version: as.r.version, imports: as.r.rankImports(as.t, as.used)}
+	switch {
+	case m.t == as.t && m.an == as.a && m.version == as.r.version:
+	case m.reusable(as.r, as.t, as.a):
+		m.an, m.version = as.a, as.r.version
+	default:
+		imports, resolved := as.r.rankImports(as.t, as.used)
+		*m = rankedImports{t: as.t, an: as.a, version: as.r.version, imports: imports, resolved: resolved}
 	}
 	as.imports = m.imports
 	for i, h := range as.imports {
@@ -155,15 +163,48 @@ func (as *assembly) rankImports() {
 	}
 }
 
+// reusable reports whether the order memoized for version m.an of the
+// cursor file t holds for its next version a: every index update since
+// m's version changed t alone, a came from m.an by one edit, a imports
+// what m.an did, and no identifier that appeared or disappeared with the
+// edit names a definition of a file the imports resolved to (so every
+// file's used definitions are as they were).
+func (m *rankedImports) reusable(r *repoIndex, t *slot, a *analysis) bool {
+	if m.t != t || m.an == nil || r.onlyEdited != t || m.version < r.onlySince ||
+		a.memo.flipsFrom != weak.Make(m.an) || !sameImports(m.an.imports, a.imports) {
+		return false
+	}
+	for _, id := range a.memo.flips {
+		for _, sl := range m.resolved {
+			if sl.an.defines(id) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameImports compares import statements by what they import, not where.
+func sameImports(x, y []importRef) bool {
+	return slices.EqualFunc(x, y, func(p, q importRef) bool {
+		return p.kind == q.kind && p.spec == q.spec && slices.Equal(p.names, q.names)
+	})
+}
+
 // rankImports resolves t's imports and orders them by how many distinct
-// definition names t uses (used), explicit imports first on ties.
-func (r *repoIndex) rankImports(t *slot, used identCounts) []importHit {
+// definition names t uses (used), explicit imports first on ties; resolved
+// lists every file the imports resolved to.
+func (r *repoIndex) rankImports(t *slot, used identCounts) (ranked []importHit, resolved []*slot) {
 	hits := r.resolveImports(t)
-	type ranked struct {
+	resolved = make([]*slot, len(hits))
+	for i, h := range hits {
+		resolved[i] = h.sl
+	}
+	type scored struct {
 		h     importHit
 		score float64
 	}
-	rs := make([]ranked, 0, len(hits))
+	rs := make([]scored, 0, len(hits))
 	for _, h := range hits {
 		bits, names := h.sl.an.usedDefs(used)
 		s := float64(names)
@@ -173,9 +214,9 @@ func (r *repoIndex) rankImports(t *slot, used identCounts) []importHit {
 			continue // same package, nothing used from it
 		}
 		h.used = bits
-		rs = append(rs, ranked{h, s})
+		rs = append(rs, scored{h, s})
 	}
-	slices.SortStableFunc(rs, func(x, y ranked) int {
+	slices.SortStableFunc(rs, func(x, y scored) int {
 		if x.score != y.score {
 			if x.score > y.score {
 				return -1
@@ -184,11 +225,11 @@ func (r *repoIndex) rankImports(t *slot, used identCounts) []importHit {
 		}
 		return x.h.order - y.h.order
 	})
-	out := make([]importHit, len(rs))
+	ranked = make([]importHit, len(rs))
 	for i, x := range rs {
-		out[i] = x.h
+		ranked[i] = x.h
 	}
-	return out
+	return ranked, resolved
 }
 
 func (as *assembly) headTokens(sl *slot) int { return 1 + as.b.count.plain(sl.path+"\n") }

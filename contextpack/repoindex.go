@@ -48,16 +48,23 @@ type repoIndex struct {
 	// version counts updates that changed the file set or a file's
 	// content; memos of derived results are valid for one version.
 	version uint64
-	ranked  rankedImports
-	prompts promptMemo
+	// onlyEdited is the file that every update since version onlySince
+	// changed, in place and alone (a file being typed in); nil after any
+	// other change.
+	onlyEdited *slot
+	onlySince  uint64
+	ranked     rankedImports
+	prompts    promptMemo
 }
 
-// rankedImports memoizes rankImports for one cursor file and version.
+// rankedImports memoizes rankImports for one cursor file and version;
+// resolved are all the files its imports resolved to, ranked or not.
 type rankedImports struct {
-	t       *slot
-	an      *analysis
-	version uint64
-	imports []importHit
+	t        *slot
+	an       *analysis
+	version  uint64
+	imports  []importHit
+	resolved []*slot
 }
 
 type slot struct {
@@ -108,6 +115,8 @@ type reqFile struct {
 // now references and those it no longer does, for pinning.
 func (r *repoIndex) update(files []reqFile) (add, drop []*entry, changed int) {
 	r.gen++
+	var edited *slot // the one file changed in place, if that was all
+	others := false
 	for i := range files {
 		f := &files[i]
 		sl := r.files[f.path]
@@ -121,6 +130,8 @@ func (r *repoIndex) update(files []reqFile) (add, drop []*entry, changed int) {
 			r.replace(sl, f)
 			sl.gen = r.gen
 			changed++
+			others = others || edited != nil
+			edited = sl
 			continue
 		}
 		if sl != nil {
@@ -130,6 +141,7 @@ func (r *repoIndex) update(files []reqFile) (add, drop []*entry, changed int) {
 		add = append(add, f.e)
 		r.add(f).gen = r.gen
 		changed++
+		others = true
 	}
 	if len(r.files) > len(files) {
 		var gone []*slot
@@ -142,9 +154,16 @@ func (r *repoIndex) update(files []reqFile) (add, drop []*entry, changed int) {
 			drop = append(drop, sl.e)
 			r.remove(sl)
 			changed++
+			others = true
 		}
 	}
 	if changed > 0 {
+		switch {
+		case others || edited == nil:
+			r.onlyEdited = nil
+		case r.onlyEdited != edited:
+			r.onlyEdited, r.onlySince = edited, r.version
+		}
 		r.version++
 	}
 	if r.deadPost > 1<<16 && r.deadPost > r.livePost {
