@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -42,38 +43,66 @@ func benchRepository(n int) (full, digests *infillv1.CompleteRequest) {
 	return full, digests
 }
 
-// BenchmarkCompleteDigests is one Complete call through the real server
-// and context builder over loopback gRPC, with a backend that answers at
-// once: infill's own cost per request when the server already holds the
-// repository (client and server share the process, so allocs/op counts
-// both sides). The ghz suite (scripts/ghz) measures the same path against
-// a direct Ollama request.
+// BenchmarkCompleteDigests is one call through the real server and
+// context builder over loopback gRPC, with a backend that sends 16 text
+// deltas at once: infill's own cost per request when the server already
+// holds the repository (client and server share the process, so allocs/op
+// counts both sides). Complete and StreamComplete (which sends a start, 16
+// deltas and the result) run on the same repositories. The ghz suite
+// (scripts/ghz) measures the same path against a direct Ollama request.
 func BenchmarkCompleteDigests(b *testing.B) {
 	tok, err := tokenizer.Qwen25()
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, n := range []int{1, 50, 500} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			builder, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, zap.NewNop())
-			if err != nil {
-				b.Fatal(err)
+		for _, stream := range []bool{false, true} {
+			name := fmt.Sprint(n)
+			if stream {
+				name += "/stream"
 			}
-			defer builder.Close()
-			client, _ := startFakeLog(b, builder, &fakeBackend{}, zap.NewNop())
-			full, digests := benchRepository(n)
-			ctx := context.Background()
-			if _, err := client.Complete(ctx, full); err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(proto.Size(digests)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if _, err := client.Complete(ctx, digests); err != nil {
+			b.Run(name, func(b *testing.B) {
+				builder, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, zap.NewNop())
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
+				defer builder.Close()
+				client, _ := startFakeLog(b, builder, &fakeBackend{deltas: 16}, zap.NewNop())
+				full, digests := benchRepository(n)
+				ctx := context.Background()
+				if _, err := client.Complete(ctx, full); err != nil {
+					b.Fatal(err)
+				}
+				call := func() error {
+					_, err := client.Complete(ctx, digests)
+					return err
+				}
+				if stream {
+					sreq := &infillv1.StreamCompleteRequest{Repository: digests.Repository, Cursor: digests.Cursor,
+						Generation: digests.Generation}
+					call = func() error {
+						st, err := client.StreamComplete(ctx, sreq)
+						if err != nil {
+							return err
+						}
+						for {
+							if _, err := st.Recv(); err == io.EOF {
+								return nil
+							} else if err != nil {
+								return err
+							}
+						}
+					}
+				}
+				b.SetBytes(int64(proto.Size(digests)))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if err := call(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

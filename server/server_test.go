@@ -43,6 +43,7 @@ type fakeBackend struct {
 	panic      bool
 	wait       chan struct{}
 	promptEval int
+	deltas     int // text deltas to send (one when 0)
 }
 
 func (f *fakeBackend) Ping(context.Context) error { return nil }
@@ -63,11 +64,14 @@ func (f *fakeBackend) Generate(ctx context.Context, req inference.Request, d inf
 	if f.err != nil {
 		return nil, f.err
 	}
-	if err := d(0, "x"); err != nil {
-		return nil, err
+	n := max(f.deltas, 1)
+	for range n {
+		if err := d(0, "x"); err != nil {
+			return nil, err
+		}
 	}
 	return &inference.Result{Model: "m", PromptEvalTokens: f.promptEval,
-		Candidates: []inference.Candidate{{Text: "x", Finish: inference.FinishStop, Tokens: 1}}}, nil
+		Candidates: []inference.Candidate{{Text: strings.Repeat("x", n), Finish: inference.FinishStop, Tokens: n}}}, nil
 }
 
 type fakeBuilder struct{ err error }
