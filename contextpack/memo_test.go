@@ -134,15 +134,7 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d (%s): %v", step, op, err)
 		}
-		cold, err := NewBuilder(DefaultConfig(), tok, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := cold.Build(context.Background(), req)
-		cold.Close()
-		if err != nil {
-			t.Fatalf("step %d (%s): cold: %v", step, op, err)
-		}
+		want := coldBuild(t, tok, req)
 		if got.Text != want.Text || got.Tokens != want.Tokens {
 			t.Fatalf("step %d (%s): warm prompt differs from a new builder's (%d vs %d tokens)", step, op, got.Tokens, want.Tokens)
 		}
@@ -251,16 +243,7 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cold, err := NewBuilder(DefaultConfig(), tok, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cold.Close()
-		want, err := cold.Build(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Text != want.Text || !reflect.DeepEqual(got.Manifest, want.Manifest) {
+		if want := coldBuild(t, tok, req); got.Text != want.Text || !reflect.DeepEqual(got.Manifest, want.Manifest) {
 			t.Fatalf("after typing %q: warm prompt differs from a new builder's", typed)
 		}
 	}
@@ -359,16 +342,7 @@ func TestImportRankingNotCarriedOver(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cold, err := NewBuilder(DefaultConfig(), tok, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cold.Close()
-			want, err := cold.Build(context.Background(), req())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.Text != want.Text || !reflect.DeepEqual(got.Manifest, want.Manifest) {
+			if want := coldBuild(t, tok, req()); got.Text != want.Text || !reflect.DeepEqual(got.Manifest, want.Manifest) {
 				t.Fatal("warm prompt differs from a new builder's")
 			}
 			if !slices.ContainsFunc(got.Manifest.Sources, func(s Source) bool { return s.Kind == SourceImport && s.Path == tc.want }) {
@@ -376,4 +350,19 @@ func TestImportRankingNotCarriedOver(t *testing.T) {
 			}
 		})
 	}
+}
+
+// coldBuild builds req with a new Builder: what a warm one must match.
+func coldBuild(t *testing.T, tok Tokenizer, req Request) *Prompt {
+	t.Helper()
+	b, err := NewBuilder(DefaultConfig(), tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	p, err := b.Build(context.Background(), req)
+	if err != nil {
+		t.Fatalf("new builder: %v", err)
+	}
+	return p
 }
