@@ -51,16 +51,21 @@ type identCounts map[string]int32
 
 func (c identCounts) has(id string) bool { return c[id] > 0 }
 
-// scanLines adds d for each identifier on lines [from, to] of a.
-func (c identCounts) scanLines(a *analysis, from, to int32, d int32) {
+// scanLines adds d for each identifier on lines [from, to] of a; crossed,
+// when not nil, gets each identifier whose count went to or from zero.
+func (c identCounts) scanLines(a *analysis, from, to int32, d int32, crossed func(id string)) {
 	if from > to || from >= a.numLines() {
 		return
 	}
 	scanIdents(a.rangeText(from, min(to, a.numLines()-1)), a.lang, func(id string, _ int) bool {
-		if n := c[id] + d; n > 0 {
+		was := c[id]
+		if n := was + d; n > 0 {
 			c[id] = n
 		} else {
 			delete(c, id)
+		}
+		if crossed != nil && (was > 0) != (was+d > 0) {
+			crossed(id)
 		}
 		return true
 	})
@@ -73,43 +78,29 @@ func (c identCounts) scanLines(a *analysis, from, to int32, d int32) {
 func (a *analysis) identSet() identCounts {
 	a.memo.identsOnce.Do(func() {
 		if prev := a.memo.identsFrom; prev != nil && prev.memo.identsDone.Load() {
-			m := maps.Clone(prev.memo.idents)
+			before, m := prev.memo.idents, maps.Clone(prev.memo.idents)
+			// An identifier that went to zero and back has not flipped.
+			var crossed []string
+			note := func(id string) {
+				if !slices.Contains(crossed, id) {
+					crossed = append(crossed, id)
+				}
+			}
 			l := a.memo.editLines
-			m.scanLines(prev, l[0], l[1], -1)
-			m.scanLines(a, l[0], l[2], 1)
+			m.scanLines(prev, l[0], l[1], -1, note)
+			m.scanLines(a, l[0], l[2], 1, note)
 			a.memo.idents = m
-			a.memo.flips = flips(prev, a, l, prev.memo.idents, m)
+			a.memo.flips = slices.DeleteFunc(crossed, func(id string) bool { return before.has(id) == m.has(id) })
 			a.memo.flipsFrom = weak.Make(prev)
 		} else {
 			m := identCounts{}
-			m.scanLines(a, 0, a.numLines()-1, 1)
+			m.scanLines(a, 0, a.numLines()-1, 1, nil)
 			a.memo.idents = m
 		}
 		a.memo.identsFrom = nil // let the previous version go
 		a.memo.identsDone.Store(true)
 	})
 	return a.memo.idents
-}
-
-// flips lists the identifiers of the edited lines (l as in
-// analysisMemo.editLines) that are counted in exactly one of before (prev's
-// counts) and after (a's): only those can have appeared or disappeared.
-func flips(prev, a *analysis, l [3]int32, before, after identCounts) []string {
-	var out []string
-	check := func(an *analysis, from, to int32) {
-		if from > to || from >= an.numLines() {
-			return
-		}
-		scanIdents(an.rangeText(from, min(to, an.numLines()-1)), an.lang, func(id string, _ int) bool {
-			if before.has(id) != after.has(id) && !slices.Contains(out, id) {
-				out = append(out, id)
-			}
-			return true
-		})
-	}
-	check(prev, l[0], l[1])
-	check(a, l[0], l[2])
-	return out
 }
 
 // defines reports whether a has a definition named name.

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/infill-dev/infill/clients/go/infill"
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
@@ -78,8 +79,7 @@ func BenchmarkCompleteDigests(b *testing.B) {
 					return err
 				}
 				if stream {
-					sreq := &infillv1.StreamCompleteRequest{Repository: digests.Repository, Cursor: digests.Cursor,
-						Generation: digests.Generation}
+					sreq := infill.StreamRequest(digests)
 					call = func() error {
 						st, err := client.StreamComplete(ctx, sreq)
 						if err != nil {
