@@ -52,6 +52,7 @@ type Builder struct {
 	count    *counter
 	aopt     analyzeOptions
 	snaps    *snapshots // nil: snapshots off
+	lists    *listMemo
 }
 
 // NewBuilder returns a Builder; log may be nil.
@@ -75,6 +76,7 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 	}
 	return &Builder{
 		snaps:    snaps,
+		lists:    newListMemo(maxSnapshotFiles),
 		cfg:      cfg,
 		tok:      tok,
 		neutral:  neutral,
@@ -143,7 +145,8 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	}
 	req.Files = all
 	req.Base, req.Removed = "", nil
-	ti, digests, err := b.checkFiles(req)
+	prev := b.lists.get(req.RepoName)
+	ti, digests, same, err := b.checkFiles(req, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +164,10 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 		return nil, &MissingContentError{Paths: paths}
 	}
 	defer b.store.unpin(es)
+	list := nextList(prev, same, req.Files, digests, b.snaps != nil)
+	if list != prev {
+		b.lists.put(req.RepoName, list)
+	}
 
 	target := es[ti]
 	off, err := ByteOffset(target.content, req.Cursor)
@@ -177,7 +184,7 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	files := make([]reqFile, len(req.Files))
 	for i := range req.Files {
 		f := &req.Files[i]
-		files[i] = reqFile{path: f.Path, lang: detectLang(f.Path, f.Language), e: es[i]}
+		files[i] = reqFile{path: f.Path, lang: list.ids[i], e: es[i]}
 	}
 	if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
 		return nil, err
@@ -208,8 +215,8 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	if b.snaps != nil {
 		// Name the list only when it is held: a base that is never held
 		// would cost the client a refused call every time.
-		if id := snapshotID(req.Files, digests); b.snaps.put(id, req.Files, digests) {
-			p.Snapshot = id
+		if b.snaps.put(list.id, req.Files, digests) {
+			p.Snapshot = list.id
 		}
 	}
 	b.log.Debug("contextpack: prompt built", zap.String("repo", req.RepoName), zap.String("path", req.Cursor.Path),
@@ -219,27 +226,36 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 }
 
 // checkFiles validates paths and computes digests of sent content; it
-// returns the cursor file's index.
-func (b *Builder) checkFiles(req Request) (int, []string, error) {
+// returns the cursor file's index and whether the paths and languages are
+// prev's (a list checked before, whose paths need no second check).
+func (b *Builder) checkFiles(req Request, prev *fileList) (int, []string, bool, error) {
 	if req.Cursor.Path == "" {
-		return 0, nil, &ArgumentError{Field: "cursor.path", Reason: "empty"}
+		return 0, nil, false, &ArgumentError{Field: "cursor.path", Reason: "empty"}
 	}
 	if strings.ContainsAny(req.RepoName, "\r\n") {
-		return 0, nil, &ArgumentError{Field: "repository.name", Reason: "contains a line break"}
+		return 0, nil, false, &ArgumentError{Field: "repository.name", Reason: "contains a line break"}
 	}
-	seen := make(map[string]bool, len(req.Files))
+	same := prev.samePaths(req.Files)
+	var seen map[string]bool
+	if !same {
+		seen = make(map[string]bool, len(req.Files))
+	}
 	ti := -1
 	for i := range req.Files {
 		f := &req.Files[i]
-		if err := checkFile(i, f, seen); err != nil {
-			return 0, nil, err
+		if same {
+			if !f.HasContent && f.Digest == "" {
+				return 0, nil, false, neither(i, f)
+			}
+		} else if err := checkFile(i, f, seen); err != nil {
+			return 0, nil, false, err
 		}
 		if f.Path == req.Cursor.Path {
 			ti = i
 		}
 	}
 	if ti < 0 {
-		return 0, nil, &ArgumentError{Field: "cursor.path",
+		return 0, nil, false, &ArgumentError{Field: "cursor.path",
 			Reason: fmt.Sprintf("file %q is not in repository.files", req.Cursor.Path)}
 	}
 	digests := make([]string, len(req.Files))
@@ -277,9 +293,9 @@ func (b *Builder) checkFiles(req Request) (int, []string, error) {
 		b.parallel(len(sent), hash)
 	}
 	if bad != nil {
-		return 0, nil, bad
+		return 0, nil, false, bad
 	}
-	return ti, digests, nil
+	return ti, digests, same, nil
 }
 
 // checkFile checks request file i (f) and records its path in seen: a
@@ -294,10 +310,14 @@ func checkFile(i int, f *File, seen map[string]bool) error {
 	case seen[f.Path]:
 		return &ArgumentError{Field: fileField(i) + ".path", Reason: fmt.Sprintf("duplicate path %q", f.Path)}
 	case !f.HasContent && f.Digest == "":
-		return &ArgumentError{Field: fileField(i), Reason: fmt.Sprintf("file %q has neither content nor digest", f.Path)}
+		return neither(i, f)
 	}
 	seen[f.Path] = true
 	return nil
+}
+
+func neither(i int, f *File) error {
+	return &ArgumentError{Field: fileField(i), Reason: fmt.Sprintf("file %q has neither content nor digest", f.Path)}
 }
 
 // fileField names repository.files[i] in errors.

@@ -34,7 +34,10 @@
 //   - Snapshots (snapshot.go): each prompt names its request's whole file
 //     list (Prompt.Snapshot, a hash of paths, digests and languages), kept
 //     in a bounded LRU, so a later Request can send only what changed on
-//     that Base; an unknown base is an *UnknownSnapshotError.
+//     that Base; an unknown base is an *UnknownSnapshotError. Each
+//     repository's last checked list is remembered (listmemo.go): a request
+//     with the same paths skips the path checks and language detection, and
+//     the ID rehashes only the 32-file chunks whose digests changed.
 //   - Memos of what is derived from immutable state (memo.go): a cursor
 //     file's identifiers, the order of its imports until a file of the
 //     repository changes, an import's outline for the set of its names the

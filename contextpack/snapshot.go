@@ -2,8 +2,6 @@ package contextpack
 
 import (
 	"container/list"
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"sync"
 )
@@ -89,24 +87,6 @@ func (s *snapshots) put(id string, files []File, digests []string) bool {
 		s.files -= len(old.files)
 	}
 	return true
-}
-
-// snapshotID names a file list: "snap:" and the sha256 of each file's
-// path, digest and language, in order.
-func snapshotID(files []File, digests []string) string {
-	h := sha256.New()
-	var buf []byte
-	for i := range files {
-		buf = append(buf[:0], files[i].Path...)
-		buf = append(buf, 0)
-		buf = append(buf, digests[i]...)
-		buf = append(buf, 0)
-		buf = append(buf, files[i].Language...)
-		buf = append(buf, '\n')
-		h.Write(buf)
-	}
-	var sum [sha256.Size]byte
-	return "snap:" + hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // expand turns a request with a base into one with the whole file list:
