@@ -6,7 +6,7 @@
 #
 #   scripts/ghz/run.sh [--quick] [--out DIR] [--no-real] [--no-fake]
 #
-#   --quick    fewer rounds and shorter runs (about 5 minutes instead of 20);
+#   --quick    fewer rounds and shorter runs (about 5 minutes instead of 25);
 #              writes the report to the run directory unless --out is given
 #   --out DIR  where REPORT.md and summary.json go
 #              (default: scripts/ghz/results for a full run)
@@ -58,7 +58,7 @@ model=infill-tiny
 if ((quick)); then
   real_rounds=6 real_calls=5 fake_rounds=60 paced_rounds=30 ceiling_s=3s
 else
-  real_rounds=30 real_calls=20 fake_rounds=300 paced_rounds=100 ceiling_s=10s
+  real_rounds=30 real_calls=20 fake_rounds=300 paced_rounds=200 ceiling_s=10s
 fi
 ceiling_cap=200000 # calls; a run stops at whichever of duration and count comes first
 fake_tokens=16 paced_token_delay=5ms paced_prompt_delay=20ms
