@@ -150,65 +150,19 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	if err != nil {
 		return nil, err
 	}
-	contents := make([]string, len(req.Files))
-	has := make([]bool, len(req.Files))
-	for i := range req.Files {
-		contents[i], has[i] = req.Files[i].Content, req.Files[i].HasContent
-	}
-	es, missing := b.store.resolve(digests, contents, has)
-	if len(missing) > 0 {
-		paths := make([]string, len(missing))
-		for i, m := range missing {
-			paths[i] = req.Files[m].Path
-		}
-		return nil, &MissingContentError{Paths: paths}
-	}
-	defer b.store.unpin(es)
 	list := nextList(prev, same, req.Files, digests, b.snaps != nil)
 	if list != prev {
 		b.lists.put(req.RepoName, list)
 	}
-
-	target := es[ti]
-	off, err := ByteOffset(target.content, req.Cursor)
-	if err != nil {
-		return nil, err
+	var p *Prompt
+	var memo, ok bool
+	changed := 0
+	if list == prev {
+		p, memo, ok, err = b.buildListed(&req, list, strategy)
 	}
-	budget := b.Budget(req)
-	promptBudget := budget - req.MaxNewTokens
-	if promptBudget < b.cfg.MinPromptTokens {
-		return nil, fmt.Errorf("%w: budget %d leaves %d prompt tokens after %d for generation (need at least %d)",
-			ErrBudget, budget, promptBudget, req.MaxNewTokens, b.cfg.MinPromptTokens)
+	if !ok {
+		p, memo, changed, err = b.buildResolved(ctx, &req, ti, digests, list, strategy)
 	}
-
-	files := make([]reqFile, len(req.Files))
-	for i := range req.Files {
-		f := &req.Files[i]
-		files[i] = reqFile{path: f.Path, lang: list.ids[i], e: es[i]}
-	}
-	if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
-		return nil, err
-	}
-
-	r := b.store.repo(req.RepoName, newRepoIndex)
-	r.mu.Lock()
-	add, drop, changed := r.update(files)
-	b.store.repin(add, drop)
-	t := r.files[files[ti].path]
-	key := promptKey{t: t, an: t.an, version: r.version, off: off, budget: budget,
-		promptBudget: promptBudget, maxNew: req.MaxNewTokens, strategy: strategy}
-	p := r.prompts.get(key)
-	memo := p != nil
-	if !memo {
-		as := &assembly{b: b, r: r, t: t, req: &req, off: off,
-			budget: budget, promptBudget: promptBudget, strategy: strategy}
-		if p, err = as.run(); err == nil {
-			r.prompts.put(key, p)
-		}
-	}
-	size := r.memBytes()
-	r.mu.Unlock()
-	b.store.releaseRepo(r, size)
 	if err != nil {
 		return nil, err
 	}
@@ -220,9 +174,112 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 		}
 	}
 	b.log.Debug("contextpack: prompt built", zap.String("repo", req.RepoName), zap.String("path", req.Cursor.Path),
-		zap.Int("files", len(files)), zap.Int("changed", changed), zap.Int("tokens", p.Tokens),
-		zap.Int("budget", budget), zap.Bool("memo", memo))
+		zap.Int("files", len(req.Files)), zap.Int("changed", changed), zap.Int("tokens", p.Tokens),
+		zap.Bool("listed", ok), zap.Bool("memo", memo))
 	return p, nil
+}
+
+// buildListed builds the prompt when the repository's index was last
+// updated from list itself: every file's content is then held (pinned by
+// the index), analysed and indexed, so the request needs no store lookups,
+// analyses or index update, only its cursor. ok is false when the index
+// holds another list.
+func (b *Builder) buildListed(req *Request, list *fileList, strategy Strategy) (p *Prompt, memo, ok bool, err error) {
+	r := b.store.repo(req.RepoName, newRepoIndex)
+	r.mu.Lock()
+	if r.listed == list {
+		ok = true
+		t := r.files[req.Cursor.Path]
+		var c cursorBudget
+		if c, err = b.cursorBudget(t.e.content, req); err == nil {
+			p, memo, err = b.promptIn(r, t, req, c, strategy)
+		}
+	}
+	size := r.memBytes()
+	r.mu.Unlock()
+	b.store.releaseRepo(r, size)
+	return p, memo, ok, err
+}
+
+// buildResolved builds the prompt from the store: it resolves the digests
+// (content not held is a *MissingContentError), analyses what has no
+// analysis yet and brings the repository's index up to list.
+func (b *Builder) buildResolved(ctx context.Context, req *Request, ti int, digests []string, list *fileList,
+	strategy Strategy) (p *Prompt, memo bool, changed int, err error) {
+	contents := make([]string, len(req.Files))
+	has := make([]bool, len(req.Files))
+	for i := range req.Files {
+		contents[i], has[i] = req.Files[i].Content, req.Files[i].HasContent
+	}
+	es, missing := b.store.resolve(digests, contents, has)
+	if len(missing) > 0 {
+		paths := make([]string, len(missing))
+		for i, m := range missing {
+			paths[i] = req.Files[m].Path
+		}
+		return nil, false, 0, &MissingContentError{Paths: paths}
+	}
+	defer b.store.unpin(es)
+	c, err := b.cursorBudget(es[ti].content, req)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	files := make([]reqFile, len(req.Files))
+	for i := range req.Files {
+		files[i] = reqFile{path: req.Files[i].Path, lang: list.ids[i], e: es[i]}
+	}
+	if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
+		return nil, false, 0, err
+	}
+
+	r := b.store.repo(req.RepoName, newRepoIndex)
+	r.mu.Lock()
+	add, drop, changed := r.update(files)
+	r.listed = list
+	b.store.repin(add, drop)
+	p, memo, err = b.promptIn(r, r.files[files[ti].path], req, c, strategy)
+	size := r.memBytes()
+	r.mu.Unlock()
+	b.store.releaseRepo(r, size)
+	return p, memo, changed, err
+}
+
+// cursorBudget is where a request's cursor is in its file and what budget
+// it has.
+type cursorBudget struct {
+	off, budget, promptBudget int
+}
+
+func (b *Builder) cursorBudget(content string, req *Request) (cursorBudget, error) {
+	off, err := ByteOffset(content, req.Cursor)
+	if err != nil {
+		return cursorBudget{}, err
+	}
+	budget := b.Budget(*req)
+	promptBudget := budget - req.MaxNewTokens
+	if promptBudget < b.cfg.MinPromptTokens {
+		return cursorBudget{}, fmt.Errorf("%w: budget %d leaves %d prompt tokens after %d for generation (need at least %d)",
+			ErrBudget, budget, promptBudget, req.MaxNewTokens, b.cfg.MinPromptTokens)
+	}
+	return cursorBudget{off, budget, promptBudget}, nil
+}
+
+// promptIn returns the prompt for req from r (locked), whose index holds
+// the request's files; t is the cursor file's slot. A prompt already built
+// for the same inputs is reused (memo).
+func (b *Builder) promptIn(r *repoIndex, t *slot, req *Request, c cursorBudget, strategy Strategy) (*Prompt, bool, error) {
+	key := promptKey{t: t, an: t.an, version: r.version, off: c.off, budget: c.budget,
+		promptBudget: c.promptBudget, maxNew: req.MaxNewTokens, strategy: strategy}
+	if p := r.prompts.get(key); p != nil {
+		return p, true, nil
+	}
+	as := &assembly{b: b, r: r, t: t, req: req, off: c.off,
+		budget: c.budget, promptBudget: c.promptBudget, strategy: strategy}
+	p, err := as.run()
+	if err == nil {
+		r.prompts.put(key, p)
+	}
+	return p, false, err
 }
 
 // checkFiles validates paths and computes digests of sent content; it

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // A list made from the one before it is the list made from scratch: same
@@ -122,4 +125,101 @@ func TestBuildChecksListAfterMemo(t *testing.T) {
 	if got.Text != want.Text || got.Snapshot != want.Snapshot {
 		t.Fatalf("after a language change the prompt or snapshot differs from a fresh Builder's:\n%q\n%q", got.Text, want.Text)
 	}
+}
+
+// A request repeating the list the repository's index was last updated
+// from skips the store, analyses and index update (buildListed); its
+// prompts and errors are those of a fresh Builder, and any other list
+// goes the whole way.
+func TestListedBuildMatchesCold(t *testing.T) {
+	ctx := context.Background()
+	core, logs := observer.New(zap.DebugLevel)
+	cfg := DefaultConfig()
+	cfg.MaxRepositories = 1
+	b, err := NewBuilder(cfg, byteTok{}, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fs := pyRepo(8, "listed")
+	edited := slices.Clone(fs)
+	edited[3].Content += "\ndef extra(z):\n    return helper_4(z)\n"
+	unsent := slices.Clone(fs) // its m3.py goes as a digest the server has not seen first
+	unsent[3].Content += "\nUNSENT = 1\n"
+	req := func(repo string, files []File, line int) Request {
+		return Request{RepoName: repo, Files: files, MaxNewTokens: 32, Cursor: Cursor{Path: "p/m3.py", Line: line}}
+	}
+	steps := []struct {
+		name    string
+		req     Request
+		listed  bool
+		missing bool
+	}{
+		{"first", req("r", fs, 3), false, false},
+		{"same list as digests, another cursor", req("r", asDigests(fs, -1), 5), true, false},
+		{"again", req("r", asDigests(fs, -1), 5), true, false},
+		{"cursor file edited", req("r", asDigests(edited, 3), 5), false, false},
+		{"the edit repeated", req("r", asDigests(edited, -1), 6), true, false},
+		{"back to the first list", req("r", asDigests(fs, -1), 5), false, false},
+		{"and again", req("r", asDigests(fs, -1), 2), true, false},
+		{"a digest the server lacks", req("r", asDigests(unsent, -1), 2), false, true},
+		{"the same list with that content", req("r", asDigests(unsent, 3), 2), false, false},
+		{"and as digests", req("r", asDigests(unsent, -1), 2), true, false},
+		{"another repository evicts r's index", req("s", edited, 1), false, false},
+		{"r after its index went", req("r", asDigests(fs, -1), 2), false, false},
+	}
+	for _, s := range steps {
+		logs.TakeAll()
+		got, err := b.Build(ctx, s.req)
+		var me *MissingContentError
+		if s.missing {
+			if !errors.As(err, &me) {
+				t.Fatalf("%s: err = %v, want MissingContentError", s.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		full := s.req
+		full.Files = fs
+		for _, v := range [][]File{edited, unsent} {
+			if s.req.Files[3].Digest == Digest(v[3].Content) || s.req.Files[3].Content == v[3].Content {
+				full.Files = v
+			}
+		}
+		if want := coldBuild(t, byteTok{}, full); got.Text != want.Text || got.Tokens != want.Tokens || got.Snapshot != want.Snapshot {
+			t.Fatalf("%s: prompt differs from a fresh Builder's:\n%q\n%q", s.name, got.Text, want.Text)
+		}
+		built := logs.FilterMessage("contextpack: prompt built").All()
+		if len(built) != 1 || built[0].ContextMap()["listed"] != s.listed {
+			t.Fatalf("%s: logged %v, want listed=%v", s.name, built, s.listed)
+		}
+	}
+
+	// Errors on the listed path are the whole path's.
+	for name, tc := range map[string]struct {
+		req Request
+		is  error
+	}{
+		"cursor past the end": {req("r", asDigests(fs, -1), 99), ErrInvalidArgument},
+		"budget":              {Request{RepoName: "r", Files: asDigests(fs, -1), Cursor: Cursor{Path: "p/m3.py"}, TokenBudget: 100, MaxNewTokens: 95}, ErrBudget},
+	} {
+		logs.TakeAll()
+		_, err := b.Build(ctx, tc.req)
+		_, coldErr := freshBuilder(t).Build(ctx, Request{RepoName: "r", Files: fs, Cursor: tc.req.Cursor, TokenBudget: tc.req.TokenBudget, MaxNewTokens: tc.req.MaxNewTokens})
+		if !errors.Is(err, tc.is) || err.Error() != coldErr.Error() {
+			t.Errorf("%s: err = %v, want %v (a fresh Builder's)", name, err, coldErr)
+		}
+	}
+}
+
+func freshBuilder(t *testing.T) *Builder {
+	t.Helper()
+	b, err := NewBuilder(DefaultConfig(), byteTok{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
 }

@@ -22,7 +22,8 @@ type repoIndex struct {
 	size  int64         // store
 
 	files   map[string]*slot
-	slots   []*slot // by id; nil when free
+	listed  *fileList // the list of the last update
+	slots   []*slot   // by id; nil when free
 	freeIDs []uint32
 	gen     uint64
 
