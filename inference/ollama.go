@@ -263,32 +263,45 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	var done bool
 	var doneReason string
 	var cbErr error
-	emit := func(s string) error {
-		if s == "" {
-			return nil
-		}
-		if res.TimeToFirstToken == 0 {
+	// Text that arrived together goes out as one delta: pending holds text
+	// while the backend's next message is already buffered (a client
+	// slower than generation, or the last token and the final message).
+	pending := 0 // bytes at the end of text not yet given to onDelta
+	emit := func(s string, more bool) error {
+		if s != "" && res.TimeToFirstToken == 0 {
 			res.TimeToFirstToken = time.Since(start)
 		}
 		text.WriteString(s)
-		if onDelta != nil {
-			if err := onDelta(idx, s); err != nil {
-				cbErr = err
-				return err
-			}
+		pending += len(s)
+		if more || pending == 0 || onDelta == nil {
+			return nil
+		}
+		t := text.String()
+		d := t[len(t)-pending:]
+		pending = 0
+		if err := onDelta(idx, d); err != nil {
+			cbErr = err
+			return err
 		}
 		return nil
 	}
-	err := generateStream(genCtx, o.http, o.base, greq, func(r api.GenerateResponse) error {
+	err := generateStream(genCtx, o.http, o.base, greq, func(r api.GenerateResponse, more bool) error {
 		if r.Response != "" {
 			c.Tokens++
 			s, reason := sm.feed(r.Response)
-			if err := emit(s); err != nil {
+			if reason != FinishUnknown {
+				more = false // the stream ends here
+			}
+			if err := emit(s, more); err != nil {
 				return err
 			}
 			if reason != FinishUnknown {
 				c.Finish = reason
 				return errStopped
+			}
+		} else if !more {
+			if err := emit("", false); err != nil {
+				return err
 			}
 		}
 		if r.Done {
@@ -305,7 +318,7 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	case errors.Is(err, errStopped):
 	case budgetHit.Load() && !done:
 		c.Finish = FinishBudget
-		if e := emit(sm.flush()); e != nil {
+		if e := emit(sm.flush(), false); e != nil {
 			return c, metrics, e
 		}
 	case err != nil:
@@ -313,7 +326,7 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	case !done:
 		return c, metrics, fmt.Errorf("%w: no final message after %d tokens of candidate %d", ErrIncomplete, c.Tokens, idx)
 	default:
-		if e := emit(sm.flush()); e != nil {
+		if e := emit(sm.flush(), false); e != nil {
 			return c, metrics, e
 		}
 		c.Finish = FinishStop

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -68,15 +67,15 @@ func tokens(toks ...string) func(http.ResponseWriter, *http.Request, map[string]
 func TestGenerateStreamsAndSendsOptions(t *testing.T) {
 	s := &scripted{serve: tokens("a", "b", "c")}
 	o := newTestOllama(t, s)
-	var got []string
+	got := make([]string, 2) // text by candidate, deltas joined (tokens that arrive together are one delta)
 	seed := int64(10)
 	res, err := o.Generate(context.Background(), Request{Prompt: "p", PromptTokens: 5, Candidates: 2, Seed: &seed},
-		func(i int, text string) error { got = append(got, fmt.Sprint(i, text)); return nil })
+		func(i int, text string) error { got[i] += text; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(got, ",") != "0a,0b,0c,1a,1b,1c" {
-		t.Fatalf("deltas %v", got)
+	if got[0] != "abc" || got[1] != "abc" {
+		t.Fatalf("deltas %q", got)
 	}
 	if len(res.Candidates) != 2 || res.Candidates[1].Text != "abc" || res.Candidates[0].Finish != FinishStop {
 		t.Fatalf("result %+v", res)
@@ -243,4 +242,47 @@ func TestGenerateStopSequenceCancels(t *testing.T) {
 		t.Fatalf("candidate %+v", c)
 	}
 	<-gone
+}
+
+// Tokens that have arrived together go out as one delta; tokens that
+// arrive apart go out as they come.
+func TestGenerateCoalescesArrivedTokens(t *testing.T) {
+	together := func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
+		var b []byte
+		for _, tk := range []string{"a", "b", "c"} {
+			line, _ := json.Marshal(map[string]any{"response": tk, "done": false})
+			b = append(append(b, line...), '\n')
+		}
+		w.Write(b) // one write: the reader finds all three buffered
+		w.(http.Flusher).Flush()
+		time.Sleep(30 * time.Millisecond)
+		chunk(w, map[string]any{"response": "d", "done": false})
+		chunk(w, map[string]any{"response": "", "done": true, "done_reason": "stop", "eval_count": 4})
+	}
+	apart := func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
+		for _, tk := range []string{"a", "b", "c"} {
+			chunk(w, map[string]any{"response": tk, "done": false})
+			time.Sleep(30 * time.Millisecond)
+		}
+		chunk(w, map[string]any{"response": "", "done": true, "done_reason": "stop", "eval_count": 3})
+	}
+	for _, tc := range []struct {
+		name  string
+		serve func(http.ResponseWriter, *http.Request, map[string]any)
+		want  string
+	}{
+		{"together", together, "abc|d"},
+		{"apart", apart, "a|b|c"},
+	} {
+		o := newTestOllama(t, &scripted{serve: tc.serve})
+		var deltas []string
+		res, err := o.Generate(context.Background(), Request{Prompt: "p"},
+			func(_ int, text string) error { deltas = append(deltas, text); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(deltas, "|"); got != tc.want || res.Candidates[0].Text != strings.ReplaceAll(tc.want, "|", "") {
+			t.Errorf("%s: deltas %q, text %q; want %q", tc.name, got, res.Candidates[0].Text, tc.want)
+		}
+	}
 }

@@ -20,13 +20,14 @@ import (
 const maxLine = 16 << 20
 
 // generateStream posts req to /api/generate and calls fn for each streamed
-// message. It replaces api.Client.Generate on the hot path, for two reasons
+// message; more reports that the next message has arrived already (a
+// whole line is buffered), so a caller can send both as one. It replaces api.Client.Generate on the hot path, for two reasons
 // measured here (scripts/ghz): that client allocates and zeroes an 8 MiB
 // scan buffer on every call (a fifth of the server's CPU per request, plus
 // the GC it causes), and it drops read errors, so a cut connection looked
 // like a clean end. The request and response types are still the api
 // package's.
-func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *api.GenerateRequest, fn func(api.GenerateResponse) error) error {
+func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *api.GenerateRequest, fn func(r api.GenerateResponse, more bool) error) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -78,7 +79,12 @@ func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *ap
 			if msg.Error != "" {
 				return errors.New(msg.Error) // an error in the middle of a stream
 			}
-			if ferr := fn(msg.GenerateResponse); ferr != nil {
+			more := false
+			if n := br.Buffered(); n > 0 {
+				next, _ := br.Peek(n) // what is buffered already: never blocks
+				more = bytes.IndexByte(next, '\n') >= 0
+			}
+			if ferr := fn(msg.GenerateResponse, more); ferr != nil {
 				return ferr
 			}
 		}

@@ -25,7 +25,7 @@ func BenchmarkStream(b *testing.B) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	stream := true
 	req := &api.GenerateRequest{Model: "m", Prompt: "p", Raw: true, Stream: &stream}
-	count := func(api.GenerateResponse) error { return nil }
+	count := func(api.GenerateResponse, bool) error { return nil }
 	b.Run("generateStream", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -38,7 +38,7 @@ func BenchmarkStream(b *testing.B) {
 		c := api.NewClient(u, hc)
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := c.Generate(context.Background(), req, count); err != nil {
+			if err := c.Generate(context.Background(), req, func(r api.GenerateResponse) error { return count(r, false) }); err != nil {
 				b.Fatal(err)
 			}
 		}
