@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/zap"
@@ -222,4 +223,51 @@ func freshBuilder(t *testing.T) *Builder {
 	}
 	t.Cleanup(b.Close)
 	return b
+}
+
+// Requests alternating between two lists of one repository, from several
+// goroutines, each get a fresh Builder's prompt, whichever path they take.
+func TestConcurrentListedBuilds(t *testing.T) {
+	ctx := context.Background()
+	b := freshBuilder(t)
+	a := pyRepo(6, "conc")
+	e := slices.Clone(a)
+	e[2].Content += "\ndef more(q):\n    return helper_3(q)\n"
+	var reqs []Request
+	var want []string
+	for _, fs := range [][]File{a, e} {
+		if _, err := b.Build(ctx, Request{RepoName: "r", Files: fs, Cursor: Cursor{Path: "p/m2.py"}}); err != nil {
+			t.Fatal(err) // the server now holds every content
+		}
+		for _, line := range []int{1, 4} {
+			r := Request{RepoName: "r", Files: fs, MaxNewTokens: 16, Cursor: Cursor{Path: "p/m2.py", Line: line}}
+			want = append(want, coldBuild(t, byteTok{}, r).Text)
+			r.Files = asDigests(fs, -1)
+			reqs = append(reqs, r)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				k := (g + i/3) % len(reqs) // each request a few times in a row
+				p, err := b.Build(ctx, reqs[k])
+				if err == nil && p.Text != want[k] {
+					err = fmt.Errorf("request %d: prompt differs from a fresh Builder's", k)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
