@@ -271,3 +271,42 @@ func TestConcurrentListedBuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The memo holds at most maxFiles files of lists in all: a new list drops
+// other repositories' lists until it fits, and a list over the bound is
+// not held (nor is the repository's older one).
+func TestListMemoBounded(t *testing.T) {
+	list := func(n int) *fileList {
+		files := make([]File, n)
+		for i := range files {
+			files[i].Path = fmt.Sprint(i)
+		}
+		return nextList(nil, false, files, make([]string, n), false)
+	}
+	m := newListMemo(10)
+	a, b := list(6), list(4)
+	m.put("a", a)
+	m.put("b", b)
+	if m.get("a") != a || m.get("b") != b || m.files != 10 {
+		t.Fatalf("two lists of 10 files in all not both held (%d files)", m.files)
+	}
+	c := list(5)
+	m.put("c", c)
+	if m.get("c") != c || m.files > 10 || m.files != len(m.get("c").paths)+heldFiles(m, "a", "b") {
+		t.Fatalf("over the bound after a third list: %d files", m.files)
+	}
+	m.put("c", list(11))
+	if m.get("c") != nil || m.files != heldFiles(m, "a", "b") {
+		t.Fatalf("a list over the bound is held, or c's old list stayed (%d files)", m.files)
+	}
+}
+
+func heldFiles(m *listMemo, repos ...string) int {
+	n := 0
+	for _, r := range repos {
+		if l := m.get(r); l != nil {
+			n += len(l.paths)
+		}
+	}
+	return n
+}
