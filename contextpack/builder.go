@@ -157,8 +157,12 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	var p *Prompt
 	var memo, ok bool
 	changed := 0
+	edited := false
 	if list == prev {
 		p, memo, ok, err = b.buildListed(&req, list, strategy)
+	} else if same {
+		p, memo, changed, ok, err = b.buildEdited(ctx, &req, ti, digests, list, prev, strategy)
+		edited = ok
 	}
 	if !ok {
 		p, memo, changed, err = b.buildResolved(ctx, &req, ti, digests, list, strategy)
@@ -175,7 +179,7 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	}
 	b.log.Debug("contextpack: prompt built", zap.String("repo", req.RepoName), zap.String("path", req.Cursor.Path),
 		zap.Int("files", len(req.Files)), zap.Int("changed", changed), zap.Int("tokens", p.Tokens),
-		zap.Bool("listed", ok), zap.Bool("memo", memo))
+		zap.Bool("listed", ok && !edited), zap.Bool("edited", edited), zap.Bool("memo", memo))
 	return p, nil
 }
 
@@ -199,6 +203,71 @@ func (b *Builder) buildListed(req *Request, list *fileList, strategy Strategy) (
 	r.mu.Unlock()
 	b.store.releaseRepo(r, size)
 	return p, memo, ok, err
+}
+
+// buildEdited builds the prompt when the request's list differs from
+// prev, the list the repository's index was last updated from, only in the
+// digests of a few files (an edit, a keystroke): it resolves and analyses
+// those and the cursor file, and updates the index for them alone. ok is
+// false when it cannot tell that the rest is what the index holds (another
+// list there, content missing, an analysis error): the whole path then
+// decides, so that errors are the same.
+func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests []string, list, prev *fileList,
+	strategy Strategy) (p *Prompt, memo bool, changed int, ok bool, err error) {
+	var idx []int
+	for i, d := range digests {
+		if d != prev.digests[i] || i == ti {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) > b.cfg.EditTrees {
+		return nil, false, 0, false, nil
+	}
+	ds := make([]string, len(idx))
+	contents := make([]string, len(idx))
+	has := make([]bool, len(idx))
+	files := make([]reqFile, len(idx))
+	cur := 0
+	for k, i := range idx {
+		f := &req.Files[i]
+		ds[k], contents[k], has[k] = digests[i], f.Content, f.HasContent
+		if i == ti {
+			cur = k
+		}
+	}
+	es, missing := b.store.resolve(ds, contents, has)
+	if len(missing) > 0 {
+		return nil, false, 0, false, nil
+	}
+	defer b.store.unpin(es)
+	for k, i := range idx {
+		files[k] = reqFile{path: req.Files[i].Path, lang: list.ids[i], e: es[k]}
+	}
+	c, cerr := b.cursorBudget(es[cur].content, req)
+	if cerr == nil {
+		if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
+			if ctx.Err() != nil {
+				return nil, false, 0, true, ctx.Err()
+			}
+			return nil, false, 0, false, nil
+		}
+	}
+
+	r := b.store.repo(req.RepoName, newRepoIndex)
+	r.mu.Lock()
+	if ok = r.listed == prev; ok {
+		if err = cerr; err == nil {
+			var add, drop []*entry
+			add, drop, changed = r.updateSome(files)
+			r.listed = list
+			b.store.repin(add, drop)
+			p, memo, err = b.promptIn(r, r.files[files[cur].path], req, c, strategy)
+		}
+	}
+	size := r.memBytes()
+	r.mu.Unlock()
+	b.store.releaseRepo(r, size)
+	return p, memo, changed, ok, err
 }
 
 // buildResolved builds the prompt from the store: it resolves the digests

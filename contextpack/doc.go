@@ -39,7 +39,9 @@
 //     with the same paths skips the path checks and language detection, and
 //     the ID rehashes only the 32-file chunks whose digests changed. A
 //     request repeating the list the index was last updated from goes
-//     straight to its cursor file (no store lookups, analyses or update).
+//     straight to its cursor file (no store lookups, analyses or update);
+//     one that changes only a few digests of it (a keystroke) resolves,
+//     analyses and re-indexes only those files.
 //   - Memos of what is derived from immutable state (memo.go): a cursor
 //     file's identifiers, the order of its imports until a file of the
 //     repository changes, an import's outline for the set of its names the

@@ -129,9 +129,10 @@ func TestBuildChecksListAfterMemo(t *testing.T) {
 }
 
 // A request repeating the list the repository's index was last updated
-// from skips the store, analyses and index update (buildListed); its
-// prompts and errors are those of a fresh Builder, and any other list
-// goes the whole way.
+// from skips the store, analyses and index update (buildListed); one whose
+// list differs from it only in a few digests resolves, analyses and
+// re-indexes only those (buildEdited). Their prompts and errors are those
+// of a fresh Builder, and any other list goes the whole way.
 func TestListedBuildMatchesCold(t *testing.T) {
 	ctx := context.Background()
 	core, logs := observer.New(zap.DebugLevel)
@@ -142,40 +143,63 @@ func TestListedBuildMatchesCold(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	edit := func(fs []File, i int, text string) []File {
+		out := slices.Clone(fs)
+		out[i].Content += text
+		return out
+	}
+	// send sends fs as digests but for the files at keep, with content.
+	send := func(fs []File, keep ...int) []File {
+		out := asDigests(fs, -1)
+		for _, i := range keep {
+			out[i] = fs[i]
+		}
+		return out
+	}
 	fs := pyRepo(8, "listed")
-	edited := slices.Clone(fs)
-	edited[3].Content += "\ndef extra(z):\n    return helper_4(z)\n"
-	unsent := slices.Clone(fs) // its m3.py goes as a digest the server has not seen first
-	unsent[3].Content += "\nUNSENT = 1\n"
+	cursorEdit := edit(fs, 3, "\ndef extra(z):\n    return helper_4(z)\n")
+	other := edit(fs, 5, "\nOTHER = 5\n")
+	two := edit(edit(other, 6, "\nSIX = 6\n"), 0, "\nZERO = 0\n")
+	plus := append(slices.Clone(two), File{Path: "p/new.py", Content: "def new_one(v):\n    return v\n", HasContent: true})
+	unsent := edit(plus, 3, "\nUNSENT = 1\n") // m3.py goes as a digest the server has not seen first
+	again := edit(unsent, 3, "\nAGAIN = 2\n")
+	lacks := edit(again, 4, "\ndef helper_extra(q):\n    return q\n") // m4.py, which m3.py imports, unsent
+	lacksEdited := edit(lacks, 5, "\nFIVE = 5\n")
 	req := func(repo string, files []File, line int) Request {
 		return Request{RepoName: repo, Files: files, MaxNewTokens: 32, Cursor: Cursor{Path: "p/m3.py", Line: line}}
 	}
 	steps := []struct {
-		name    string
-		req     Request
-		listed  bool
-		missing bool
+		name  string
+		req   Request
+		whole []File // the same files, all with content, for a fresh Builder
+		path  string // whole, listed, edited, or missing (a MissingContentError)
 	}{
-		{"first", req("r", fs, 3), false, false},
-		{"same list as digests, another cursor", req("r", asDigests(fs, -1), 5), true, false},
-		{"again", req("r", asDigests(fs, -1), 5), true, false},
-		{"cursor file edited", req("r", asDigests(edited, 3), 5), false, false},
-		{"the edit repeated", req("r", asDigests(edited, -1), 6), true, false},
-		{"back to the first list", req("r", asDigests(fs, -1), 5), false, false},
-		{"and again", req("r", asDigests(fs, -1), 2), true, false},
-		{"a digest the server lacks", req("r", asDigests(unsent, -1), 2), false, true},
-		{"the same list with that content", req("r", asDigests(unsent, 3), 2), false, false},
-		{"and as digests", req("r", asDigests(unsent, -1), 2), true, false},
-		{"another repository evicts r's index", req("s", edited, 1), false, false},
-		{"r after its index went", req("r", asDigests(fs, -1), 2), false, false},
+		{"first", req("r", fs, 3), fs, "whole"},
+		{"same list as digests, another cursor", req("r", send(fs), 5), fs, "listed"},
+		{"again", req("r", send(fs), 5), fs, "listed"},
+		{"cursor file edited", req("r", send(cursorEdit, 3), 5), cursorEdit, "edited"},
+		{"the edit repeated", req("r", send(cursorEdit), 6), cursorEdit, "listed"},
+		{"back to the first list", req("r", send(fs), 5), fs, "edited"},
+		{"and again", req("r", send(fs), 2), fs, "listed"},
+		{"another file edited", req("r", send(other, 5), 2), other, "edited"},
+		{"two more files edited", req("r", send(two, 0, 6), 4), two, "edited"},
+		{"a file added", req("r", send(plus, 8), 4), plus, "whole"},
+		{"a digest the server lacks", req("r", send(unsent), 2), unsent, "missing"},
+		{"the same list with that content", req("r", send(unsent, 3), 2), unsent, "whole"},
+		{"and as digests", req("r", send(unsent), 2), unsent, "listed"},
+		{"another repository evicts r's index", req("s", cursorEdit, 1), cursorEdit, "whole"},
+		{"r after its index went", req("r", send(unsent), 2), unsent, "whole"},
+		{"an edit after that", req("r", send(again, 3), 2), again, "edited"},
+		{"an imported file's digest the server lacks", req("r", send(lacks), 2), lacks, "missing"},
+		{"another edit, with that file's content", req("r", send(lacksEdited, 4, 5), 2), lacksEdited, "whole"},
 	}
 	for _, s := range steps {
 		logs.TakeAll()
 		got, err := b.Build(ctx, s.req)
 		var me *MissingContentError
-		if s.missing {
-			if !errors.As(err, &me) {
-				t.Fatalf("%s: err = %v, want MissingContentError", s.name, err)
+		if s.path == "missing" {
+			if !errors.As(err, &me) || len(me.Paths) != 1 {
+				t.Fatalf("%s: err = %v, want MissingContentError for one file", s.name, err)
 			}
 			continue
 		}
@@ -183,33 +207,44 @@ func TestListedBuildMatchesCold(t *testing.T) {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		full := s.req
-		full.Files = fs
-		for _, v := range [][]File{edited, unsent} {
-			if s.req.Files[3].Digest == Digest(v[3].Content) || s.req.Files[3].Content == v[3].Content {
-				full.Files = v
-			}
-		}
+		full.Files = s.whole
 		if want := coldBuild(t, byteTok{}, full); got.Text != want.Text || got.Tokens != want.Tokens || got.Snapshot != want.Snapshot {
 			t.Fatalf("%s: prompt differs from a fresh Builder's:\n%q\n%q", s.name, got.Text, want.Text)
 		}
 		built := logs.FilterMessage("contextpack: prompt built").All()
-		if len(built) != 1 || built[0].ContextMap()["listed"] != s.listed {
-			t.Fatalf("%s: logged %v, want listed=%v", s.name, built, s.listed)
+		if len(built) != 1 {
+			t.Fatalf("%s: logged %v", s.name, built)
+		}
+		m := built[0].ContextMap()
+		path := "whole"
+		if m["listed"] == true {
+			path = "listed"
+		}
+		if m["edited"] == true {
+			path = "edited"
+		}
+		if path != s.path {
+			t.Fatalf("%s: took the %s path, want %s", s.name, path, s.path)
 		}
 	}
 
-	// Errors on the listed path are the whole path's.
+	// Errors on the short paths are the whole path's.
+	last := edit(lacksEdited, 3, "\nLAST = 3\n")
 	for name, tc := range map[string]struct {
-		req Request
-		is  error
+		req   Request
+		whole []File
+		is    error
 	}{
-		"cursor past the end": {req("r", asDigests(fs, -1), 99), ErrInvalidArgument},
-		"budget":              {Request{RepoName: "r", Files: asDigests(fs, -1), Cursor: Cursor{Path: "p/m3.py"}, TokenBudget: 100, MaxNewTokens: 95}, ErrBudget},
+		"listed, cursor past the end": {req("r", send(lacksEdited), 99), lacksEdited, ErrInvalidArgument},
+		"listed, budget": {Request{RepoName: "r", Files: send(lacksEdited), Cursor: Cursor{Path: "p/m3.py"},
+			TokenBudget: 100, MaxNewTokens: 95}, lacksEdited, ErrBudget},
+		"edited, cursor past the end": {req("r", send(last, 3), 99), last, ErrInvalidArgument},
 	} {
-		logs.TakeAll()
 		_, err := b.Build(ctx, tc.req)
-		_, coldErr := freshBuilder(t).Build(ctx, Request{RepoName: "r", Files: fs, Cursor: tc.req.Cursor, TokenBudget: tc.req.TokenBudget, MaxNewTokens: tc.req.MaxNewTokens})
-		if !errors.Is(err, tc.is) || err.Error() != coldErr.Error() {
+		cold := tc.req
+		cold.Files = tc.whole
+		_, coldErr := freshBuilder(t).Build(ctx, cold)
+		if !errors.Is(err, tc.is) || coldErr == nil || err.Error() != coldErr.Error() {
 			t.Errorf("%s: err = %v, want %v (a fresh Builder's)", name, err, coldErr)
 		}
 	}

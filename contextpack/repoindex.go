@@ -115,6 +115,18 @@ type reqFile struct {
 // update makes the index describe files; it returns the entries the index
 // now references and those it no longer does, for pinning.
 func (r *repoIndex) update(files []reqFile) (add, drop []*entry, changed int) {
+	return r.apply(files, true)
+}
+
+// updateSome makes the index describe files in place of what it holds at
+// their paths and leaves every other file as it is: update with the whole
+// list, when the rest of the list is what the index holds.
+func (r *repoIndex) updateSome(files []reqFile) (add, drop []*entry, changed int) {
+	return r.apply(files, false)
+}
+
+// apply is update, or updateSome when not whole (no file is removed).
+func (r *repoIndex) apply(files []reqFile, whole bool) (add, drop []*entry, changed int) {
 	r.gen++
 	var edited *slot // the one file changed in place, if that was all
 	others := false
@@ -144,7 +156,7 @@ func (r *repoIndex) update(files []reqFile) (add, drop []*entry, changed int) {
 		changed++
 		others = true
 	}
-	if len(r.files) > len(files) {
+	if whole && len(r.files) > len(files) {
 		var gone []*slot
 		for _, sl := range r.files {
 			if sl.gen != r.gen {
