@@ -189,19 +189,16 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 // analyses or index update, only its cursor. ok is false when the index
 // holds another list.
 func (b *Builder) buildListed(req *Request, list *fileList, strategy Strategy) (p *Prompt, memo, ok bool, err error) {
-	r := b.store.repo(req.RepoName, newRepoIndex)
-	r.mu.Lock()
-	if r.listed == list {
-		ok = true
+	b.inRepo(req.RepoName, func(r *repoIndex) {
+		if ok = r.listed == list; !ok {
+			return
+		}
 		t := r.files[req.Cursor.Path]
 		var c cursorBudget
 		if c, err = b.cursorBudget(t.e.content, req); err == nil {
 			p, memo, err = b.promptIn(r, t, req, c, strategy)
 		}
-	}
-	size := r.memBytes()
-	r.mu.Unlock()
-	b.store.releaseRepo(r, size)
+	})
 	return p, memo, ok, err
 }
 
@@ -253,20 +250,15 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 		}
 	}
 
-	r := b.store.repo(req.RepoName, newRepoIndex)
-	r.mu.Lock()
-	if ok = r.listed == prev; ok {
+	b.inRepo(req.RepoName, func(r *repoIndex) {
+		if ok = r.listed == prev; !ok {
+			return
+		}
 		if err = cerr; err == nil {
-			var add, drop []*entry
-			add, drop, changed = r.updateSome(files)
-			r.listed = list
-			b.store.repin(add, drop)
+			changed = b.reindex(r, files, false, list)
 			p, memo, err = b.promptIn(r, r.files[files[cur].path], req, c, strategy)
 		}
-	}
-	size := r.memBytes()
-	r.mu.Unlock()
-	b.store.releaseRepo(r, size)
+	})
 	return p, memo, changed, ok, err
 }
 
@@ -301,16 +293,34 @@ func (b *Builder) buildResolved(ctx context.Context, req *Request, ti int, diges
 		return nil, false, 0, err
 	}
 
-	r := b.store.repo(req.RepoName, newRepoIndex)
+	b.inRepo(req.RepoName, func(r *repoIndex) {
+		changed = b.reindex(r, files, true, list)
+		p, memo, err = b.promptIn(r, r.files[files[ti].path], req, c, strategy)
+	})
+	return p, memo, changed, err
+}
+
+// inRepo runs fn with the repository's index locked and kept from
+// eviction, then accounts the index's new size.
+func (b *Builder) inRepo(name string, fn func(r *repoIndex)) {
+	r := b.store.repo(name, newRepoIndex)
 	r.mu.Lock()
-	add, drop, changed := r.update(files)
+	defer func() {
+		size := r.memBytes()
+		r.mu.Unlock()
+		b.store.releaseRepo(r, size)
+	}()
+	fn(r)
+}
+
+// reindex brings r's index (locked) to list: from files, the whole list,
+// or only the files that changed since the list the index holds. It moves
+// the store's pins with it.
+func (b *Builder) reindex(r *repoIndex, files []reqFile, whole bool, list *fileList) int {
+	add, drop, changed := r.update(files, whole)
 	r.listed = list
 	b.store.repin(add, drop)
-	p, memo, err = b.promptIn(r, r.files[files[ti].path], req, c, strategy)
-	size := r.memBytes()
-	r.mu.Unlock()
-	b.store.releaseRepo(r, size)
-	return p, memo, changed, err
+	return changed
 }
 
 // cursorBudget is where a request's cursor is in its file and what budget

@@ -112,21 +112,12 @@ type reqFile struct {
 	an   *analysis
 }
 
-// update makes the index describe files; it returns the entries the index
-// now references and those it no longer does, for pinning.
-func (r *repoIndex) update(files []reqFile) (add, drop []*entry, changed int) {
-	return r.apply(files, true)
-}
-
-// updateSome makes the index describe files in place of what it holds at
-// their paths and leaves every other file as it is: update with the whole
-// list, when the rest of the list is what the index holds.
-func (r *repoIndex) updateSome(files []reqFile) (add, drop []*entry, changed int) {
-	return r.apply(files, false)
-}
-
-// apply is update, or updateSome when not whole (no file is removed).
-func (r *repoIndex) apply(files []reqFile, whole bool) (add, drop []*entry, changed int) {
+// update makes the index describe files and returns the entries it now
+// references and those it no longer does, for pinning. When whole, files
+// are the whole list: paths not in it are removed. Otherwise they replace
+// what the index holds at their paths and every other file stays, which
+// is the same when the rest of the list is what the index holds.
+func (r *repoIndex) update(files []reqFile, whole bool) (add, drop []*entry, changed int) {
 	r.gen++
 	var edited *slot // the one file changed in place, if that was all
 	others := false
