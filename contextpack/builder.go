@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,11 +212,9 @@ func (b *Builder) buildListed(req *Request, list *fileList, strategy Strategy) (
 // decides, so that errors are the same.
 func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests []string, list, prev *fileList,
 	strategy Strategy) (p *Prompt, memo bool, changed int, ok bool, err error) {
-	var idx []int
-	for i, d := range digests {
-		if d != prev.digests[i] || i == ti {
-			idx = append(idx, i)
-		}
+	idx := list.edits // made from prev: the files whose digests changed
+	if !slices.Contains(idx, ti) {
+		idx = append(idx[:len(idx):len(idx)], ti)
 	}
 	if len(idx) > b.cfg.EditTrees {
 		return nil, false, 0, false, nil

@@ -23,6 +23,9 @@ type fileList struct {
 	langs   []string // File.Language as sent
 	ids     []langID // detectLang of each path and language
 	digests []string
+	// edits are the files whose digests differ from the list this one was
+	// made from, when that list had the same paths (nil otherwise).
+	edits []int
 	// chunks hashes the files listChunk at a time; the snapshot ID hashes
 	// the chunks, so that a new digest rehashes one chunk, not the list.
 	chunks [][sha256.Size]byte
@@ -52,19 +55,18 @@ func (l *fileList) samePaths(files []File) bool {
 // held). With snapshots it carries the snapshot ID; a Builder passes the
 // same snapshots on every call, so prev carries one too.
 func nextList(prev *fileList, same bool, files []File, digests []string, snapshots bool) *fileList {
+	var edits []int
 	if same {
-		changed := false
 		for i, d := range digests {
 			if d != prev.digests[i] {
-				changed = true
-				break
+				edits = append(edits, i)
 			}
 		}
-		if !changed {
+		if edits == nil {
 			return prev
 		}
 	}
-	l := &fileList{digests: digests}
+	l := &fileList{digests: digests, edits: edits}
 	if same {
 		l.paths, l.langs, l.ids = prev.paths, prev.langs, prev.ids
 	} else {
@@ -80,13 +82,20 @@ func nextList(prev *fileList, same bool, files []File, digests []string, snapsho
 		return l
 	}
 	l.chunks = make([][sha256.Size]byte, (len(files)+listChunk-1)/listChunk)
+	dirty := make([]bool, len(l.chunks))
+	for c := range dirty {
+		dirty[c] = !same || prev.chunks == nil
+	}
+	for _, i := range edits {
+		dirty[i/listChunk] = true
+	}
 	var buf []byte
 	for c := range l.chunks {
-		lo, hi := c*listChunk, min((c+1)*listChunk, len(files))
-		if same && prev.chunks != nil && equalStrings(digests[lo:hi], prev.digests[lo:hi]) {
+		if !dirty[c] {
 			l.chunks[c] = prev.chunks[c]
 			continue
 		}
+		lo, hi := c*listChunk, min((c+1)*listChunk, len(files))
 		buf = buf[:0]
 		for i := lo; i < hi; i++ {
 			buf = appendField(buf, l.paths[i])
@@ -110,15 +119,6 @@ func nextList(prev *fileList, same bool, files []File, digests []string, snapsho
 func appendField(buf []byte, s string) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(s)))
 	return append(buf, s...)
-}
-
-func equalStrings(a, b []string) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // listMemo holds the last checked list of each repository, for at most

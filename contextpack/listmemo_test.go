@@ -58,6 +58,17 @@ func TestNextListMatchesFresh(t *testing.T) {
 			!slices.Equal(got.langs, want.langs) || !slices.Equal(got.digests, want.digests) {
 			t.Fatalf("%s: list after the previous one differs from one made from scratch", s.name)
 		}
+		if same && got != prev {
+			var edits []int
+			for i := range ds {
+				if ds[i] != prev.digests[i] {
+					edits = append(edits, i)
+				}
+			}
+			if !slices.Equal(got.edits, edits) {
+				t.Fatalf("%s: edits %v, want %v", s.name, got.edits, edits)
+			}
+		}
 		if strings.HasPrefix(s.name, "nothing") && got != prev {
 			t.Fatalf("%s: an unchanged list was made again", s.name)
 		}
