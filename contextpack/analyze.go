@@ -302,6 +302,15 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 	p.SetOperationLimit(opt.parseTimeoutUS)
 	src := []byte(a.content)
 	tree, err := p.ParseCtx(ctx, old, src)
+	if err == nil && old != nil && tree.RootNode().HasError() {
+		// Error recovery depends on the tree a parse starts from: around
+		// a syntax error, an incremental parse can find other nodes than
+		// a parse from scratch (TestIncrementalAnalysisAllLanguages), and
+		// an analysis must not depend on the versions before it. The
+		// edited old tree still gives the region to query.
+		tree.Close()
+		tree, err = p.ParseCtx(ctx, nil, src)
+	}
 	if err != nil {
 		if old != nil {
 			old.Close()

@@ -10,9 +10,15 @@ import (
 	"testing"
 )
 
+// corpusFile is a source file of the test corpus and its language.
+type corpusFile struct {
+	lang langID
+	src  string
+}
+
 // corpusSamples returns up to n source files of several languages found on
 // this machine (Go distribution, Python library), for property tests.
-func corpusSamples(t testing.TB, n int) []string {
+func corpusSamples(t testing.TB, n int) []corpusFile {
 	t.Helper()
 	roots := []string{filepath.Join(runtime.GOROOT(), "src", "net", "http"), filepath.Join(runtime.GOROOT(), "src", "go", "types")}
 	if m, _ := filepath.Glob("/usr/lib/python3*/json"); len(m) > 0 {
@@ -34,12 +40,12 @@ func corpusSamples(t testing.TB, n int) []string {
 	if len(paths) == 0 {
 		t.Skip("no source corpus on this machine")
 	}
-	var out []string
+	var out []corpusFile
 	step := max(1, len(paths)/n)
 	for i := 0; i < len(paths) && len(out) < n; i += step {
 		b, err := os.ReadFile(paths[i])
 		if err == nil {
-			out = append(out, string(b))
+			out = append(out, corpusFile{detectLang(paths[i], ""), string(b)})
 		}
 	}
 	return out

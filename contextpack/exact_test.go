@@ -53,7 +53,8 @@ func TestSegmentSumIsExact(t *testing.T) {
 func TestSegmentSumOnRealCode(t *testing.T) {
 	tok := qwen(t)
 	c := newCounter(tok, tokenizer.Neutralize, 1<<16)
-	for _, src := range corpusSamples(t, 200) {
+	for _, f := range corpusSamples(t, 200) {
+		src := f.src
 		if got, want := c.text(src), tok.Count(tokenizer.Neutralize(src)); got != want {
 			t.Fatalf("segment sum %d, whole %d for %.80q", got, want, src)
 		}

@@ -8,7 +8,10 @@ import (
 
 // Incremental tags. After an edit, the syntax tree outside the top-level
 // nodes around the edit is the previous tree's, moved: the parse reused
-// it. So only those nodes need the tags query, and the previous analysis
+// it (or, where the edit left a syntax error and the file was parsed from
+// scratch, the same top-level nodes over the same text, which a parse
+// from the start of a top-level node finds again). So only those nodes
+// need the tags query, and the previous analysis
 // supplies the definitions, imports and locals of the rest, their lines
 // moved by the lines the edit added. changedRegion says when that holds;
 // anything unusual (the top-level structure changed elsewhere, a top-level

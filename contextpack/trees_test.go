@@ -4,12 +4,14 @@ import (
 	"context"
 	"maps"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	sitter "github.com/smacker/go-tree-sitter"
+	"golang.org/x/tools/txtar"
 )
 
 // Incremental analysis (parsing from a cached tree, querying the edited
@@ -23,95 +25,140 @@ func TestIncrementalParseMatchesFull(t *testing.T) {
 	opt := testAnalyzeOptions()
 	opt.trees = tc
 	r := rand.New(rand.NewPCG(5, 9))
-	srcs := corpusSamples(t, 12)
 	steps, partial := 0, 0
-	edits := []string{"", "x", "(", "}\n", "\n\n", "def ", "func f() {", "\"", "'''", "é", "  return y\n"}
-	for si, src := range srcs {
-		lang := langPython
-		if !isPython(src) {
-			lang = langGo
-		}
-		key := "repo\x00file" + string(rune('a'+si))
-		cur := src
-		typing, typeAt := "", 0
-		for step := 0; step < 25; step++ {
-			if typing == "" && r.IntN(3) == 0 {
-				// Type a line character by character, as in an editor.
-				typing = []string{"value = compute(x, y)\n", "if err != nil { return err }\n", "result.append(item)\n"}[r.IntN(3)]
-				typeAt = strings.LastIndexByte(cur[:r.IntN(len(cur)+1)], '\n') + 1
-			}
-			if typing != "" {
-				cur = cur[:typeAt] + typing[:1] + cur[typeAt:]
-				typeAt++
-				typing = typing[1:]
-			} else {
-				at := r.IntN(len(cur) + 1)
-				for at < len(cur) && cur[at]&0xC0 == 0x80 {
-					at++
-				}
-				cut := min(len(cur)-at, r.IntN(6))
-				for at+cut < len(cur) && cur[at+cut]&0xC0 == 0x80 {
-					cut++
-				}
-				cur = cur[:at] + edits[r.IntN(len(edits))] + cur[at+cut:]
-			}
-			o := opt
-			o.treeKey = key
-			inc, err := analyze(context.Background(), g, cur, lang, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			steps++
-			if inc.partial {
-				partial++
-			}
-			o.treeKey = ""
-			full, err := analyze(context.Background(), g, cur, lang, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The identifier counts too (the next step patches these).
-			if !reflect.DeepEqual(inc.identSet(), full.identSet()) {
-				t.Fatalf("sample %d step %d: identifier counts differ from a full scan", si, step)
-			}
-			if !reflect.DeepEqual(inc.defs, full.defs) || !reflect.DeepEqual(inc.imports, full.imports) ||
-				!reflect.DeepEqual(inc.locals, full.locals) || !reflect.DeepEqual(inc.chunks, full.chunks) {
-				for _, part := range []struct {
-					name      string
-					inc, full any
-				}{{"defs", inc.defs, full.defs}, {"imports", inc.imports, full.imports}, {"locals", inc.locals, full.locals}, {"chunks", len(inc.chunks), len(full.chunks)}} {
-					if !reflect.DeepEqual(part.inc, part.full) {
-						t.Errorf("%s differ:\nincremental %v\nfull        %v", part.name, part.inc, part.full)
-					}
-				}
-				t.Fatalf("sample %d step %d: incremental analysis differs from a full parse", si, step)
-			}
-		}
+	for si, f := range corpusSamples(t, 12) {
+		n, p := editAndCompare(t, g, opt, r, "repo\x00file"+string(rune('a'+si)), f.src, f.lang, 25)
+		steps, partial = steps+n, partial+p
 	}
-	// Most edits stay inside one top-level definition: those must take the
-	// incremental path, or this test proves little about it.
-	if partial < steps/3 {
+	// Most edits stay inside one top-level definition: those that leave no
+	// syntax error must take the incremental path, or this test proves
+	// little about it.
+	if partial < steps/4 {
 		t.Fatalf("only %d of %d analyses queried the edited region alone", partial, steps)
 	}
 	t.Logf("%d of %d analyses queried the edited region alone", partial, steps)
 }
 
-func isPython(src string) bool {
-	for _, k := range []string{"\ndef ", "\nclass ", "\nimport ", "\nfrom "} {
-		if len(src) > 0 && contains(src, k) {
-			return true
+// The same in every language, on the sources of the golden cases, with
+// more steps. Tree-sitter's error recovery depends on the tree a parse
+// starts from: edits that left a syntax error made incremental analyses
+// of Java, JavaScript and C++ files differ from fresh ones (found on
+// sources from the module cache).
+func TestIncrementalAnalysisAllLanguages(t *testing.T) {
+	g := newGrammars(2)
+	defer g.close()
+	tc := newTreeCache(4)
+	defer tc.close()
+	opt := testAnalyzeOptions()
+	opt.trees = tc
+	r := rand.New(rand.NewPCG(7, 3))
+	paths, err := filepath.Glob(filepath.Join("testdata", "golden", "*", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	langs := map[langID]int{}
+	steps, partial := 0, 0
+	for _, path := range paths {
+		ar, err := txtar.ParseFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range ar.Files {
+			lang := detectLang(f.Name, "")
+			if lang == langPlain || len(f.Data) < 200 {
+				continue
+			}
+			n, p := editAndCompare(t, g, opt, r, "repo\x00"+path+"/"+f.Name, string(f.Data), lang, 150)
+			steps, partial = steps+n, partial+p
+			langs[lang]++
 		}
 	}
-	return false
+	if len(langs) != int(numLangs)-1 {
+		t.Fatalf("sources in %d languages, want all %d: %v", len(langs), numLangs-1, langs)
+	}
+	// Small files where most edits leave an error: fewer take the
+	// incremental path than above.
+	if partial < steps/10 {
+		t.Fatalf("only %d of %d analyses queried the edited region alone", partial, steps)
+	}
+	t.Logf("%d of %d analyses queried the edited region alone", partial, steps)
 }
 
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
+// editAndCompare edits src steps times at random (typing a line a
+// character at a time, replacing a few bytes with a fragment that often
+// breaks the syntax, or going back to src), analysing each version incrementally (under
+// key) and from scratch; every result must be equal. It returns the
+// number of steps and how many took the partial (edited region) path.
+func editAndCompare(t *testing.T, g *grammars, opt analyzeOptions, r *rand.Rand, key, src string, lang langID, steps int) (n, partial int) {
+	t.Helper()
+	edits := []string{"", "x", "(", ")", "{", "}\n", "\n\n", "def ", "func f() {", "\"", "'", "`", "'''", "é",
+		"  return y\n", "/*", "*/", "#if X\n", "<", ">", ";", "class A {", "fn a() {", "@d\n", "\\"}
+	lines := []string{"value = compute(x, y)\n", "if err != nil { return err }\n", "result.append(item);\n",
+		"let v: Vec<u8> = a.b();\n", "int f(int a) { return a; }\n"}
+	cur := src
+	typing, typeAt := "", 0
+	for step := 0; step < steps; step++ {
+		switch {
+		case cur != src && r.IntN(5) == 0:
+			// Undo everything: the edits above mostly leave a syntax
+			// error, and one that stayed would keep every later step
+			// off the incremental path.
+			cur, typing = src, ""
+		case typing != "" || r.IntN(3) == 0:
+			if typing == "" {
+				// Type a line character by character, as in an editor.
+				typing = lines[r.IntN(len(lines))]
+				typeAt = strings.LastIndexByte(cur[:r.IntN(len(cur)+1)], '\n') + 1
+			}
+			cur = cur[:typeAt] + typing[:1] + cur[typeAt:]
+			typeAt++
+			typing = typing[1:]
+		default:
+			at := r.IntN(len(cur) + 1)
+			for at < len(cur) && cur[at]&0xC0 == 0x80 {
+				at++
+			}
+			cut := min(len(cur)-at, r.IntN(6))
+			for at+cut < len(cur) && cur[at+cut]&0xC0 == 0x80 {
+				cut++
+			}
+			cur = cur[:at] + edits[r.IntN(len(edits))] + cur[at+cut:]
+		}
+		o := opt
+		o.treeKey = key
+		inc, err := analyze(context.Background(), g, cur, lang, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if inc.partial {
+			partial++
+		}
+		o.treeKey = ""
+		full, err := analyze(context.Background(), g, cur, lang, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The identifier counts too (the next step patches these).
+		if !reflect.DeepEqual(inc.identSet(), full.identSet()) {
+			t.Fatalf("%s step %d: identifier counts differ from a full scan", key, step)
+		}
+		if !reflect.DeepEqual(inc.defs, full.defs) || !reflect.DeepEqual(inc.imports, full.imports) ||
+			!reflect.DeepEqual(inc.locals, full.locals) || !reflect.DeepEqual(inc.chunks, full.chunks) ||
+			inc.pkg != full.pkg || inc.pkgLine != full.pkgLine {
+			for _, part := range []struct {
+				name      string
+				inc, full any
+			}{{"defs", inc.defs, full.defs}, {"imports", inc.imports, full.imports}, {"locals", inc.locals, full.locals},
+				{"chunks", len(inc.chunks), len(full.chunks)}, {"package", inc.pkg, full.pkg}, {"package line", inc.pkgLine, full.pkgLine}} {
+				if !reflect.DeepEqual(part.inc, part.full) {
+					t.Errorf("%s differ:\nincremental %v\nfull        %v", part.name, part.inc, part.full)
+				}
+			}
+			t.Fatalf("%s (%s) step %d: incremental analysis differs from a full parse", key, lang, step)
 		}
 	}
-	return false
+	return n, partial
 }
 
 // Error recovery can make up a zero-width (MISSING) identifier where a
