@@ -265,7 +265,8 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 		for i := range top {
 			top[i].n = nil // nodes belong to this parse
 		}
-		opt.trees.put(&cachedTree{key: opt.treeKey, lang: lang, content: content, tree: kept, an: a, top: top})
+		opt.trees.put(&cachedTree{key: opt.treeKey, lang: lang, content: content, tree: kept, an: a, top: top,
+			errs: kept.RootNode().HasError()})
 	}
 	a.bytes = int64(len(a.lines))*4 + int64(cap(a.defs))*48 + int64(len(a.imports))*48 + int64(len(a.locals))*8 + 256
 	for _, d := range a.defs {
@@ -301,13 +302,20 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 	p := st.getParser()
 	p.SetOperationLimit(opt.parseTimeoutUS)
 	src := []byte(a.content)
-	tree, err := p.ParseCtx(ctx, old, src)
-	if err == nil && old != nil && tree.RootNode().HasError() {
-		// Error recovery depends on the tree a parse starts from: around
-		// a syntax error, an incremental parse can find other nodes than
-		// a parse from scratch (TestIncrementalAnalysisAllLanguages), and
-		// an analysis must not depend on the versions before it. The
-		// edited old tree still gives the region to query.
+	// Error recovery depends on the tree a parse starts from: around a
+	// syntax error, an incremental parse can find other nodes than a
+	// parse from scratch (TestIncrementalAnalysisAllLanguages), and an
+	// analysis must not depend on the versions before it. So a tree with
+	// an error is always a parse from scratch. After one, the next
+	// version (the next keystroke) mostly has an error too: it starts
+	// from scratch at once. The edited old tree still gives the region to
+	// query.
+	from := old
+	if prev != nil && prev.errs {
+		from = nil
+	}
+	tree, err := p.ParseCtx(ctx, from, src)
+	if err == nil && from != nil && tree.RootNode().HasError() {
 		tree.Close()
 		tree, err = p.ParseCtx(ctx, nil, src)
 	}

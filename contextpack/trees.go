@@ -29,6 +29,7 @@ type cachedTree struct {
 	tree    *sitter.Tree
 	an      *analysis // of content, complete (for incremental analysis)
 	top     []span    // the tree's top-level nodes (without node pointers)
+	errs    bool      // the tree has a syntax error
 }
 
 func newTreeCache(max int) *treeCache {
