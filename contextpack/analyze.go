@@ -119,6 +119,7 @@ type analysis struct {
 	pkg     string     // Java package
 	pkgLine int32      // line of the package declaration, when pkg is set
 	partial bool       // tags queried around an edit only, the rest from the previous version
+	segs    []segment  // with a syntax error: the segments the tags come from
 	chunks  []chunk
 	note    string // why the file was treated as plain text, if it was
 	bytes   int64  // memory estimate, content excluded
@@ -218,27 +219,32 @@ var errClosed = errors.New("contextpack: builder closed")
 // analyze builds the analysis of content in language lang. With a tree
 // key, the previous version of the file (its tree and analysis, from the
 // tree cache) makes the work incremental: the parse starts from the old
-// tree, and windows whose text did not change keep their terms.
+// tree (or, after a syntax error, from the old segments), and windows
+// whose text did not change keep their terms.
 func analyze(ctx context.Context, g *grammars, content string, lang langID, opt analyzeOptions) (*analysis, error) {
 	a := &analysis{lang: lang, content: content, lines: lineStarts(content)}
 	var prev *cachedTree
 	if opt.treeKey != "" {
 		prev = opt.trees.take(opt.treeKey)
+		if prev != nil && prev.lang != lang {
+			prev.tree.Close()
+			prev = nil
+		}
 	}
-	var prevAn *analysis
-	var edit sitter.EditInput
-	if prev != nil && prev.lang == lang {
-		prevAn = prev.an
-		edit = editBetween(prev.content, content)
+	var last *analysis // the previous version's
+	if prev != nil {
+		last = prev.an
+		if prev.errs {
+			last = prev.seg
+		}
 	}
-	var kept *sitter.Tree
-	var top []span
+	var keep *cachedTree
 	if lang != langPlain && len(content) > opt.maxParseBytes {
 		a.note = "too large to parse"
 	} else if lang != langPlain {
 		var err error
-		kept, top, err = a.parse(ctx, g, opt, prev, edit)
-		prev = nil // parse closed or reused its tree
+		keep, err = a.parse(ctx, g, opt, prev)
+		prev = nil // parse keeps or closes it
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -247,26 +253,23 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 				return nil, err
 			}
 			a.note = "parse failed: " + err.Error()
-			a.defs, a.imports = nil, nil
+			a.defs, a.imports, a.locals, a.segs = nil, nil, nil, nil
 		}
 	}
 	if prev != nil {
 		prev.tree.Close()
 	}
-	a.buildChunks(opt.windowLines, opt.windowStride, prevAn)
-	if prevAn != nil && prevAn.memo.identsDone.Load() {
+	a.buildChunks(opt.windowLines, opt.windowStride, last)
+	if last != nil && last.memo.identsDone.Load() {
 		// Only a version whose counts exist: a link to one without them
 		// would keep a chain of old versions alive.
-		a.memo.identsFrom = prevAn
+		edit := editBetween(last.content, content)
+		a.memo.identsFrom = last
 		a.memo.editLines = [3]int32{int32(edit.StartPoint.Row), int32(edit.OldEndPoint.Row), int32(edit.NewEndPoint.Row)}
 	}
-	if kept != nil {
+	if keep != nil {
 		// Only now is a complete: the next version may read it.
-		for i := range top {
-			top[i].n = nil // nodes belong to this parse
-		}
-		opt.trees.put(&cachedTree{key: opt.treeKey, lang: lang, content: content, tree: kept, an: a, top: top,
-			errs: kept.RootNode().HasError()})
+		opt.trees.put(keep)
 	}
 	a.bytes = int64(len(a.lines))*4 + int64(cap(a.defs))*48 + int64(len(a.imports))*48 + int64(len(a.locals))*8 + 256
 	for _, d := range a.defs {
@@ -275,73 +278,120 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 	for i := range a.chunks {
 		a.bytes += 40 + int64(cap(a.chunks[i].terms))*8
 	}
+	for _, s := range a.segs {
+		a.bytes += 96 + int64(len(s.defs))*48 + int64(len(s.imports))*48 + int64(len(s.locals))*8
+	}
 	return a, nil
 }
 
-// parse extracts the tags. prev (may be nil) is the previous version's
-// tree, edited by edit and parsed from; parse closes it. With opt.treeKey the new
-// tree is returned for the tree cache, else it is closed.
-func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, prev *cachedTree, edit sitter.EditInput) (kept *sitter.Tree, top []span, err error) {
-	var old *sitter.Tree
-	if prev != nil {
-		if prev.lang == a.lang {
-			prev.tree.Edit(edit)
-			old = prev.tree
-		} else {
-			prev.tree.Close()
-		}
-	}
+// parse extracts the tags: from the whole file's tree when it has no
+// syntax error, else from its segments. prev (may be nil) is the tree
+// cache's entry for the file, which parse takes over. It returns the
+// entry to keep for the next version (nil without opt.treeKey).
+//
+// The entry holds the last tree without an error (or, when there was
+// none yet, a parse from scratch) and, while the file has an error, the
+// last segmented analysis. Tree-sitter's error recovery depends on the
+// tree a parse starts from, so a tree with an error never gives tags
+// (TestIncrementalAnalysisAllLanguages).
+func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, prev *cachedTree) (keep *cachedTree, err error) {
 	st, err := g.acquire(a.lang)
 	if err != nil {
-		if old != nil {
-			old.Close()
+		if prev != nil {
+			prev.tree.Close()
 		}
-		return nil, nil, err
+		return nil, err
 	}
 	defer g.release()
 	p := st.getParser()
 	p.SetOperationLimit(opt.parseTimeoutUS)
-	src := []byte(a.content)
-	// Error recovery depends on the tree a parse starts from: around a
-	// syntax error, an incremental parse can find other nodes than a
-	// parse from scratch (TestIncrementalAnalysisAllLanguages), and an
-	// analysis must not depend on the versions before it. So a tree with
-	// an error is always a parse from scratch. After one, the next
-	// version (the next keystroke) mostly has an error too: it starts
-	// from scratch at once. The edited old tree still gives the region to
-	// query.
-	from := old
+	defer func() {
+		if err != nil {
+			// A halted parse leaves state behind; start clean next time.
+			p.Reset()
+		}
+		st.putParser(p)
+	}()
+	// stillErr keeps prev, with a (segmented) as the last version.
+	stillErr := func() (*cachedTree, error) {
+		a.nestDefs()
+		a.cleanLocals()
+		if prev == nil {
+			return nil, nil
+		}
+		prev.errs, prev.seg = true, a
+		return prev, nil
+	}
 	if prev != nil && prev.errs {
-		from = nil
+		// While the file has an error, only the segments are parsed.
+		errs, err := a.parseSegments(ctx, st, p, prev.seg.segs)
+		if err != nil {
+			prev.tree.Close()
+			return nil, err
+		}
+		if errs {
+			return stillErr()
+		}
 	}
-	tree, err := p.ParseCtx(ctx, from, src)
-	if err == nil && from != nil && tree.RootNode().HasError() {
-		tree.Close()
-		tree, err = p.ParseCtx(ctx, nil, src)
+	var old *sitter.Tree
+	var edit sitter.EditInput
+	if prev != nil {
+		edit = editBetween(prev.content, a.content)
+		old = prev.tree.Copy()
+		old.Edit(edit)
 	}
-	if err != nil {
+	closeOld := func() {
 		if old != nil {
 			old.Close()
 		}
-		// A halted parse leaves state behind; start clean next time.
-		p.Reset()
-		st.putParser(p)
-		return nil, nil, err
 	}
-	st.putParser(p)
-	if opt.treeKey != "" {
-		kept = tree
-	} else {
-		defer tree.Close()
+	src := []byte(a.content)
+	tree, err := p.ParseCtx(ctx, old, src)
+	if err != nil {
+		closeOld()
+		if prev != nil {
+			prev.tree.Close()
+		}
+		return nil, err
 	}
+	if tree.RootNode().HasError() {
+		if a.segs == nil {
+			var segs []segment
+			if prev != nil && prev.an != nil && prev.an.note == "" {
+				// The first error after a version without one: that
+				// version's segments are its tags, cut.
+				segs = prev.an.segmentsOfTags()
+			}
+			if _, err := a.parseSegments(ctx, st, p, segs); err != nil {
+				tree.Close()
+				closeOld()
+				if prev != nil {
+					prev.tree.Close()
+				}
+				return nil, err
+			}
+		}
+		closeOld()
+		if prev != nil {
+			tree.Close()
+			return stillErr()
+		}
+		a.nestDefs()
+		a.cleanLocals()
+		if opt.treeKey == "" {
+			tree.Close()
+			return nil, nil
+		}
+		return &cachedTree{key: opt.treeKey, lang: a.lang, content: a.content, tree: tree, errs: true, seg: a}, nil
+	}
+	// The tags of segments (parsed when the last version had an error)
+	// give way to the whole tree's.
+	a.segs, a.defs, a.imports, a.locals, a.pkg, a.pkgLine = nil, nil, nil, nil, "", 0
+	top := topLevel(tree)
 	// After an edit inside one part of the file, only that part is
 	// queried; the tags of the rest come from the previous analysis.
-	if opt.treeKey != "" || old != nil {
-		top = topLevel(tree)
-	}
 	var reg *region
-	if old != nil && prev.an != nil && prev.an.lang == a.lang && prev.an.note == "" &&
-		old.RootNode().Symbol() == tree.RootNode().Symbol() {
+	if old != nil && prev.an != nil && prev.an.note == "" && old.RootNode().Symbol() == tree.RootNode().Symbol() {
 		oldTop := prev.top
 		if oldTop == nil {
 			oldTop = topLevel(old) // already edited
@@ -350,8 +400,11 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		}
 		reg = changedRegion(oldTop, top, edit)
 	}
-	if old != nil {
-		old.Close()
+	closeOld()
+	prevAn := (*analysis)(nil)
+	if prev != nil {
+		prevAn = prev.an
+		prev.tree.Close()
 	}
 	qc := sitter.NewQueryCursor()
 	defer qc.Close()
@@ -369,12 +422,19 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		a.collect(qc, st, src, reg, seen)
 	}
 	if reg != nil {
-		a.splice(prev.an, reg)
+		a.splice(prevAn, reg)
 		a.partial = true
 	}
 	a.nestDefs()
 	a.cleanLocals()
-	return kept, top, nil
+	if opt.treeKey == "" {
+		tree.Close()
+		return nil, nil
+	}
+	for i := range top {
+		top[i].n = nil // nodes belong to this parse
+	}
+	return &cachedTree{key: opt.treeKey, lang: a.lang, content: a.content, tree: tree, an: a, top: top}, nil
 }
 
 // collect adds the tags of the query cursor's matches to a; with a region,

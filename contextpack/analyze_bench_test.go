@@ -2,7 +2,12 @@ package contextpack
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	sitter "github.com/smacker/go-tree-sitter"
 
@@ -63,6 +68,52 @@ func BenchmarkAnalyze(b *testing.B) {
 				}
 				qc.Close()
 			}
+		})
+	}
+}
+
+// BenchmarkAnalyzeTyping: one keystroke per iteration, typing a Go
+// statement again and again in a switch case of net/http/client.go (the
+// ghz payload's cursor file and position; about 60% of the keystrokes
+// leave a syntax error). "incremental" is the cursor file's analysis in a
+// warm server (tree cache, segments), "scratch" the same versions
+// analysed cold.
+func BenchmarkAnalyzeTyping(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "net", "http", "client.go"))
+	const anchor = "\tcase 307, 308:\n\t\t"
+	if err != nil || !strings.Contains(string(raw), anchor) {
+		b.Skip("no net/http/client.go with the anchor in GOROOT")
+	}
+	for _, mode := range []string{"incremental", "scratch"} {
+		b.Run(mode, func(b *testing.B) {
+			g := newGrammars(1)
+			defer g.close()
+			opt := testAnalyzeOptions()
+			opt.trees = newTreeCache(4)
+			defer opt.trees.close()
+			if mode == "incremental" {
+				opt.treeKey = "repo\x00client.go"
+			}
+			content := string(raw)
+			off := strings.Index(content, anchor) + len(anchor)
+			if _, err := analyze(context.Background(), g, content, langGo, opt); err != nil {
+				b.Fatal(err)
+			}
+			const text = "resp, err := c.send(req, deadline)\n\t\t"
+			ds := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				content = content[:off] + text[i%len(text):i%len(text)+1] + content[off:]
+				off++
+				t := time.Now()
+				if _, err := analyze(context.Background(), g, content, langGo, opt); err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(t))
+			}
+			p50, p99 := percentiles(ds)
+			b.ReportMetric(p50, "p50-ms")
+			b.ReportMetric(p99, "p99-ms")
 		})
 	}
 }

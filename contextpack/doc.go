@@ -29,8 +29,15 @@
 //     their tree and analysis (Config.EditTrees), and the next version is
 //     parsed from the old tree, queried for tags only in the top-level
 //     nodes around the edit (region.go), re-scanned only in the windows
-//     and lines the edit touched, and re-indexed in place. Tests hold the
-//     results equal to an analysis from scratch.
+//     and lines the edit touched, and re-indexed in place.
+//   - A file with a syntax error takes its tags from segments (segment.go):
+//     it is cut lexically where top-level declarations begin and each
+//     piece is parsed alone, so an error stays in its piece (error
+//     recovery over the whole file can swallow the definitions after it),
+//     and a keystroke in a file with an error parses only its piece. A
+//     tree with an error never gives tags: tree-sitter's error recovery
+//     depends on the tree a parse starts from. Tests hold every result
+//     equal to an analysis from scratch, in all nine languages.
 //   - Snapshots (snapshot.go): each prompt names its request's whole file
 //     list (Prompt.Snapshot, a hash of paths, digests and languages), kept
 //     in a bounded LRU, so a later Request can send only what changed on

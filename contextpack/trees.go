@@ -27,9 +27,10 @@ type cachedTree struct {
 	lang    langID
 	content string
 	tree    *sitter.Tree
-	an      *analysis // of content, complete (for incremental analysis)
+	an      *analysis // of content, complete (for incremental analysis); nil when tree has an error
 	top     []span    // the tree's top-level nodes (without node pointers)
-	errs    bool      // the tree has a syntax error
+	errs    bool      // the file's last version had a syntax error
+	seg     *analysis // then its (segmented) analysis
 }
 
 func newTreeCache(max int) *treeCache {

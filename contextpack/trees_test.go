@@ -25,18 +25,11 @@ func TestIncrementalParseMatchesFull(t *testing.T) {
 	opt := testAnalyzeOptions()
 	opt.trees = tc
 	r := rand.New(rand.NewPCG(5, 9))
-	steps, partial := 0, 0
+	var st editStats
 	for si, f := range corpusSamples(t, 12) {
-		n, p := editAndCompare(t, g, opt, r, "repo\x00file"+string(rune('a'+si)), f.src, f.lang, 25)
-		steps, partial = steps+n, partial+p
+		st.add(editAndCompare(t, g, opt, r, "repo\x00file"+string(rune('a'+si)), f.src, f.lang, 25))
 	}
-	// Most edits stay inside one top-level definition: those that leave no
-	// syntax error must take the incremental path, or this test proves
-	// little about it.
-	if partial < steps/4 {
-		t.Fatalf("only %d of %d analyses queried the edited region alone", partial, steps)
-	}
-	t.Logf("%d of %d analyses queried the edited region alone", partial, steps)
+	st.check(t, 5, 5)
 }
 
 // The same in every language, on the sources of the golden cases, with
@@ -57,7 +50,7 @@ func TestIncrementalAnalysisAllLanguages(t *testing.T) {
 		t.Fatal(err)
 	}
 	langs := map[langID]int{}
-	steps, partial := 0, 0
+	var st editStats
 	for _, path := range paths {
 		ar, err := txtar.ParseFile(path)
 		if err != nil {
@@ -68,28 +61,44 @@ func TestIncrementalAnalysisAllLanguages(t *testing.T) {
 			if lang == langPlain || len(f.Data) < 200 {
 				continue
 			}
-			n, p := editAndCompare(t, g, opt, r, "repo\x00"+path+"/"+f.Name, string(f.Data), lang, 150)
-			steps, partial = steps+n, partial+p
+			st.add(editAndCompare(t, g, opt, r, "repo\x00"+path+"/"+f.Name, string(f.Data), lang, 150))
 			langs[lang]++
 		}
 	}
 	if len(langs) != int(numLangs)-1 {
 		t.Fatalf("sources in %d languages, want all %d: %v", len(langs), numLangs-1, langs)
 	}
-	// Small files where most edits leave an error: fewer take the
-	// incremental path than above.
-	if partial < steps/10 {
-		t.Fatalf("only %d of %d analyses queried the edited region alone", partial, steps)
+	st.check(t, 30, 5)
+}
+
+// editStats counts the paths the analyses of editAndCompare took.
+type editStats struct {
+	steps     int
+	partial   int // the edited region alone was queried
+	segmented int // a syntax error: tags from segments
+}
+
+func (s *editStats) add(o editStats) {
+	s.steps, s.partial, s.segmented = s.steps+o.steps, s.partial+o.partial, s.segmented+o.segmented
+}
+
+// check fails unless at least 1/partial of the steps took the edited
+// region path and 1/segmented the segments: both must be exercised, or
+// the test proves little about them.
+func (s editStats) check(t *testing.T, partial, segmented int) {
+	t.Helper()
+	t.Logf("%d steps: %d queried the edited region alone, %d had a syntax error", s.steps, s.partial, s.segmented)
+	if s.partial < s.steps/partial || s.segmented < s.steps/segmented {
+		t.Fatalf("want at least 1/%d of the steps on the edited region path and 1/%d with segments", partial, segmented)
 	}
-	t.Logf("%d of %d analyses queried the edited region alone", partial, steps)
 }
 
 // editAndCompare edits src steps times at random (typing a line a
 // character at a time, replacing a few bytes with a fragment that often
 // breaks the syntax, or going back to src), analysing each version incrementally (under
 // key) and from scratch; every result must be equal. It returns the
-// number of steps and how many took the partial (edited region) path.
-func editAndCompare(t *testing.T, g *grammars, opt analyzeOptions, r *rand.Rand, key, src string, lang langID, steps int) (n, partial int) {
+// paths the incremental analyses took.
+func editAndCompare(t *testing.T, g *grammars, opt analyzeOptions, r *rand.Rand, key, src string, lang langID, steps int) (st editStats) {
 	t.Helper()
 	edits := []string{"", "x", "(", ")", "{", "}\n", "\n\n", "def ", "func f() {", "\"", "'", "`", "'''", "é",
 		"  return y\n", "/*", "*/", "#if X\n", "<", ">", ";", "class A {", "fn a() {", "@d\n", "\\"}
@@ -130,9 +139,12 @@ func editAndCompare(t *testing.T, g *grammars, opt analyzeOptions, r *rand.Rand,
 		if err != nil {
 			t.Fatal(err)
 		}
-		n++
+		st.steps++
 		if inc.partial {
-			partial++
+			st.partial++
+		}
+		if inc.segs != nil {
+			st.segmented++
 		}
 		o.treeKey = ""
 		full, err := analyze(context.Background(), g, cur, lang, o)
@@ -158,7 +170,7 @@ func editAndCompare(t *testing.T, g *grammars, opt analyzeOptions, r *rand.Rand,
 			t.Fatalf("%s (%s) step %d: incremental analysis differs from a full parse", key, lang, step)
 		}
 	}
-	return n, partial
+	return st
 }
 
 // Error recovery can make up a zero-width (MISSING) identifier where a
