@@ -176,6 +176,11 @@ func TestListedBuildMatchesCold(t *testing.T) {
 	again := edit(unsent, 3, "\nAGAIN = 2\n")
 	lacks := edit(again, 4, "\ndef helper_extra(q):\n    return q\n") // m4.py, which m3.py imports, unsent
 	lacksEdited := edit(lacks, 5, "\nFIVE = 5\n")
+	// A call typed in the cursor file, key by key: a syntax error for
+	// two versions (the analysis goes by segments), then none.
+	typing1 := edit(lacksEdited, 3, "\ndef typed(z):\n    return helper_4(z, ")
+	typing2 := edit(typing1, 3, "1")
+	typed := edit(typing2, 3, ")\n")
 	req := func(repo string, files []File, line int) Request {
 		return Request{RepoName: repo, Files: files, MaxNewTokens: 32, Cursor: Cursor{Path: "p/m3.py", Line: line}}
 	}
@@ -203,6 +208,9 @@ func TestListedBuildMatchesCold(t *testing.T) {
 		{"an edit after that", req("r", send(again, 3), 2), again, "edited"},
 		{"an imported file's digest the server lacks", req("r", send(lacks), 2), lacks, "missing"},
 		{"another edit, with that file's content", req("r", send(lacksEdited, 4, 5), 2), lacksEdited, "whole"},
+		{"a call half typed in the cursor file", req("r", send(typing1, 3), 5), typing1, "edited"},
+		{"its next key", req("r", send(typing2, 3), 5), typing2, "edited"},
+		{"the call closed", req("r", send(typed, 3), 5), typed, "edited"},
 	}
 	for _, s := range steps {
 		logs.TakeAll()
