@@ -76,7 +76,9 @@ type Config struct {
 	Workers int
 	// EditTrees is how many syntax trees of recently edited files are kept
 	// (C memory, about 10-20× the file size each) so that their next
-	// versions parse incrementally; 0 disables it.
+	// versions parse incrementally, with, while a file has a syntax error,
+	// the tags of its segments; 0 disables it (every version is then
+	// analysed from scratch, with the same result).
 	EditTrees int
 
 	// CacheBytes caps the memory of the content store, the per-file
