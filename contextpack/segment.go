@@ -24,8 +24,12 @@ import (
 // the choice is the same whichever way a version is reached, a cut must
 // never fall inside a top-level node of a file without errors: every
 // piece of such a file parses without error
-// (TestSegmentsOfValidFilesParse), and a file with an error has a piece
-// with one.
+// (TestSegmentsMatchWholeOnValidFiles), and a file with an error has a
+// piece with one. The cut is lexical, so unusual valid code could still be
+// cut inside a node (a JavaScript regular expression holding a quote or a
+// backtick, C declarations in K&R style); none of about 4,800 files
+// checked in the nine languages was. C and C++ headers are rarely cut: an
+// include guard's #ifndef holds the whole file.
 
 // segRules are a language's lexical rules for finding cuts.
 type segRules struct {
