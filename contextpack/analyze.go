@@ -231,19 +231,22 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 			prev = nil
 		}
 	}
-	var last *analysis // the previous version's
+	var last *analysis        // the previous version's
+	var edit sitter.EditInput // prev's content → content
+	lastEdit := false         // whether edit is also last's content → content
 	if prev != nil {
-		last = prev.an
+		last, lastEdit = prev.an, true
 		if prev.errs {
-			last = prev.seg
+			last, lastEdit = prev.seg, false
 		}
+		edit = editBetween(prev.content, content)
 	}
 	var keep *cachedTree
 	if lang != langPlain && len(content) > opt.maxParseBytes {
 		a.note = "too large to parse"
 	} else if lang != langPlain {
 		var err error
-		keep, err = a.parse(ctx, g, opt, prev)
+		keep, err = a.parse(ctx, g, opt, prev, edit)
 		prev = nil // parse keeps or closes it
 		if err != nil {
 			if ctx.Err() != nil {
@@ -263,7 +266,9 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 	if last != nil && last.memo.identsDone.Load() {
 		// Only a version whose counts exist: a link to one without them
 		// would keep a chain of old versions alive.
-		edit := editBetween(last.content, content)
+		if !lastEdit {
+			edit = editBetween(last.content, content) // while the file has an error
+		}
 		a.memo.identsFrom = last
 		a.memo.editLines = [3]int32{int32(edit.StartPoint.Row), int32(edit.OldEndPoint.Row), int32(edit.NewEndPoint.Row)}
 	}
@@ -286,15 +291,16 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 
 // parse extracts the tags: from the whole file's tree when it has no
 // syntax error, else from its segments. prev (may be nil) is the tree
-// cache's entry for the file, which parse takes over. It returns the
-// entry to keep for the next version (nil without opt.treeKey).
+// cache's entry for the file, which parse takes over, and edit turns its
+// content into a's. It returns the entry to keep for the next version
+// (nil without opt.treeKey).
 //
 // The entry holds the last tree without an error (or, when there was
 // none yet, a parse from scratch) and, while the file has an error, the
 // last segmented analysis. Tree-sitter's error recovery depends on the
 // tree a parse starts from, so a tree with an error never gives tags
 // (TestIncrementalAnalysisAllLanguages).
-func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, prev *cachedTree) (keep *cachedTree, err error) {
+func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, prev *cachedTree, edit sitter.EditInput) (keep *cachedTree, err error) {
 	st, err := g.acquire(a.lang)
 	if err != nil {
 		if prev != nil {
@@ -334,9 +340,7 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		}
 	}
 	var old *sitter.Tree
-	var edit sitter.EditInput
 	if prev != nil {
-		edit = editBetween(prev.content, a.content)
 		old = prev.tree.Copy()
 		old.Edit(edit)
 	}

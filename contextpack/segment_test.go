@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"golang.org/x/tools/txtar"
 )
 
 // TestSegmentStarts checks where files are cut: at column-0 declarations
@@ -74,22 +72,7 @@ func lineNumbers(src string, offs []int32) []int {
 func TestSegmentsMatchWholeOnValidFiles(t *testing.T) {
 	g := newGrammars(2)
 	defer g.close()
-	files := corpusSamples(t, 300)
-	paths, err := filepath.Glob(filepath.Join("testdata", "golden", "*", "*.txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range paths {
-		ar, err := txtar.ParseFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range ar.Files {
-			if lang := detectLang(f.Name, ""); lang != langPlain {
-				files = append(files, corpusFile{lang, string(f.Data)})
-			}
-		}
-	}
+	files := append(corpusSamples(t, 300), goldenSources(t)...)
 	valid, cut := 0, 0
 	for _, f := range files {
 		whole, err := analyze(context.Background(), g, f.src, f.lang, testAnalyzeOptions())
