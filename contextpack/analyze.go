@@ -236,7 +236,7 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 	lastEdit := false         // whether edit is also last's content → content
 	if prev != nil {
 		last, lastEdit = prev.an, true
-		if prev.errs {
+		if prev.seg != nil {
 			last, lastEdit = prev.seg, false
 		}
 		edit = editBetween(prev.content, content)
@@ -325,10 +325,10 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		if prev == nil {
 			return nil, nil
 		}
-		prev.errs, prev.seg = true, a
+		prev.seg = a
 		return prev, nil
 	}
-	if prev != nil && prev.errs {
+	if prev != nil && prev.seg != nil {
 		// While the file has an error, only the segments are parsed.
 		errs, err := a.parseSegments(ctx, st, p, prev.seg.segs)
 		if err != nil {
@@ -386,7 +386,7 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 			tree.Close()
 			return nil, nil
 		}
-		return &cachedTree{key: opt.treeKey, lang: a.lang, content: a.content, tree: tree, errs: true, seg: a}, nil
+		return &cachedTree{key: opt.treeKey, lang: a.lang, content: a.content, tree: tree, seg: a}, nil
 	}
 	// The tags of segments (parsed when the last version had an error)
 	// give way to the whole tree's.

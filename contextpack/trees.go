@@ -29,8 +29,7 @@ type cachedTree struct {
 	tree    *sitter.Tree
 	an      *analysis // of content, complete (for incremental analysis); nil when tree has an error
 	top     []span    // the tree's top-level nodes (without node pointers)
-	errs    bool      // the file's last version had a syntax error
-	seg     *analysis // then its (segmented) analysis
+	seg     *analysis // the file's last version, when it has a syntax error (segmented)
 }
 
 func newTreeCache(max int) *treeCache {
