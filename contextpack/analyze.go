@@ -301,11 +301,13 @@ func analyze(ctx context.Context, g *grammars, content string, lang langID, opt 
 // tree a parse starts from, so a tree with an error never gives tags
 // (TestIncrementalAnalysisAllLanguages).
 func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, prev *cachedTree, edit sitter.EditInput) (keep *cachedTree, err error) {
-	st, err := g.acquire(a.lang)
-	if err != nil {
-		if prev != nil {
+	defer func() {
+		if prev != nil && keep != prev {
 			prev.tree.Close()
 		}
+	}()
+	st, err := g.acquire(a.lang)
+	if err != nil {
 		return nil, err
 	}
 	defer g.release()
@@ -318,44 +320,43 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		}
 		st.putParser(p)
 	}()
-	// stillErr keeps prev, with a (segmented) as the last version.
-	stillErr := func() (*cachedTree, error) {
+	// segmented completes a's tags from its segments and returns the entry
+	// to keep: prev, whose tree stays the last one without an error, or
+	// on a first parse tree (a parse from scratch; nil: none).
+	segmented := func(tree *sitter.Tree) *cachedTree {
 		a.nestDefs()
 		a.cleanLocals()
+		if prev == nil && opt.treeKey != "" && tree != nil {
+			return &cachedTree{key: opt.treeKey, lang: a.lang, content: a.content, tree: tree, seg: a}
+		}
+		if tree != nil {
+			tree.Close()
+		}
 		if prev == nil {
-			return nil, nil
+			return nil
 		}
 		prev.seg = a
-		return prev, nil
+		return prev
 	}
 	if prev != nil && prev.seg != nil {
 		// While the file has an error, only the segments are parsed.
 		errs, err := a.parseSegments(ctx, st, p, prev.seg.segs)
 		if err != nil {
-			prev.tree.Close()
 			return nil, err
 		}
 		if errs {
-			return stillErr()
+			return segmented(nil), nil
 		}
 	}
 	var old *sitter.Tree
 	if prev != nil {
 		old = prev.tree.Copy()
 		old.Edit(edit)
-	}
-	closeOld := func() {
-		if old != nil {
-			old.Close()
-		}
+		defer old.Close()
 	}
 	src := []byte(a.content)
 	tree, err := p.ParseCtx(ctx, old, src)
 	if err != nil {
-		closeOld()
-		if prev != nil {
-			prev.tree.Close()
-		}
 		return nil, err
 	}
 	if tree.RootNode().HasError() {
@@ -368,30 +369,18 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 			}
 			if _, err := a.parseSegments(ctx, st, p, segs); err != nil {
 				tree.Close()
-				closeOld()
-				if prev != nil {
-					prev.tree.Close()
-				}
 				return nil, err
 			}
 		}
-		closeOld()
-		if prev != nil {
-			tree.Close()
-			return stillErr()
-		}
-		a.nestDefs()
-		a.cleanLocals()
-		if opt.treeKey == "" {
-			tree.Close()
-			return nil, nil
-		}
-		return &cachedTree{key: opt.treeKey, lang: a.lang, content: a.content, tree: tree, seg: a}, nil
+		return segmented(tree), nil
 	}
 	// The tags of segments (parsed when the last version had an error)
 	// give way to the whole tree's.
 	a.segs, a.defs, a.imports, a.locals, a.pkg, a.pkgLine = nil, nil, nil, nil, "", 0
-	top := topLevel(tree)
+	var top []span
+	if opt.treeKey != "" || old != nil {
+		top = topLevel(tree)
+	}
 	// After an edit inside one part of the file, only that part is
 	// queried; the tags of the rest come from the previous analysis.
 	var reg *region
@@ -403,12 +392,6 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 			oldTop = editSpans(oldTop, edit)
 		}
 		reg = changedRegion(oldTop, top, edit)
-	}
-	closeOld()
-	prevAn := (*analysis)(nil)
-	if prev != nil {
-		prevAn = prev.an
-		prev.tree.Close()
 	}
 	qc := sitter.NewQueryCursor()
 	defer qc.Close()
@@ -426,7 +409,7 @@ func (a *analysis) parse(ctx context.Context, g *grammars, opt analyzeOptions, p
 		a.collect(qc, st, src, reg, seen)
 	}
 	if reg != nil {
-		a.splice(prevAn, reg)
+		a.splice(prev.an, reg)
 		a.partial = true
 	}
 	a.nestDefs()
