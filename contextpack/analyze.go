@@ -124,6 +124,11 @@ type analysis struct {
 	note    string // why the file was treated as plain text, if it was
 	bytes   int64  // memory estimate, content excluded
 
+	// view, when set, is the typing view this analysis takes its tags
+	// from; its text differs at line viewLine only (withText).
+	view     *analysis
+	viewLine int32
+
 	rcMu sync.Mutex
 	rc   map[uint64]int32 // token counts of line ranges
 

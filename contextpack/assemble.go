@@ -87,16 +87,16 @@ func (b *Builder) rangesTokens(a *analysis, rs []lineRange, lead, trail int32) i
 	}
 	n := 0
 	if lead >= 0 && rs[0].s > lead {
-		n += b.count.segment(elisionLine(a, lineIndent(a, rs[0].s)))
+		n += b.elisionTokens(a, rs[0].s)
 	}
 	for i, r := range rs {
 		if i > 0 && r.s > rs[i-1].e+1 {
-			n += b.count.segment(elisionLine(a, lineIndent(a, r.s)))
+			n += b.elisionTokens(a, r.s)
 		}
 		n += b.rangeTokens(a, r.s, r.e)
 	}
 	if last := rs[len(rs)-1]; trail >= 0 && trail > last.e+1 {
-		n += b.count.segment(elisionLine(a, lineIndent(a, trail)))
+		n += b.elisionTokens(a, trail)
 	}
 	return n
 }

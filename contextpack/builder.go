@@ -161,6 +161,11 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	edited := false
 	if list == prev {
 		p, memo, ok, err = b.buildListed(&req, list, strategy)
+		if !ok && err == nil {
+			// The cursor moved to another line: the index needs its view.
+			p, memo, changed, ok, err = b.buildEdited(ctx, &req, ti, digests, list, list, strategy)
+			edited = ok
+		}
 	} else if same {
 		p, memo, changed, ok, err = b.buildEdited(ctx, &req, ti, digests, list, prev, strategy)
 		edited = ok
@@ -196,7 +201,10 @@ func (b *Builder) buildListed(req *Request, list *fileList, strategy Strategy) (
 		}
 		t := r.files[req.Cursor.Path]
 		var c cursorBudget
-		if c, err = b.cursorBudget(t.e.content, req); err == nil {
+		if c, err = b.cursorBudget(t.text().content, req); err == nil {
+			if ok = (r.view == nil || r.view == t) && t.holdsView(c.off); !ok {
+				return // another line: the update makes its view
+			}
 			p, memo, err = b.promptIn(r, t, req, c, strategy)
 		}
 	})
@@ -241,6 +249,7 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 	}
 	c, cerr := b.cursorBudget(es[cur].content, req)
 	if cerr == nil {
+		defer b.useView(&files[cur], c.off)()
 		if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
 			if ctx.Err() != nil {
 				return nil, false, 0, true, ctx.Err()
@@ -250,7 +259,9 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 	}
 
 	b.inRepo(req.RepoName, func(r *repoIndex) {
-		if ok = r.listed == prev; !ok {
+		// The index must hold no view but the cursor file's: an earlier
+		// cursor file's goes back to its text on the whole path.
+		if ok = r.listed == prev && (r.view == nil || r.view.path == files[cur].path); !ok {
 			return
 		}
 		if err = cerr; err == nil {
@@ -288,6 +299,7 @@ func (b *Builder) buildResolved(ctx context.Context, req *Request, ti int, diges
 	for i := range req.Files {
 		files[i] = reqFile{path: req.Files[i].Path, lang: list.ids[i], e: es[i]}
 	}
+	defer b.useView(&files[ti], c.off)()
 	if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
 		return nil, false, 0, err
 	}
@@ -346,7 +358,7 @@ func (b *Builder) cursorBudget(content string, req *Request) (cursorBudget, erro
 // the request's files; t is the cursor file's slot. A prompt already built
 // for the same inputs is reused (memo).
 func (b *Builder) promptIn(r *repoIndex, t *slot, req *Request, c cursorBudget, strategy Strategy) (*Prompt, bool, error) {
-	key := promptKey{t: t, an: t.an, version: r.version, off: c.off, budget: c.budget,
+	key := promptKey{t: t, an: t.an, real: t.real, version: r.version, off: c.off, budget: c.budget,
 		promptBudget: c.promptBudget, maxNew: req.MaxNewTokens, strategy: strategy}
 	if p := r.prompts.get(key); p != nil {
 		return p, true, nil

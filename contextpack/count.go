@@ -3,6 +3,7 @@ package contextpack
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Exact counting by segments.
@@ -72,6 +73,10 @@ type counter struct {
 	mu  sync.Mutex
 	cur map[string]int32
 	old map[string]int32
+
+	// elision[kind][tabs, spaces][n]: 1 + the tokens of an elision line
+	// indented by n tabs or spaces (0: not counted yet).
+	elision [3][2][64]atomic.Int32
 }
 
 // maxCachedSegment is the longest segment kept in the cache; longer ones

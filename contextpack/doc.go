@@ -30,6 +30,13 @@
 //     parsed from the old tree, queried for tags only in the top-level
 //     nodes around the edit (region.go), re-scanned only in the windows
 //     and lines the edit touched, and re-indexed in place.
+//   - The cross-file context is chosen from the cursor file's typing view
+//     (view.go): the file with the cursor's line emptied. The index holds
+//     that view for the cursor file and the text of every other file.
+//     While the cursor stays on one line, keystrokes share the view, so
+//     they analyse nothing, leave the index as it is and reuse its last
+//     search (memo.go); only the prefix and suffix are cut anew. A
+//     half-typed line no longer puts the file in a syntax error either.
 //   - A file with a syntax error takes its tags from segments (segment.go):
 //     it is cut lexically where top-level declarations begin and each
 //     piece is parsed alone, so an error stays in its piece (error
@@ -56,7 +63,8 @@
 //     everything an assembly reads (cursor file content, cursor offset,
 //     budgets, strategy, index version). An identical request, such as a
 //     re-request after a cancelled keystroke, several samples of one task or
-//     a load test, gets a copy of its prompt; a keystroke still assembles.
+//     a load test, gets a copy of its prompt; a keystroke still assembles,
+//     from the index's last search when the cursor is on the same line.
 //   - One byte cap (Config.CacheBytes) bounds contents, analyses and
 //     indexes together; unpinned contents leave least recently used first,
 //     then idle repository indexes. Evicted contents are reported missing,

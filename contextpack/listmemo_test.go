@@ -181,21 +181,31 @@ func TestListedBuildMatchesCold(t *testing.T) {
 	typing1 := edit(lacksEdited, 3, "\ndef typed(z):\n    return helper_4(z, ")
 	typing2 := edit(typing1, 3, "1")
 	typed := edit(typing2, 3, ")\n")
-	req := func(repo string, files []File, line int) Request {
-		return Request{RepoName: repo, Files: files, MaxNewTokens: 32, Cursor: Cursor{Path: "p/m3.py", Line: line}}
+	reqAt := func(repo string, files []File, path string, line int) Request {
+		return Request{RepoName: repo, Files: files, MaxNewTokens: 32, Cursor: Cursor{Path: path, Line: line}}
 	}
+	req := func(repo string, files []File, line int) Request { return reqAt(repo, files, "p/m3.py", line) }
 	steps := []struct {
 		name  string
 		req   Request
 		whole []File // the same files, all with content, for a fresh Builder
 		path  string // whole, listed, edited, or missing (a MissingContentError)
 	}{
+		// The cursor file's typing view (view.go) follows the cursor's
+		// line: the same list with the cursor on another line updates
+		// the index for the new view (edited), the same line is listed.
 		{"first", req("r", fs, 3), fs, "whole"},
-		{"same list as digests, another cursor", req("r", send(fs), 5), fs, "listed"},
+		{"same list as digests, another cursor line", req("r", send(fs), 5), fs, "edited"},
 		{"again", req("r", send(fs), 5), fs, "listed"},
 		{"cursor file edited", req("r", send(cursorEdit, 3), 5), cursorEdit, "edited"},
-		{"the edit repeated", req("r", send(cursorEdit), 6), cursorEdit, "listed"},
+		{"the edit repeated, another line", req("r", send(cursorEdit), 6), cursorEdit, "edited"},
+		{"the edit repeated, the same line", req("r", send(cursorEdit), 6), cursorEdit, "listed"},
 		{"back to the first list", req("r", send(fs), 5), fs, "edited"},
+		{"and again, another line", req("r", send(fs), 2), fs, "edited"},
+		// Another cursor file: the index gives the last one its text
+		// back, on the whole path.
+		{"the cursor in another file", reqAt("r", send(fs), "p/m4.py", 4), fs, "whole"},
+		{"and back", req("r", send(fs), 2), fs, "whole"},
 		{"and again", req("r", send(fs), 2), fs, "listed"},
 		{"another file edited", req("r", send(other, 5), 2), other, "edited"},
 		{"two more files edited", req("r", send(two, 0, 6), 4), two, "edited"},

@@ -270,17 +270,52 @@ func (b *Builder) scopeHeaders(a *analysis, cl, first int32, limit int) ([]lineR
 
 // elisionLine marks left-out lines in the file's comment syntax.
 func elisionLine(a *analysis, indent string) string {
-	switch a.lang {
-	case langPython:
+	switch elisionKind(a.lang) {
+	case 1:
 		return indent + "# ...\n"
-	case langPlain:
+	case 2:
 		return indent + "...\n"
 	}
 	return indent + "// ...\n"
 }
 
+func elisionKind(l langID) int {
+	switch l {
+	case langPython:
+		return 1
+	case langPlain:
+		return 2
+	}
+	return 0
+}
+
+// elisionTokens counts the elision line at line i's indentation. The
+// counts of indents of one kind of blank (tabs or spaces, fewer than 64)
+// are kept in a table: ranges with gaps ask for them at every keystroke.
+func (b *Builder) elisionTokens(a *analysis, i int32) int {
+	ind := lineIndent(a, i)
+	n := len(ind)
+	if n >= len(b.count.elision[0][0]) || strings.Count(ind, ind[:min(n, 1)]) != n && n > 0 {
+		return b.count.segment(elisionLine(a, ind))
+	}
+	w := 0
+	if n > 0 && ind[0] == ' ' {
+		w = 1
+	}
+	c := &b.count.elision[elisionKind(a.lang)][w][n]
+	if v := c.Load(); v > 0 {
+		return int(v - 1)
+	}
+	k := b.count.segment(elisionLine(a, ind))
+	c.Store(int32(k + 1))
+	return k
+}
+
 // rangeTokens counts lines [s, e] of a (ending with a newline), cached.
 func (b *Builder) rangeTokens(a *analysis, s, e int32) int {
+	if a.view != nil && (e < a.viewLine || s > a.viewLine) {
+		a = a.view // the same text, and counts kept across keystrokes
+	}
 	if tooLong(a.lineEnd(e)-int(a.lines[s]), b.cfg.ContextTokens) {
 		return b.cfg.ContextTokens + 1 // cannot fit any prompt; not counted
 	}

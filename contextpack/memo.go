@@ -176,6 +176,7 @@ func (b *Builder) outline(a *analysis, used identCounts, bits []uint64, limit in
 type promptKey struct {
 	t            *slot
 	an           *analysis
+	real         *entry // the cursor file's text when an is its view's
 	version      uint64
 	off          int
 	budget       int
@@ -235,4 +236,41 @@ func copyPrompt(p *Prompt) *Prompt {
 	c.Manifest.Sources = slices.Clone(p.Manifest.Sources)
 	c.Manifest.Warnings = slices.Clone(p.Manifest.Warnings)
 	return &c
+}
+
+// searchKey is everything the cursor-dependent search (the definitions
+// and similar windows packTier2 fuses) reads besides the index's state:
+// the cursor file's slot and view analysis, the cursor line (which fixes
+// the query region and leaves its own line out) and the prefix/suffix
+// window's lines (whose cursor-file hits are left out).
+type searchKey struct {
+	t        *slot
+	an       *analysis
+	version  uint64
+	cl       int32
+	wl       lineRange
+	strategy Strategy
+}
+
+// searchMemo is the index's last search: keystrokes on one line repeat it
+// (the typing view and the index do not change). Guarded by the index's
+// mu. Candidates are copied in and out: the packing writes to them.
+type searchMemo struct {
+	key      searchKey
+	ok       bool
+	lists    [2][]*candidate // srcDef, srcSim
+	fileRank map[*slot]int   // read only
+}
+
+func cloneCandidates(cs []*candidate) []*candidate {
+	if cs == nil {
+		return nil
+	}
+	out := make([]*candidate, len(cs))
+	vals := make([]candidate, len(cs))
+	for i, c := range cs {
+		vals[i] = *c
+		out[i] = &vals[i]
+	}
+	return out
 }

@@ -208,8 +208,9 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 
 // While only the cursor file is typed in, the import ranking carries over
 // from one keystroke to the next, and is ranked again at the keystroke
-// that makes a definition of a resolved file appear (or disappear). Every
-// prompt equals a new builder's.
+// that makes a definition of a resolved file appear (or disappear) in the
+// typing view: the newline that leaves the line naming it (the line being
+// typed is not in the view). Every prompt equals a new builder's.
 func TestImportRankingFollowsTyping(t *testing.T) {
 	tok := qwen(t)
 	files := []File{
@@ -249,7 +250,7 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 	}
 	build("")
 	carried, ranks := 0, 0
-	const text = "_ = Gamma() // go"
+	const text = "_ = Gamma() // go\n\t"
 	for i := range len(text) {
 		before := ranked()
 		was, wasC := before.resolved, hasC(before)
@@ -269,11 +270,12 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 		} else {
 			ranks++
 		}
-		if want := strings.Contains(text[:i+1], "Gamma"); hasC(m) != want {
+		left := text[:strings.LastIndexByte(text[:i+1], '\n')+1] // the lines typed and left
+		if want := strings.Contains(left, "Gamma"); hasC(m) != want {
 			t.Fatalf("after typing %q: p/c.go ranked %v, want %v", text[:i+1], hasC(m), want)
 		}
 	}
-	// "G" .. "Gamm", " ", "(" ... carry over; "Gamma" is ranked again.
+	// Every keystroke on the line carries over; the newline ranks again.
 	if carried < len(text)/2 || ranks == 0 {
 		t.Fatalf("ranking carried over at %d keystrokes and recomputed at %d of %d", carried, ranks, len(text))
 	}

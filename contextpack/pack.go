@@ -62,6 +62,9 @@ func (as *assembly) run() (*Prompt, error) {
 	b := as.b
 	cfg := &b.cfg
 	as.a = as.t.an
+	if as.t.real != nil {
+		as.a = as.t.an.withText(as.t.real.content, as.t.viewLine)
+	}
 	as.cl = as.a.lineOf(as.off)
 	as.repoLevel = (as.req.RepoName != "" || len(as.req.Files) > 1) && as.strategy != StrategyNone
 	if as.repoLevel {
@@ -147,15 +150,16 @@ func (as *assembly) extrasTokens(above, below []lineRange) int {
 // while the cursor file alone is typed in, it carries over to the new
 // version when nothing the order depends on changed (reusable).
 func (as *assembly) rankImports() {
-	as.used = as.a.identSet()
+	a := as.t.an // the view's: the same while the cursor stays on its line
+	as.used = a.identSet()
 	m := &as.r.ranked
 	switch {
-	case m.t == as.t && m.an == as.a && m.version == as.r.version:
-	case m.reusable(as.r, as.t, as.a):
-		m.an, m.version = as.a, as.r.version
+	case m.t == as.t && m.an == a && m.version == as.r.version:
+	case m.reusable(as.r, as.t, a):
+		m.an, m.version = a, as.r.version
 	default:
 		imports, resolved := as.r.rankImports(as.t, as.used)
-		*m = rankedImports{t: as.t, an: as.a, version: as.r.version, imports: imports, resolved: resolved}
+		*m = rankedImports{t: as.t, an: a, version: as.r.version, imports: imports, resolved: resolved}
 	}
 	as.imports = m.imports
 	for i, h := range as.imports {
@@ -566,14 +570,23 @@ func (as *assembly) rankFiles(score map[uint32]float64) {
 func (as *assembly) packTier2(pool []*candidate) {
 	b := as.b
 	cfg := &b.cfg
-	reg := as.queryRegion()
-	q := as.queryIdents(reg)
 	var lists [3][]*candidate
-	if as.strategy != StrategySimilarOnly {
-		lists[srcDef] = as.defCandidates(q, as.localsIn(reg))
-	}
-	if as.strategy != StrategyDefinitionsOnly {
-		lists[srcSim] = as.simCandidates(q)
+	key := searchKey{t: as.t, an: as.t.an, version: as.r.version, cl: as.cl, wl: as.wl, strategy: as.strategy}
+	if m := &as.r.search; m.ok && m.key == key {
+		lists[srcDef], lists[srcSim] = cloneCandidates(m.lists[srcDef]), cloneCandidates(m.lists[srcSim])
+		as.fileRank = m.fileRank
+	} else {
+		reg := as.queryRegion()
+		q := as.queryIdents(reg)
+		if as.strategy != StrategySimilarOnly {
+			lists[srcDef] = as.defCandidates(q, as.localsIn(reg))
+		}
+		if as.strategy != StrategyDefinitionsOnly {
+			lists[srcSim] = as.simCandidates(q)
+		}
+		as.r.searches++
+		*m = searchMemo{key: key, ok: true, fileRank: as.fileRank,
+			lists: [2][]*candidate{cloneCandidates(lists[srcDef]), cloneCandidates(lists[srcSim])}}
 	}
 	lists[srcImp] = pool
 	byKey := map[string]*candidate{}

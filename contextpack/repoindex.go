@@ -55,7 +55,12 @@ type repoIndex struct {
 	onlyEdited *slot
 	onlySince  uint64
 	ranked     rankedImports
+	search     searchMemo
+	searches   int // searches run, not memoized
 	prompts    promptMemo
+	// view is the slot that holds a typing view (the cursor file of the
+	// last update, see typingView), nil when none does.
+	view *slot
 }
 
 // rankedImports memoizes rankImports for one cursor file and version;
@@ -75,6 +80,8 @@ type slot struct {
 	lang      langID
 	e         *entry
 	an        *analysis
+	real      *entry // when e is a typing view: the file's content (the view empties line viewLine)
+	viewLine  int32
 	chunkIDs  []uint32 // an.chunks[i] is r.chunks[chunkIDs[i]]
 	gen       uint64
 }
@@ -105,11 +112,23 @@ func newRepoIndex() *repoIndex {
 }
 
 // reqFile is one request file with its resolved content and analysis.
+// For the cursor file, e may be its typing view, and real then its
+// content.
 type reqFile struct {
 	path string
 	lang langID
 	e    *entry
 	an   *analysis
+	real *entry
+	line int32 // the line the view empties
+}
+
+// entries appends e and, when set, real: what a slot or file pins.
+func entries(to []*entry, e, real *entry) []*entry {
+	if real != nil {
+		return append(to, e, real)
+	}
+	return append(to, e)
 }
 
 // update makes the index describe files and returns the entries it now
@@ -125,12 +144,23 @@ func (r *repoIndex) update(files []reqFile, whole bool) (add, drop []*entry, cha
 		f := &files[i]
 		sl := r.files[f.path]
 		if sl != nil && sl.e == f.e && sl.lang == f.lang {
+			if sl.real != f.real {
+				// Another text with the same view (a keystroke on the
+				// cursor's line): nothing to re-index.
+				if sl.real != nil {
+					drop = append(drop, sl.real)
+				}
+				if f.real != nil {
+					add = append(add, f.real)
+				}
+				r.setText(sl, f)
+			}
 			sl.gen = r.gen
 			continue
 		}
 		if sl != nil && sl.lang == f.lang {
 			// New content at a known path (an edit): re-index in place.
-			drop, add = append(drop, sl.e), append(add, f.e)
+			drop, add = entries(drop, sl.e, sl.real), entries(add, f.e, f.real)
 			r.replace(sl, f)
 			sl.gen = r.gen
 			changed++
@@ -139,10 +169,10 @@ func (r *repoIndex) update(files []reqFile, whole bool) (add, drop []*entry, cha
 			continue
 		}
 		if sl != nil {
-			drop = append(drop, sl.e)
+			drop = entries(drop, sl.e, sl.real)
 			r.remove(sl)
 		}
-		add = append(add, f.e)
+		add = entries(add, f.e, f.real)
 		r.add(f).gen = r.gen
 		changed++
 		others = true
@@ -155,7 +185,7 @@ func (r *repoIndex) update(files []reqFile, whole bool) (add, drop []*entry, cha
 			}
 		}
 		for _, sl := range gone {
-			drop = append(drop, sl.e)
+			drop = entries(drop, sl.e, sl.real)
 			r.remove(sl)
 			changed++
 			others = true
@@ -177,7 +207,10 @@ func (r *repoIndex) update(files []reqFile, whole bool) (add, drop []*entry, cha
 }
 
 func (r *repoIndex) add(f *reqFile) *slot {
-	sl := &slot{path: f.path, lang: f.lang, e: f.e, an: f.an}
+	sl := &slot{path: f.path, lang: f.lang, e: f.e, an: f.an, real: f.real, viewLine: f.line}
+	if f.real != nil {
+		r.view = sl
+	}
 	sl.dir, sl.base = path.Split(f.path)
 	sl.dir = strings.TrimSuffix(sl.dir, "/")
 	if n := len(r.freeIDs); n > 0 {
@@ -197,7 +230,7 @@ func (r *repoIndex) add(f *reqFile) *slot {
 		r.fileDFAdd(f.an, 1)
 	}
 	if sl.base == "go.mod" {
-		if m := goModulePath(f.e.content); m != "" {
+		if m := goModulePath(f.content()); m != "" {
 			r.goMods[sl.dir] = m
 		}
 	}
@@ -277,6 +310,7 @@ func (r *repoIndex) replace(sl *slot, f *reqFile) {
 	}
 	oldIDs := sl.chunkIDs
 	sl.e, sl.an = f.e, f.an
+	r.setText(sl, f)
 	r.addDefs(sl)
 	if r.fileDF != nil {
 		r.fileDFAdd(sl.an, 1)
@@ -311,9 +345,21 @@ func (r *repoIndex) replace(sl *slot, f *reqFile) {
 	sl.chunkIDs = ids
 	if sl.base == "go.mod" {
 		delete(r.goMods, sl.dir)
-		if m := goModulePath(f.e.content); m != "" {
+		if m := goModulePath(f.content()); m != "" {
 			r.goMods[sl.dir] = m
 		}
+	}
+}
+
+// setText records f's text for sl, whose index content is f's: the file
+// itself, or a view and the file's text.
+func (r *repoIndex) setText(sl *slot, f *reqFile) {
+	sl.real, sl.viewLine = f.real, f.line
+	switch {
+	case f.real != nil:
+		r.view = sl
+	case r.view == sl:
+		r.view = nil
 	}
 }
 
@@ -337,6 +383,9 @@ func (r *repoIndex) remove(sl *slot) {
 	delSlot(r.byDir, sl.dir)
 	if sl.base == "go.mod" {
 		delete(r.goMods, sl.dir)
+	}
+	if r.view == sl {
+		r.view = nil
 	}
 	delete(r.files, sl.path)
 	r.slots[sl.id] = nil

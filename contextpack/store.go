@@ -159,6 +159,9 @@ func (s *store) evictRepoLocked() bool {
 		for _, sl := range r.slots {
 			if sl != nil {
 				s.unpinLocked(sl.e)
+				if sl.real != nil {
+					s.unpinLocked(sl.real)
+				}
 			}
 		}
 		s.log.Debug("contextpack: repository index evicted", zap.String("repo", r.key))

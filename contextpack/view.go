@@ -1,0 +1,104 @@
+package contextpack
+
+import "strings"
+
+// Typing views. Everything the cross-file context is chosen from (the
+// cursor file's tags, windows, identifiers and imports, and the
+// repository index built from them) is derived from the cursor file with
+// the cursor's line emptied, its newline kept: the typing view. The line
+// being typed is the one that changes at every keystroke and is the most
+// often half-written (a syntax error at every other keystroke); the
+// search query already leaves it out (queryIdents). While the cursor
+// stays on one line, every keystroke then has the same view: its
+// analysis, the index and the import ranking are reused as they are, and
+// only the prefix and suffix, cut from the file itself, are new. Lines
+// keep their numbers in the view, so its tags apply to the file as they
+// are.
+//
+// The view is a function of the request (content and cursor line), so a
+// prompt still does not depend on the requests before it: the index holds
+// the view for the cursor file of its last update and the file itself
+// for every other path (repoIndex.view), and a request whose cursor file
+// or line differs updates it.
+
+// typingView returns content with the line holding byte offset off
+// emptied, and that line; ok is false when the line is empty already (the
+// view is content).
+func typingView(content string, off int) (view string, line int32, ok bool) {
+	ls := strings.LastIndexByte(content[:off], '\n') + 1
+	le := strings.IndexByte(content[off:], '\n')
+	if le < 0 {
+		le = len(content)
+	} else {
+		le += off
+	}
+	if ls == le {
+		return content, 0, false
+	}
+	return content[:ls] + content[le:], int32(strings.Count(content[:ls], "\n")), true
+}
+
+// viewLineOf is typingView's line without building the view: the line of
+// off and whether it is empty.
+func viewLineOf(content string, off int) (line int32, empty bool) {
+	ls := strings.LastIndexByte(content[:off], '\n') + 1
+	empty = (off == len(content) || content[off] == '\n') && ls == off
+	return int32(strings.Count(content[:ls], "\n")), empty
+}
+
+// content is the file's text (not its view).
+func (f *reqFile) content() string {
+	if f.real != nil {
+		return f.real.content
+	}
+	return f.e.content
+}
+
+// text is the entry holding the file's text (not its view).
+func (sl *slot) text() *entry {
+	if sl.real != nil {
+		return sl.real
+	}
+	return sl.e
+}
+
+// holdsView reports whether sl is what an update for a cursor at off
+// (in sl's text) would make it: the view of that line, or the file itself
+// when the line is empty.
+func (sl *slot) holdsView(off int) bool {
+	line, empty := viewLineOf(sl.text().content, off)
+	if empty {
+		return sl.real == nil
+	}
+	return sl.real != nil && sl.viewLine == line
+}
+
+// useView makes f (the cursor file, cursor at off) its typing view: the
+// view's content joins the store, pinned until release is called.
+func (b *Builder) useView(f *reqFile, off int) (release func()) {
+	v, line, ok := typingView(f.e.content, off)
+	if !ok {
+		return func() {}
+	}
+	es, _ := b.store.resolve([]string{Digest(v)}, []string{v}, []bool{true})
+	f.real, f.e, f.line = f.e, es[0], line
+	return func() { b.store.unpin(es) }
+}
+
+// withText is the analysis the assembly reads for a cursor file whose
+// view v is (line emptied): the file's own text and line table, with v's
+// tags and windows, which hold for every other line. Token counts of line
+// ranges that leave the line out are v's (rangeTokens).
+func (v *analysis) withText(content string, line int32) *analysis {
+	a := &analysis{lang: v.lang, content: content, defs: v.defs, imports: v.imports, locals: v.locals,
+		pkg: v.pkg, pkgLine: v.pkgLine, partial: v.partial, chunks: v.chunks, note: v.note,
+		view: v, viewLine: line}
+	a.lines = make([]int32, len(v.lines))
+	copy(a.lines, v.lines)
+	if d := int32(len(content) - len(v.content)); d != 0 {
+		for i := int(line) + 1; i < len(a.lines); i++ {
+			a.lines[i] += d
+		}
+	}
+	return a
+}
