@@ -125,7 +125,11 @@ func lineIndent(a *analysis, i int32) string {
 		return ""
 	}
 	s := a.lineText(i)
-	return s[:len(s)-len(strings.TrimLeft(s, " \t"))]
+	n := 0
+	for n < len(s) && (s[n] == ' ' || s[n] == '\t') {
+		n++
+	}
+	return s[:n]
 }
 
 // wholeRanges is the whole file as one range (blank edges trimmed).

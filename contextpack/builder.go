@@ -54,6 +54,7 @@ type Builder struct {
 	aopt     analyzeOptions
 	snaps    *snapshots // nil: snapshots off
 	lists    *listMemo
+	views    views
 }
 
 // NewBuilder returns a Builder; log may be nil.
@@ -78,6 +79,7 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 	return &Builder{
 		snaps:    snaps,
 		lists:    newListMemo(maxSnapshotFiles),
+		views:    views{last: map[string]*entry{}},
 		cfg:      cfg,
 		tok:      tok,
 		neutral:  neutral,
@@ -249,7 +251,7 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 	}
 	c, cerr := b.cursorBudget(es[cur].content, req)
 	if cerr == nil {
-		defer b.useView(&files[cur], c.off)()
+		defer b.useView(req.RepoName, &files[cur], c.off)()
 		if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
 			if ctx.Err() != nil {
 				return nil, false, 0, true, ctx.Err()
@@ -299,7 +301,7 @@ func (b *Builder) buildResolved(ctx context.Context, req *Request, ti int, diges
 	for i := range req.Files {
 		files[i] = reqFile{path: req.Files[i].Path, lang: list.ids[i], e: es[i]}
 	}
-	defer b.useView(&files[ti], c.off)()
+	defer b.useView(req.RepoName, &files[ti], c.off)()
 	if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
 		return nil, false, 0, err
 	}

@@ -238,6 +238,20 @@ func (r *repoIndex) rankImports(t *slot, used identCounts) (ranked []importHit, 
 
 func (as *assembly) headTokens(sl *slot) int { return 1 + as.b.count.plain(sl.path+"\n") }
 
+// importCandidates are the candidates of the ranked imports, memoized
+// with the ranking for the cursor file's analysis (the same on one line).
+func (as *assembly) importCandidates() []*candidate {
+	m := &as.r.ranked
+	if m.cands == nil || m.candsAn != as.t.an || m.candsVersion != as.r.version {
+		cs := make([]*candidate, 0, min(len(as.imports), as.b.cfg.MaxCandidates))
+		for i, h := range as.imports[:min(len(as.imports), as.b.cfg.MaxCandidates)] {
+			cs = append(cs, as.importCandidate(h, i+1))
+		}
+		m.cands, m.candsAn, m.candsVersion = cs, as.t.an, as.r.version
+	}
+	return cloneCandidates(m.cands)
+}
+
 // importCandidate shows an imported file whole when it is small enough,
 // else as an outline of its definitions.
 func (as *assembly) importCandidate(h importHit, rank int) *candidate {
@@ -273,17 +287,13 @@ func (as *assembly) packTier1() []*candidate {
 		return nil
 	}
 	var pool []*candidate
-	for i, h := range as.imports {
-		if i >= as.b.cfg.MaxCandidates {
-			break
-		}
-		c := as.importCandidate(h, i+1)
+	for i, c := range as.importCandidates() {
 		if len(c.ranges) == 0 {
 			c.reason = "dropped: nothing to show (no definitions in a large file)"
 			as.all = append(as.all, c)
 			continue
 		}
-		cost := as.headTokens(h.sl) + c.tokens
+		cost := as.headTokens(c.sl) + c.tokens
 		if as.ctxUsed+cost <= limit {
 			c.included, c.tier, c.tokens = true, 1, cost
 			c.reason = "import #" + strconv.Itoa(i+1) + ", " + c.label + " (stable tier)"
@@ -291,9 +301,9 @@ func (as *assembly) packTier1() []*candidate {
 			as.t1 = append(as.t1, c)
 			as.all = append(as.all, c)
 			if c.whole {
-				as.t1Whole[h.sl] = true
+				as.t1Whole[c.sl] = true
 			}
-			as.t1Ranges[h.sl] = c.ranges
+			as.t1Ranges[c.sl] = c.ranges
 			continue
 		}
 		pool = append(pool, c)

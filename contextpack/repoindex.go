@@ -71,6 +71,11 @@ type rankedImports struct {
 	version  uint64
 	imports  []importHit
 	resolved []*slot
+	// cands are the import candidates of imports for the cursor file's
+	// analysis candsAn at version candsVersion (packTier1).
+	cands        []*candidate
+	candsAn      *analysis
+	candsVersion uint64
 }
 
 type slot struct {

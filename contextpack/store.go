@@ -80,6 +80,17 @@ func (s *store) resolve(digests []string, contents []string, has []bool) (es []*
 	return es, nil
 }
 
+// pin pins e unless the store evicted it.
+func (s *store) pin(e *entry) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.removed {
+		return false
+	}
+	s.pinLocked(e)
+	return true
+}
+
 func (s *store) pinLocked(e *entry) {
 	if e.refs == 0 && e.elem != nil {
 		s.lru.Remove(e.elem)

@@ -1,6 +1,9 @@
 package contextpack
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // Typing views. Everything the cross-file context is chosen from (the
 // cursor file's tags, windows, identifiers and imports, and the
@@ -25,17 +28,27 @@ import "strings"
 // emptied, and that line; ok is false when the line is empty already (the
 // view is content).
 func typingView(content string, off int) (view string, line int32, ok bool) {
-	ls := strings.LastIndexByte(content[:off], '\n') + 1
-	le := strings.IndexByte(content[off:], '\n')
-	if le < 0 {
-		le = len(content)
-	} else {
-		le += off
-	}
+	ls, le := lineBounds(content, off)
 	if ls == le {
 		return content, 0, false
 	}
 	return content[:ls] + content[le:], int32(strings.Count(content[:ls], "\n")), true
+}
+
+// lineBounds returns where the line holding off starts and where its text
+// ends (before the newline).
+func lineBounds(content string, off int) (ls, le int) {
+	ls = strings.LastIndexByte(content[:off], '\n') + 1
+	le = strings.IndexByte(content[off:], '\n')
+	if le < 0 {
+		return ls, len(content)
+	}
+	return ls, le + off
+}
+
+// isView reports whether v is content with [ls, le) taken out.
+func isView(v, content string, ls, le int) bool {
+	return len(v) == ls+len(content)-le && v[:ls] == content[:ls] && v[ls:] == content[le:]
 }
 
 // viewLineOf is typingView's line without building the view: the line of
@@ -73,16 +86,44 @@ func (sl *slot) holdsView(off int) bool {
 	return sl.real != nil && sl.viewLine == line
 }
 
-// useView makes f (the cursor file, cursor at off) its typing view: the
-// view's content joins the store, pinned until release is called.
-func (b *Builder) useView(f *reqFile, off int) (release func()) {
-	v, line, ok := typingView(f.e.content, off)
-	if !ok {
+// useView makes f (the cursor file of repository repo, cursor at off) its
+// typing view: the view's content joins the store, pinned until release
+// is called. The path's last view is remembered, so that the keystrokes
+// of one line find it without building and hashing it again.
+func (b *Builder) useView(repo string, f *reqFile, off int) (release func()) {
+	c := f.e.content
+	ls, le := lineBounds(c, off)
+	if ls == le {
 		return func() {}
 	}
-	es, _ := b.store.resolve([]string{Digest(v)}, []string{v}, []bool{true})
-	f.real, f.e, f.line = f.e, es[0], line
+	key := repo + "\x00" + f.path
+	b.views.mu.Lock()
+	e := b.views.last[key]
+	b.views.mu.Unlock()
+	es := []*entry{e}
+	if e == nil || !isView(e.content, c, ls, le) || !b.store.pin(e) {
+		v := c[:ls] + c[le:]
+		es, _ = b.store.resolve([]string{Digest(v)}, []string{v}, []bool{true})
+		b.views.mu.Lock()
+		if len(b.views.last) >= maxViews {
+			clear(b.views.last)
+		}
+		b.views.last[key] = es[0]
+		b.views.mu.Unlock()
+	}
+	f.real, f.e, f.line = f.e, es[0], int32(strings.Count(c[:ls], "\n"))
 	return func() { b.store.unpin(es) }
+}
+
+// maxViews bounds the remembered views (one per repository and path).
+const maxViews = 64
+
+// views remembers the last typing view of each repository and path. The
+// entries are not pinned by it (the store may evict them; store.pin then
+// refuses).
+type views struct {
+	mu   sync.Mutex
+	last map[string]*entry
 }
 
 // withText is the analysis the assembly reads for a cursor file whose
