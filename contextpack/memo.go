@@ -274,3 +274,82 @@ func cloneCandidates(cs []*candidate) []*candidate {
 	}
 	return out
 }
+
+// selectionKey is everything the context selection (import tier, cursor
+// tier, whole-file expansion) reads besides the index's state: the search
+// key, the prefix/suffix window's first line and scope headers (same-file
+// context is counted against them), the context budget, and the cursor
+// line's indentation (an elision line next to the window can take it).
+type selectionKey struct {
+	search    searchKey
+	psl       int32
+	headers   string
+	ctxBudget int
+	indent    string
+}
+
+func (as *assembly) selectionKey() selectionKey {
+	return selectionKey{
+		search: searchKey{t: as.t, an: as.t.an, version: as.r.version, cl: as.cl, wl: as.wl, strategy: as.strategy},
+		psl:    as.psl(), headers: rangesKey(as.t, as.win.headers), ctxBudget: as.ctxBudget,
+		indent: lineIndent(as.a, as.cl),
+	}
+}
+
+// selectionMemo is the index's last context selection: keystrokes on one
+// line repeat it, and only the window and the rendering are new. Guarded
+// by the index's mu; what the assembly changes afterwards (candidates,
+// blocks, same-file ranges) is copied in and out, the maps are read only.
+type selectionMemo struct {
+	key     selectionKey
+	ok      bool
+	all     []*candidate
+	t1      []int // indexes in all
+	blocks  []block
+	above   []lineRange
+	below   []lineRange
+	extras  int
+	ctxUsed int
+
+	used     identCounts
+	imports  []importHit
+	impRank  map[*slot]int
+	fileRank map[*slot]int
+	t1Whole  map[*slot]bool
+	t1Ranges map[*slot][]lineRange
+	seen     map[term]bool
+}
+
+func (m *selectionMemo) save(key selectionKey, as *assembly) {
+	at := make(map[*candidate]int, len(as.all))
+	for i, c := range as.all {
+		at[c] = i
+	}
+	*m = selectionMemo{key: key, ok: true, all: cloneCandidates(as.all),
+		above: slices.Clone(as.above), below: slices.Clone(as.below), extras: as.extras, ctxUsed: as.ctxUsed,
+		used: as.used, imports: as.imports, impRank: as.impRank, fileRank: as.fileRank,
+		t1Whole: as.t1Whole, t1Ranges: as.t1Ranges, seen: as.seen}
+	for _, c := range as.t1 {
+		m.t1 = append(m.t1, at[c])
+	}
+	for _, bl := range as.blocks {
+		m.blocks = append(m.blocks, *bl)
+	}
+}
+
+func (m *selectionMemo) restore(as *assembly) {
+	as.all = cloneCandidates(m.all)
+	as.t1 = make([]*candidate, len(m.t1))
+	for i, k := range m.t1 {
+		as.t1[i] = as.all[k]
+	}
+	as.blocks = make(map[*slot]*block, len(m.blocks))
+	for _, bl := range m.blocks {
+		c := bl
+		as.blocks[bl.sl] = &c
+	}
+	as.above, as.below = slices.Clone(m.above), slices.Clone(m.below)
+	as.extras, as.ctxUsed = m.extras, m.ctxUsed
+	as.used, as.imports, as.impRank, as.fileRank = m.used, m.imports, m.impRank, m.fileRank
+	as.t1Whole, as.t1Ranges, as.seen = m.t1Whole, m.t1Ranges, m.seen
+}

@@ -103,6 +103,11 @@ func (as *assembly) run() (*Prompt, error) {
 		case StrategyJaccard:
 			as.packJaccard()
 		default:
+			key := as.selectionKey()
+			if m := &as.r.selected; m.ok && m.key == key {
+				m.restore(as)
+				break
+			}
 			as.rankImports()
 			pool := as.packTier1()
 			if as.strategy != StrategyImportsOnly {
@@ -111,6 +116,7 @@ func (as *assembly) run() (*Prompt, error) {
 			if as.strategy == StrategyFused {
 				as.expandBlocks()
 			}
+			as.r.selected.save(key, as)
 		}
 		as.growWindow()
 	}

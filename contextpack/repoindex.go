@@ -56,6 +56,7 @@ type repoIndex struct {
 	onlySince  uint64
 	ranked     rankedImports
 	search     searchMemo
+	selected   selectionMemo
 	searches   int // searches run, not memoized
 	prompts    promptMemo
 	// view is the slot that holds a typing view (the cursor file of the

@@ -181,3 +181,53 @@ func TestTypingViewFollowsTheCursor(t *testing.T) {
 		}
 	}
 }
+
+// A line typed in a file larger than the local budget moves the
+// prefix/suffix window (its first line, its scope headers) while the view
+// stays: the memoized selection must follow, and each prompt is a fresh
+// Builder's.
+func TestTypingLongLineMovesTheWindow(t *testing.T) {
+	b := freshBuilder(t)
+	fs := pyRepo(4, "long")
+	var sb strings.Builder
+	sb.WriteString("from .m1 import helper_1\n\n\nclass Big:\n")
+	for i := range 120 {
+		fmt.Fprintf(&sb, "    def method_%d(self, v):\n        return helper_1(v) + %d\n\n", i, i)
+	}
+	sb.WriteString("    def typed(self, v):\n        \n")
+	off := sb.Len() - 1
+	for i := range 40 {
+		fmt.Fprintf(&sb, "    def after_%d(self, v):\n        return self.method_%d(v)\n\n", i, i)
+	}
+	fs[0].Content = sb.String()
+	starts := map[int]bool{}
+	for i := 0; i < 400; i++ {
+		c := fs[0].Content
+		const text = "helper_1(v) + self.method_3(v) * "
+		ch := text[i%len(text)]
+		fs[0].Content = c[:off] + string(ch) + c[off:]
+		off++
+		files := asDigests(fs, 0)
+		if i == 0 {
+			files = fs
+		}
+		req := Request{RepoName: "r", MaxNewTokens: 16, TokenBudget: 2048, Files: files,
+			Cursor: Cursor{Path: fs[0].Path, Offset: off, Encoding: EncodingByteOffset}}
+		got, err := b.Build(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Files = fs
+		if want := coldBuild(t, byteTok{}, req); got.Text != want.Text || !reflect.DeepEqual(got.Manifest, want.Manifest) {
+			t.Fatalf("keystroke %d: the prompt differs from a fresh Builder's:\n%q\n%q", i, got.Text, want.Text)
+		}
+		for _, s := range got.Manifest.Sources {
+			if s.Kind == SourcePrefix {
+				starts[s.StartLine] = true
+			}
+		}
+	}
+	if len(starts) < 3 {
+		t.Fatalf("the prefix started at %d lines only: the window did not move", len(starts))
+	}
+}
