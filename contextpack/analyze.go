@@ -128,6 +128,7 @@ type analysis struct {
 	// from; its text differs at line viewLine only (withText).
 	view     *analysis
 	viewLine int32
+	walks    walks // a view's last prefix and suffix tails
 
 	rcMu sync.Mutex
 	rc   map[uint64]int32 // token counts of line ranges

@@ -48,6 +48,11 @@ func (b *Builder) walkPrefix(a *analysis, off, limit int) segWalk {
 	end := off
 	used := 0
 	for i := a.lineOf(off); i >= 0; i-- {
+		if a.view != nil && end <= int(a.lines[a.viewLine]) {
+			// The rest lies above the cursor's line: the view's text.
+			b.prefixTail(a, a.lineOf(end), limit, used, &w)
+			return w
+		}
 		ls := int(a.lines[i])
 		if i > 0 && isBlank(a.content[ls:min(a.lineEnd(i), off)]) {
 			continue
@@ -79,6 +84,11 @@ func (b *Builder) walkSuffix(a *analysis, off, limit int) segWalk {
 	used := 0
 	n := a.numLines()
 	for i := a.lineOf(off) + 1; i <= n; i++ {
+		if a.view != nil && int(a.viewLine)+1 < len(a.lines) && start >= int(a.lines[a.viewLine+1]) {
+			// The rest lies below the cursor's line: the view's text.
+			b.suffixTail(a, a.lineOf(start), limit, used, &w)
+			return w
+		}
 		next := len(a.content)
 		if i < n {
 			next = int(a.lines[i])

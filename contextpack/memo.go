@@ -318,6 +318,13 @@ type selectionMemo struct {
 	t1Whole  map[*slot]bool
 	t1Ranges map[*slot][]lineRange
 	seen     map[term]bool
+
+	// head is the prompt up to the target's path line, rendered from this
+	// selection (render), with its tokens and the context tokens in it.
+	head        string
+	headTokens  int
+	headContext int
+	headOK      bool
 }
 
 func (m *selectionMemo) save(key selectionKey, as *assembly) {

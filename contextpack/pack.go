@@ -46,6 +46,9 @@ type assembly struct {
 	above    []lineRange // same-file context above the window
 	below    []lineRange // and below it
 	extras   int         // tokens of above and below (beyond the headers)
+
+	selKey   selectionKey // with selected: the selection's memo key
+	selected bool
 }
 
 // block is the cursor-dependent context from one file.
@@ -104,6 +107,7 @@ func (as *assembly) run() (*Prompt, error) {
 			as.packJaccard()
 		default:
 			key := as.selectionKey()
+			as.selKey, as.selected = key, true
 			if m := &as.r.selected; m.ok && m.key == key {
 				m.restore(as)
 				break

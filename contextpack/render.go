@@ -29,7 +29,13 @@ func (as *assembly) render() (*Prompt, error) {
 	sb.Grow(len(a.content)/2 + 4096)
 	tokens := 0
 	m := Manifest{TokenBudget: as.budget, GenerationTokens: as.req.MaxNewTokens, ContextBudget: as.ctxBudget}
-	if as.repoLevel {
+	sm := &as.r.selected
+	if memo := as.selected && sm.ok && sm.key == as.selKey; memo && sm.headOK {
+		// The same selection renders the same files before the target.
+		sb.WriteString(sm.head)
+		tokens += sm.headTokens
+		m.ContextTokens += sm.headContext
+	} else if as.repoLevel {
 		if as.req.RepoName != "" {
 			sb.WriteString(RepoName)
 			sb.WriteString(b.neutral(as.req.RepoName))
@@ -68,6 +74,9 @@ func (as *assembly) render() (*Prompt, error) {
 		sb.WriteString(b.neutral(as.t.path))
 		sb.WriteString("\n")
 		tokens += as.headTokens(as.t)
+		if memo {
+			sm.head, sm.headTokens, sm.headContext, sm.headOK = strings.Clone(sb.String()), tokens, m.ContextTokens, true
+		}
 	}
 	psl := as.psl()
 	sb.WriteString(FIMPrefix)

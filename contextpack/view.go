@@ -143,3 +143,142 @@ func (v *analysis) withText(content string, line int32) *analysis {
 	}
 	return a
 }
+
+// walkTail is the part of a prefix (suffix) walk above (below) the
+// cursor's line, walked in a typing view from line from: the same for
+// every keystroke on the line. Per segment: the line of its bound (prefix:
+// its first line; suffix: the line after it, numLines for the end), its
+// bytes and its tokens (-1: too long to count within the limit walked).
+type walkTail struct {
+	from     int32
+	lines    []int32
+	bytes    []int
+	toks     []int
+	complete bool // reached the start (end) of the file
+	limit    int  // walked until the tokens exceeded it
+}
+
+// walks holds an analysis's last prefix and suffix tails (a view's).
+type walks struct {
+	mu       sync.Mutex
+	pre, suf *walkTail
+}
+
+// covers reports whether t, from line from, walked at least limit tokens.
+func (t *walkTail) covers(from int32, limit int) bool {
+	return t != nil && t.from == from && (t.complete || t.limit >= limit)
+}
+
+// prefixTail continues a prefix walk of a (whose view is a.view) at line
+// from, the start of the last segment, with used tokens of limit spent.
+func (b *Builder) prefixTail(a *analysis, from int32, limit, used int, w *segWalk) {
+	v := a.view
+	v.walks.mu.Lock()
+	t := v.walks.pre
+	v.walks.mu.Unlock()
+	if !t.covers(from, limit-used) {
+		t = &walkTail{from: from, limit: limit - used}
+		end, sum := int(v.lines[from]), 0
+		for i := from - 1; i >= 0; i-- {
+			ls := int(v.lines[i])
+			if i > 0 && isBlank(v.content[ls:v.lineEnd(i)]) {
+				continue
+			}
+			n, k := end-ls, -1
+			if tooLong(n, t.limit-sum) {
+				sum = t.limit + 1
+			} else {
+				k = b.count.segment(v.content[ls:end])
+				sum += k
+			}
+			t.lines, t.bytes, t.toks = append(t.lines, i), append(t.bytes, n), append(t.toks, k)
+			end = ls
+			if sum > t.limit {
+				break
+			}
+		}
+		t.complete = sum <= t.limit
+		v.walks.mu.Lock()
+		v.walks.pre = t
+		v.walks.mu.Unlock()
+	}
+	for k, i := range t.lines {
+		ls := int(a.lines[i]) // the same offsets as the view's above the line
+		switch {
+		case tooLong(t.bytes[k], limit-used):
+			used = limit + 1
+		case t.toks[k] < 0:
+			used += b.count.segment(a.content[ls : ls+t.bytes[k]])
+		default:
+			used += t.toks[k]
+		}
+		w.bounds = append(w.bounds, ls)
+		w.cum = append(w.cum, used)
+		if used > limit {
+			return
+		}
+	}
+	w.complete = t.complete
+}
+
+// suffixTail continues a suffix walk of a at line from, the end of the
+// last segment, with used tokens of limit spent.
+func (b *Builder) suffixTail(a *analysis, from int32, limit, used int, w *segWalk) {
+	v := a.view
+	v.walks.mu.Lock()
+	t := v.walks.suf
+	v.walks.mu.Unlock()
+	if !t.covers(from, limit-used) {
+		t = &walkTail{from: from, limit: limit - used}
+		n := v.numLines()
+		start, sum := int(v.lines[from]), 0
+		for i := from + 1; i <= n; i++ {
+			next := len(v.content)
+			if i < n {
+				next = int(v.lines[i])
+				if isBlank(v.content[next:v.lineEnd(i)]) {
+					continue
+				}
+			}
+			if next <= start {
+				continue
+			}
+			k := -1
+			if tooLong(next-start, t.limit-sum) {
+				sum = t.limit + 1
+			} else {
+				k = b.count.segment(v.content[start:next])
+				sum += k
+			}
+			t.lines, t.bytes, t.toks = append(t.lines, i), append(t.bytes, next-start), append(t.toks, k)
+			start = next
+			if sum > t.limit {
+				break
+			}
+		}
+		t.complete = sum <= t.limit
+		v.walks.mu.Lock()
+		v.walks.suf = t
+		v.walks.mu.Unlock()
+	}
+	for k, i := range t.lines {
+		next := len(a.content)
+		if i < a.numLines() {
+			next = int(a.lines[i])
+		}
+		switch {
+		case tooLong(t.bytes[k], limit-used):
+			used = limit + 1
+		case t.toks[k] < 0:
+			used += b.count.segment(a.content[next-t.bytes[k] : next])
+		default:
+			used += t.toks[k]
+		}
+		w.bounds = append(w.bounds, next)
+		w.cum = append(w.cum, used)
+		if used > limit {
+			return
+		}
+	}
+	w.complete = t.complete
+}

@@ -231,3 +231,51 @@ func TestTypingLongLineMovesTheWindow(t *testing.T) {
 		t.Fatalf("the prefix started at %d lines only: the window did not move", len(starts))
 	}
 }
+
+// The prefix and suffix walks of a typing view's analysis (whose parts
+// beyond the cursor's line are memoized in the view) equal the walks of
+// the file's own text, whatever the cursor, the limit and the walks
+// before them.
+func TestWalkTailsMatchPlainWalk(t *testing.T) {
+	b := freshBuilder(t)
+	files := append(goldenSources(t), corpusFile{langPlain, "a\n\n\n  \nb\nc"}, corpusFile{langPlain, "\n\nx"})
+	files = append(files, corpusFile{langPlain, strings.Repeat("=", 20000) + "\nshort\n" + strings.Repeat("y ", 5000)})
+	r := rand.New(rand.NewPCG(3, 5))
+	views := map[string]*analysis{}
+	for step := 0; step < 3000; step++ {
+		f := files[r.IntN(len(files))]
+		content := f.src
+		off := r.IntN(len(content) + 1)
+		if r.IntN(4) == 0 { // a line's start: the walks go straight to the tails
+			off = strings.LastIndexByte(content[:off], '\n') + 1
+		}
+		if r.IntN(3) == 0 { // typing: text inserted at the cursor
+			ins := []string{"x", "  ", "foo(bar", "\t", ")"}[r.IntN(5)]
+			content = content[:off] + ins + content[off:]
+			off += len(ins)
+		}
+		plain := &analysis{lang: f.lang, content: content, lines: lineStarts(content)}
+		view, line, ok := typingView(content, off)
+		if !ok {
+			continue
+		}
+		v := views[view] // one view analysis per view text, as the store keeps them
+		if v == nil {
+			v = &analysis{lang: f.lang, content: view, lines: lineStarts(view)}
+			views[view] = v
+		}
+		h := v.withText(content, line)
+		for range 3 { // several limits at one cursor: the memoized tails are reused
+			limit := []int{0, 1, 7, 40, 300, 2000, 1 << 20}[r.IntN(7)]
+			for _, walk := range []struct {
+				name string
+				fn   func(a *analysis, off, limit int) segWalk
+			}{{"prefix", b.walkPrefix}, {"suffix", b.walkSuffix}} {
+				got, want := walk.fn(h, off, limit), walk.fn(plain, off, limit)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d: %s walk at %d with limit %d:\n got %+v\nwant %+v", step, walk.name, off, limit, got, want)
+				}
+			}
+		}
+	}
+}
