@@ -121,3 +121,40 @@ func BenchmarkBuildWarmEdit(b *testing.B) {
 	b.ReportMetric(p50, "p50-ms")
 	b.ReportMetric(p99, "p99-ms")
 }
+
+// BenchmarkBuildTyping: a statement typed key by key in one file of the
+// generated repository, every other file sent as a digest, as an editor
+// does; about one key in 40 is a newline (a new typing view), the others
+// reuse the view's analysis, index and selection.
+func BenchmarkBuildTyping(b *testing.B) {
+	files := synthFiles(b)
+	bd := benchBuilder(b)
+	defer bd.Close()
+	if _, err := bd.Build(context.Background(), fullRequest(files)); err != nil {
+		b.Fatal(err)
+	}
+	req, j := editedRequest(files, make([]string, len(files)), rand.New(rand.NewPCG(3, 4)))
+	for i, f := range files {
+		if i != j {
+			req.Files[i] = File{Path: f.Path, Digest: Digest(f.Content)}
+		}
+	}
+	content, off := req.Files[j].Content, req.Cursor.Offset
+	const text = "resp, err := c.send(req, deadline)\n\t"
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		content = content[:off] + text[i%len(text):i%len(text)+1] + content[off:]
+		off++
+		req.Files[j] = File{Path: req.Files[j].Path, Content: content, HasContent: true}
+		req.Cursor.Offset = off
+		t := time.Now()
+		if _, err := bd.Build(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(t))
+	}
+	p50, p99 := percentiles(ds)
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
+}

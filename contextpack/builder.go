@@ -79,7 +79,7 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 	return &Builder{
 		snaps:    snaps,
 		lists:    newListMemo(maxSnapshotFiles),
-		views:    views{last: map[string]*entry{}},
+		views:    views{last: map[string]string{}},
 		cfg:      cfg,
 		tok:      tok,
 		neutral:  neutral,

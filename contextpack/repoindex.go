@@ -417,7 +417,8 @@ func (r *repoIndex) compact() {
 func (r *repoIndex) memBytes() int64 {
 	return int64(r.livePost+r.deadPost)*8*5/4 + int64(len(r.post))*72 + int64(len(r.df))*24 +
 		int64(len(r.chunks))*16 + int64(r.nDefRefs)*8 + int64(len(r.defs))*64 +
-		int64(len(r.files))*(200) + int64(len(r.scratch))*4 + r.prompts.bytes
+		int64(len(r.files))*(200) + int64(len(r.scratch))*4 + r.prompts.bytes +
+		int64(len(r.selected.head)) + int64(len(r.selected.all)+len(r.search.lists[0])+len(r.search.lists[1]))*160
 }
 
 func goModulePath(gomod string) string {

@@ -80,15 +80,16 @@ func (s *store) resolve(digests []string, contents []string, has []bool) (es []*
 	return es, nil
 }
 
-// pin pins e unless the store evicted it.
-func (s *store) pin(e *entry) bool {
+// pinHeld returns the entry of digest d pinned, or nil when the store
+// does not hold it.
+func (s *store) pinHeld(d string) *entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e.removed {
-		return false
+	e := s.entries[d]
+	if e != nil {
+		s.pinLocked(e)
 	}
-	s.pinLocked(e)
-	return true
+	return e
 }
 
 func (s *store) pinLocked(e *entry) {

@@ -98,19 +98,25 @@ func (b *Builder) useView(repo string, f *reqFile, off int) (release func()) {
 	}
 	key := repo + "\x00" + f.path
 	b.views.mu.Lock()
-	e := b.views.last[key]
+	d := b.views.last[key]
 	b.views.mu.Unlock()
-	es := []*entry{e}
-	if e == nil || !isView(e.content, c, ls, le) || !b.store.pin(e) {
+	e := b.store.pinHeld(d)
+	if e != nil && !isView(e.content, c, ls, le) {
+		b.store.unpin([]*entry{e})
+		e = nil
+	}
+	if e == nil {
 		v := c[:ls] + c[le:]
-		es, _ = b.store.resolve([]string{Digest(v)}, []string{v}, []bool{true})
+		es, _ := b.store.resolve([]string{Digest(v)}, []string{v}, []bool{true})
+		e = es[0]
 		b.views.mu.Lock()
 		if len(b.views.last) >= maxViews {
 			clear(b.views.last)
 		}
-		b.views.last[key] = es[0]
+		b.views.last[key] = e.digest
 		b.views.mu.Unlock()
 	}
+	es := []*entry{e}
 	f.real, f.e, f.line = f.e, es[0], int32(strings.Count(c[:ls], "\n"))
 	return func() { b.store.unpin(es) }
 }
@@ -118,12 +124,11 @@ func (b *Builder) useView(repo string, f *reqFile, off int) (release func()) {
 // maxViews bounds the remembered views (one per repository and path).
 const maxViews = 64
 
-// views remembers the last typing view of each repository and path. The
-// entries are not pinned by it (the store may evict them; store.pin then
-// refuses).
+// views remembers the digest of the last typing view of each repository
+// and path (the store may have evicted it since).
 type views struct {
 	mu   sync.Mutex
-	last map[string]*entry
+	last map[string]string
 }
 
 // withText is the analysis the assembly reads for a cursor file whose

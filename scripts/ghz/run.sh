@@ -327,8 +327,8 @@ if ((do_fake)); then
       pair "$label" "$grpc_fake_port" "$fake_url" "n$n" full "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
     else
       pair "$label" "$grpc_fake_port" "$fake_url" "n$n" digest "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
-      # Typing: a keystroke before every infill request, so nothing is
-      # memoized. Only against the fake: Ollama's prompt cache would favour
+      # Typing: a keystroke before every infill request, so the prompt memo
+      # never answers. Only against the fake: Ollama's prompt cache would favour
       # whichever of two requests with the same keystroke runs second.
       pair "$label" "$grpc_fake_port" "$fake_url" "n$n" digest-typing "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
       if ((n == largest)); then
