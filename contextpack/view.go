@@ -24,39 +24,23 @@ import (
 // for every other path (repoIndex.view), and a request whose cursor file
 // or line differs updates it.
 
-// typingView returns content with the line holding byte offset off
-// emptied, and that line; ok is false when the line is empty already (the
-// view is content).
-func typingView(content string, off int) (view string, line int32, ok bool) {
-	ls, le := lineBounds(content, off)
-	if ls == le {
-		return content, 0, false
-	}
-	return content[:ls] + content[le:], int32(strings.Count(content[:ls], "\n")), true
-}
-
-// lineBounds returns where the line holding off starts and where its text
-// ends (before the newline).
-func lineBounds(content string, off int) (ls, le int) {
+// cursorLine returns the line holding byte offset off: where it starts,
+// where its text ends (before the newline) and its number. The typing view
+// is content[:ls] + content[le:], content itself when the line is empty.
+func cursorLine(content string, off int) (ls, le int, line int32) {
 	ls = strings.LastIndexByte(content[:off], '\n') + 1
 	le = strings.IndexByte(content[off:], '\n')
 	if le < 0 {
-		return ls, len(content)
+		le = len(content)
+	} else {
+		le += off
 	}
-	return ls, le + off
+	return ls, le, int32(strings.Count(content[:ls], "\n"))
 }
 
 // isView reports whether v is content with [ls, le) taken out.
 func isView(v, content string, ls, le int) bool {
 	return len(v) == ls+len(content)-le && v[:ls] == content[:ls] && v[ls:] == content[le:]
-}
-
-// viewLineOf is typingView's line without building the view: the line of
-// off and whether it is empty.
-func viewLineOf(content string, off int) (line int32, empty bool) {
-	ls := strings.LastIndexByte(content[:off], '\n') + 1
-	empty = (off == len(content) || content[off] == '\n') && ls == off
-	return int32(strings.Count(content[:ls], "\n")), empty
 }
 
 // content is the file's text (not its view).
@@ -79,8 +63,8 @@ func (sl *slot) text() *entry {
 // (in sl's text) would make it: the view of that line, or the file itself
 // when the line is empty.
 func (sl *slot) holdsView(off int) bool {
-	line, empty := viewLineOf(sl.text().content, off)
-	if empty {
+	ls, le, line := cursorLine(sl.text().content, off)
+	if ls == le {
 		return sl.real == nil
 	}
 	return sl.real != nil && sl.viewLine == line
@@ -92,7 +76,7 @@ func (sl *slot) holdsView(off int) bool {
 // of one line find it without building and hashing it again.
 func (b *Builder) useView(repo string, f *reqFile, off int) (release func()) {
 	c := f.e.content
-	ls, le := lineBounds(c, off)
+	ls, le, line := cursorLine(c, off)
 	if ls == le {
 		return func() {}
 	}
@@ -117,7 +101,7 @@ func (b *Builder) useView(repo string, f *reqFile, off int) (release func()) {
 		b.views.mu.Unlock()
 	}
 	es := []*entry{e}
-	f.real, f.e, f.line = f.e, es[0], int32(strings.Count(c[:ls], "\n"))
+	f.real, f.e, f.line = f.e, es[0], line
 	return func() { b.store.unpin(es) }
 }
 

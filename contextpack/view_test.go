@@ -9,6 +9,13 @@ import (
 	"testing"
 )
 
+// typingView is the view of content for a cursor at off, and its line; ok
+// is false when the line is empty (the view is content).
+func typingView(content string, off int) (view string, line int32, ok bool) {
+	ls, le, line := cursorLine(content, off)
+	return content[:ls] + content[le:], line, ls < le
+}
+
 func TestTypingView(t *testing.T) {
 	for _, tc := range []struct {
 		content string
@@ -33,10 +40,6 @@ func TestTypingView(t *testing.T) {
 		}
 		if strings.Count(view, "\n") != strings.Count(tc.content, "\n") {
 			t.Errorf("typingView(%q, %d): the line count changed", tc.content, tc.off)
-		}
-		l, empty := viewLineOf(tc.content, tc.off)
-		if empty == ok || (ok && l != line) {
-			t.Errorf("viewLineOf(%q, %d) = %d, %v; typingView says %d, %v", tc.content, tc.off, l, empty, line, ok)
 		}
 	}
 }
@@ -92,7 +95,7 @@ func TestTypingOnALineKeepsTheIndex(t *testing.T) {
 		build(text[:i+1])
 		r := index()
 		sl := r.files[fs[cur].Path]
-		if _, empty := viewLineOf(fs[cur].Content, off); empty {
+		if _, _, ok := typingView(fs[cur].Content, off); !ok {
 			if sl.real != nil || sl.e.content != fs[cur].Content || r.view != nil {
 				t.Fatalf("after typing %q: the cursor's line is empty, but the slot holds a view", text[:i+1])
 			}
