@@ -286,13 +286,14 @@ type selectionKey struct {
 	headers   string
 	ctxBudget int
 	indent    string
+	lineIDs   string
 }
 
 func (as *assembly) selectionKey() selectionKey {
 	return selectionKey{
 		search: searchKey{t: as.t, an: as.t.an, version: as.r.version, cl: as.cl, wl: as.wl, strategy: as.strategy},
 		psl:    as.psl(), headers: rangesKey(as.t, as.win.headers), ctxBudget: as.ctxBudget,
-		indent: lineIndent(as.a, as.cl),
+		indent: lineIndent(as.a, as.cl), lineIDs: as.lineIDs,
 	}
 }
 

@@ -208,9 +208,9 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 
 // While only the cursor file is typed in, the import ranking carries over
 // from one keystroke to the next, and is ranked again at the keystroke
-// that makes a definition of a resolved file appear (or disappear) in the
-// typing view: the newline that leaves the line naming it (the line being
-// typed is not in the view). Every prompt equals a new builder's.
+// that makes a definition of a resolved file appear (or disappear): the
+// one that completes its name on the cursor's line (the key after it), or
+// the newline that leaves the line. Every prompt equals a new builder's.
 func TestImportRankingFollowsTyping(t *testing.T) {
 	tok := qwen(t)
 	files := []File{
@@ -270,12 +270,12 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 		} else {
 			ranks++
 		}
-		left := text[:strings.LastIndexByte(text[:i+1], '\n')+1] // the lines typed and left
-		if want := strings.Contains(left, "Gamma"); hasC(m) != want {
+		k := strings.Index(text[:i+1], "Gamma")
+		if want := k >= 0 && k+len("Gamma") < i+1; hasC(m) != want { // complete: a key followed it
 			t.Fatalf("after typing %q: p/c.go ranked %v, want %v", text[:i+1], hasC(m), want)
 		}
 	}
-	// Every keystroke on the line carries over; the newline ranks again.
+	// Keys inside a name carry over; completing a name or a newline ranks again.
 	if carried < len(text)/2 || ranks == 0 {
 		t.Fatalf("ranking carried over at %d keystrokes and recomputed at %d of %d", carried, ranks, len(text))
 	}

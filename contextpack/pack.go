@@ -2,6 +2,7 @@ package contextpack
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -49,6 +50,27 @@ type assembly struct {
 
 	selKey   selectionKey // with selected: the selection's memo key
 	selected bool
+	lineIDs  string // lineIdents
+}
+
+// lineIdents lists, sorted and space-separated, the identifiers typed on
+// the cursor's line before the cursor that are complete (something follows
+// them), which the typing view leaves out. They change a few times per
+// line, not at every keystroke.
+func (as *assembly) lineIdents() string {
+	if as.t.real == nil {
+		return "" // the line is empty
+	}
+	line := as.a.content[as.a.lines[as.cl]:as.off]
+	var ids []string
+	scanIdents(line, as.a.lang, func(id string, off int) bool {
+		if off+len(id) < len(line) {
+			ids = append(ids, id)
+		}
+		return true
+	})
+	slices.Sort(ids)
+	return strings.Join(slices.Compact(ids), " ")
 }
 
 // block is the cursor-dependent context from one file.
@@ -106,6 +128,7 @@ func (as *assembly) run() (*Prompt, error) {
 		case StrategyJaccard:
 			as.packJaccard()
 		default:
+			as.lineIDs = as.lineIdents()
 			key := as.selectionKey()
 			as.selKey, as.selected = key, true
 			if m := &as.r.selected; m.ok && m.key == key {
@@ -159,17 +182,27 @@ func (as *assembly) extrasTokens(above, below []lineRange) int {
 // in the index until a file changes or the cursor moves to another file;
 // while the cursor file alone is typed in, it carries over to the new
 // version when nothing the order depends on changed (reusable).
+//
+// The cursor file's identifiers are its typing view's and the complete ones
+// typed before the cursor on its line (lineIdents): a call being typed
+// ranks the file that defines it.
 func (as *assembly) rankImports() {
 	a := as.t.an // the view's: the same while the cursor stays on its line
 	as.used = a.identSet()
+	if as.lineIDs != "" {
+		as.used = maps.Clone(as.used)
+		for _, id := range strings.Fields(as.lineIDs) {
+			as.used[id]++
+		}
+	}
 	m := &as.r.ranked
 	switch {
-	case m.t == as.t && m.an == a && m.version == as.r.version:
-	case m.reusable(as.r, as.t, a):
+	case m.t == as.t && m.an == a && m.lineIDs == as.lineIDs && m.version == as.r.version:
+	case m.lineIDs == as.lineIDs && m.reusable(as.r, as.t, a):
 		m.an, m.version = a, as.r.version
 	default:
 		imports, resolved := as.r.rankImports(as.t, as.used)
-		*m = rankedImports{t: as.t, an: a, version: as.r.version, imports: imports, resolved: resolved}
+		*m = rankedImports{t: as.t, an: a, lineIDs: as.lineIDs, version: as.r.version, imports: imports, resolved: resolved}
 	}
 	as.imports = m.imports
 	for i, h := range as.imports {
@@ -249,15 +282,16 @@ func (r *repoIndex) rankImports(t *slot, used identCounts) (ranked []importHit, 
 func (as *assembly) headTokens(sl *slot) int { return 1 + as.b.count.plain(sl.path+"\n") }
 
 // importCandidates are the candidates of the ranked imports, memoized
-// with the ranking for the cursor file's analysis (the same on one line).
+// with the ranking for the cursor file's analysis (the same on one line)
+// and identifiers.
 func (as *assembly) importCandidates() []*candidate {
 	m := &as.r.ranked
-	if m.cands == nil || m.candsAn != as.t.an || m.candsVersion != as.r.version {
+	if m.cands == nil || m.candsAn != as.t.an || m.candsVersion != as.r.version || m.candsIDs != as.lineIDs {
 		cs := make([]*candidate, 0, min(len(as.imports), as.b.cfg.MaxCandidates))
 		for i, h := range as.imports[:min(len(as.imports), as.b.cfg.MaxCandidates)] {
 			cs = append(cs, as.importCandidate(h, i+1))
 		}
-		m.cands, m.candsAn, m.candsVersion = cs, as.t.an, as.r.version
+		m.cands, m.candsAn, m.candsVersion, m.candsIDs = cs, as.t.an, as.r.version, as.lineIDs
 	}
 	return cloneCandidates(m.cands)
 }

@@ -69,6 +69,7 @@ type repoIndex struct {
 type rankedImports struct {
 	t        *slot
 	an       *analysis
+	lineIDs  string // the cursor line's identifiers counted (lineIdents)
 	version  uint64
 	imports  []importHit
 	resolved []*slot
@@ -77,6 +78,7 @@ type rankedImports struct {
 	cands        []*candidate
 	candsAn      *analysis
 	candsVersion uint64
+	candsIDs     string
 }
 
 type slot struct {
