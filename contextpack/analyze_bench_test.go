@@ -111,9 +111,7 @@ func BenchmarkAnalyzeTyping(b *testing.B) {
 				}
 				ds = append(ds, time.Since(t))
 			}
-			p50, p99 := percentiles(ds)
-			b.ReportMetric(p50, "p50-ms")
-			b.ReportMetric(p99, "p99-ms")
+			reportPercentiles(b, ds)
 		})
 	}
 }

@@ -62,6 +62,18 @@ func editedRequest(files []File, digests []string, r *rand.Rand) (Request, int) 
 	return req, j
 }
 
+// warmSynthBuilder returns the generated repository and a Builder that
+// has built it whole once (closed when the benchmark ends).
+func warmSynthBuilder(b *testing.B) ([]File, *Builder) {
+	files := synthFiles(b)
+	bd := benchBuilder(b)
+	b.Cleanup(bd.Close)
+	if _, err := bd.Build(context.Background(), fullRequest(files)); err != nil {
+		b.Fatal(err)
+	}
+	return files, bd
+}
+
 func fullRequest(files []File) Request {
 	return Request{RepoName: "synth", Files: files, TokenBudget: 8192, MaxNewTokens: 128,
 		Cursor: Cursor{Path: files[1].Path, Line: 3}}
@@ -71,6 +83,13 @@ func percentiles(ds []time.Duration) (p50, p99 float64) {
 	slices.Sort(ds)
 	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / 1e6 }
 	return at(0.5), at(0.99)
+}
+
+// reportPercentiles reports the p50 and p99 of ds in milliseconds.
+func reportPercentiles(b *testing.B, ds []time.Duration) {
+	p50, p99 := percentiles(ds)
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
 }
 
 // BenchmarkBuildCold: a new Builder receives the whole repository with
@@ -94,12 +113,7 @@ func BenchmarkBuildCold(b *testing.B) {
 // random file, sends it with content and every other file as a digest,
 // with the cursor at the edit.
 func BenchmarkBuildWarmEdit(b *testing.B) {
-	files := synthFiles(b)
-	bd := benchBuilder(b)
-	defer bd.Close()
-	if _, err := bd.Build(context.Background(), fullRequest(files)); err != nil {
-		b.Fatal(err)
-	}
+	files, bd := warmSynthBuilder(b)
 	digests := make([]string, len(files))
 	for i, f := range files {
 		digests[i] = Digest(f.Content)
@@ -117,9 +131,7 @@ func BenchmarkBuildWarmEdit(b *testing.B) {
 		}
 		ds = append(ds, time.Since(t))
 	}
-	p50, p99 := percentiles(ds)
-	b.ReportMetric(p50, "p50-ms")
-	b.ReportMetric(p99, "p99-ms")
+	reportPercentiles(b, ds)
 }
 
 // BenchmarkBuildTyping: a statement typed key by key in one file of the
@@ -127,12 +139,7 @@ func BenchmarkBuildWarmEdit(b *testing.B) {
 // does; about one key in 40 is a newline (a new typing view), the others
 // reuse the view's analysis, index and selection.
 func BenchmarkBuildTyping(b *testing.B) {
-	files := synthFiles(b)
-	bd := benchBuilder(b)
-	defer bd.Close()
-	if _, err := bd.Build(context.Background(), fullRequest(files)); err != nil {
-		b.Fatal(err)
-	}
+	files, bd := warmSynthBuilder(b)
 	req, j := editedRequest(files, make([]string, len(files)), rand.New(rand.NewPCG(3, 4)))
 	for i, f := range files {
 		if i != j {
@@ -154,7 +161,5 @@ func BenchmarkBuildTyping(b *testing.B) {
 		}
 		ds = append(ds, time.Since(t))
 	}
-	p50, p99 := percentiles(ds)
-	b.ReportMetric(p50, "p50-ms")
-	b.ReportMetric(p99, "p99-ms")
+	reportPercentiles(b, ds)
 }

@@ -162,63 +162,28 @@ func (t *walkTail) covers(from int32, limit int) bool {
 // from, the start of the last segment, with used tokens of limit spent.
 func (b *Builder) prefixTail(a *analysis, from int32, limit, used int, w *segWalk) {
 	v := a.view
-	v.walks.mu.Lock()
-	t := v.walks.pre
-	v.walks.mu.Unlock()
-	if !t.covers(from, limit-used) {
-		t = &walkTail{from: from, limit: limit - used}
+	t := v.tail(&v.walks.pre, from, limit-used, func(t *walkTail) {
 		end, sum := int(v.lines[from]), 0
 		for i := from - 1; i >= 0; i-- {
 			ls := int(v.lines[i])
 			if i > 0 && isBlank(v.content[ls:v.lineEnd(i)]) {
 				continue
 			}
-			n, k := end-ls, -1
-			if tooLong(n, t.limit-sum) {
-				sum = t.limit + 1
-			} else {
-				k = b.count.segment(v.content[ls:end])
-				sum += k
+			if !t.add(b, i, v.content[ls:end], &sum) {
+				return
 			}
-			t.lines, t.bytes, t.toks = append(t.lines, i), append(t.bytes, n), append(t.toks, k)
 			end = ls
-			if sum > t.limit {
-				break
-			}
 		}
-		t.complete = sum <= t.limit
-		v.walks.mu.Lock()
-		v.walks.pre = t
-		v.walks.mu.Unlock()
-	}
-	for k, i := range t.lines {
-		ls := int(a.lines[i]) // the same offsets as the view's above the line
-		switch {
-		case tooLong(t.bytes[k], limit-used):
-			used = limit + 1
-		case t.toks[k] < 0:
-			used += b.count.segment(a.content[ls : ls+t.bytes[k]])
-		default:
-			used += t.toks[k]
-		}
-		w.bounds = append(w.bounds, ls)
-		w.cum = append(w.cum, used)
-		if used > limit {
-			return
-		}
-	}
-	w.complete = t.complete
+	})
+	// Lines above the cursor's have the view's offsets.
+	b.replay(a, t, limit, used, w, func(i int32) int { return int(a.lines[i]) }, func(bound, _ int) int { return bound })
 }
 
 // suffixTail continues a suffix walk of a at line from, the end of the
 // last segment, with used tokens of limit spent.
 func (b *Builder) suffixTail(a *analysis, from int32, limit, used int, w *segWalk) {
 	v := a.view
-	v.walks.mu.Lock()
-	t := v.walks.suf
-	v.walks.mu.Unlock()
-	if !t.covers(from, limit-used) {
-		t = &walkTail{from: from, limit: limit - used}
+	t := v.tail(&v.walks.suf, from, limit-used, func(t *walkTail) {
 		n := v.numLines()
 		start, sum := int(v.lines[from]), 0
 		for i := from + 1; i <= n; i++ {
@@ -232,38 +197,69 @@ func (b *Builder) suffixTail(a *analysis, from int32, limit, used int, w *segWal
 			if next <= start {
 				continue
 			}
-			k := -1
-			if tooLong(next-start, t.limit-sum) {
-				sum = t.limit + 1
-			} else {
-				k = b.count.segment(v.content[start:next])
-				sum += k
+			if !t.add(b, i, v.content[start:next], &sum) {
+				return
 			}
-			t.lines, t.bytes, t.toks = append(t.lines, i), append(t.bytes, next-start), append(t.toks, k)
 			start = next
-			if sum > t.limit {
-				break
-			}
 		}
-		t.complete = sum <= t.limit
-		v.walks.mu.Lock()
-		v.walks.suf = t
-		v.walks.mu.Unlock()
-	}
-	for k, i := range t.lines {
-		next := len(a.content)
+	})
+	end := func(i int32) int {
 		if i < a.numLines() {
-			next = int(a.lines[i])
+			return int(a.lines[i])
 		}
+		return len(a.content)
+	}
+	b.replay(a, t, limit, used, w, end, func(bound, n int) int { return bound - n })
+}
+
+// tail returns the view's tail in *slot when it covers from and limit,
+// else a new one that walk fills (complete unless walk stops it), kept.
+func (v *analysis) tail(slot **walkTail, from int32, limit int, walk func(t *walkTail)) *walkTail {
+	v.walks.mu.Lock()
+	t := *slot
+	v.walks.mu.Unlock()
+	if t.covers(from, limit) {
+		return t
+	}
+	t = &walkTail{from: from, limit: limit, complete: true}
+	walk(t)
+	v.walks.mu.Lock()
+	*slot = t
+	v.walks.mu.Unlock()
+	return t
+}
+
+// add records segment seg, bounded at line i, in a walk that has spent
+// *sum tokens, counting it unless it cannot fit; it reports whether the
+// walk goes on (marking t incomplete when it does not).
+func (t *walkTail) add(b *Builder, i int32, seg string, sum *int) bool {
+	k := -1
+	if tooLong(len(seg), t.limit-*sum) {
+		*sum = t.limit + 1
+	} else {
+		k = b.count.segment(seg)
+		*sum += k
+	}
+	t.lines, t.bytes, t.toks = append(t.lines, i), append(t.bytes, len(seg)), append(t.toks, k)
+	t.complete = *sum <= t.limit
+	return t.complete
+}
+
+// replay appends t's segments to w, a walk of a with used tokens of limit
+// spent: bound is a segment's bound in a, start its first byte.
+func (b *Builder) replay(a *analysis, t *walkTail, limit, used int, w *segWalk, bound func(i int32) int, start func(bound, n int) int) {
+	for k, i := range t.lines {
+		at := bound(i)
 		switch {
 		case tooLong(t.bytes[k], limit-used):
 			used = limit + 1
 		case t.toks[k] < 0:
-			used += b.count.segment(a.content[next-t.bytes[k] : next])
+			s := start(at, t.bytes[k])
+			used += b.count.segment(a.content[s : s+t.bytes[k]])
 		default:
 			used += t.toks[k]
 		}
-		w.bounds = append(w.bounds, next)
+		w.bounds = append(w.bounds, at)
 		w.cum = append(w.cum, used)
 		if used > limit {
 			return
