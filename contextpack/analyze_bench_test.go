@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	sitter "github.com/smacker/go-tree-sitter"
 
@@ -99,19 +98,10 @@ func BenchmarkAnalyzeTyping(b *testing.B) {
 			if _, err := analyze(context.Background(), g, content, langGo, opt); err != nil {
 				b.Fatal(err)
 			}
-			const text = "resp, err := c.send(req, deadline)\n\t\t"
-			ds := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				content = content[:off] + text[i%len(text):i%len(text)+1] + content[off:]
-				off++
-				t := time.Now()
-				if _, err := analyze(context.Background(), g, content, langGo, opt); err != nil {
-					b.Fatal(err)
-				}
-				ds = append(ds, time.Since(t))
-			}
-			reportPercentiles(b, ds)
+			typeKeys(b, content, off, "resp, err := c.send(req, deadline)\n\t\t", func(content string, _ int) error {
+				_, err := analyze(context.Background(), g, content, langGo, opt)
+				return err
+			})
 		})
 	}
 }

@@ -146,17 +146,26 @@ func BenchmarkBuildTyping(b *testing.B) {
 			req.Files[i] = File{Path: f.Path, Digest: Digest(f.Content)}
 		}
 	}
-	content, off := req.Files[j].Content, req.Cursor.Offset
-	const text = "resp, err := c.send(req, deadline)\n\t"
+	typeKeys(b, req.Files[j].Content, req.Cursor.Offset, "resp, err := c.send(req, deadline)\n\t",
+		func(content string, off int) error {
+			req.Files[j] = File{Path: req.Files[j].Path, Content: content, HasContent: true}
+			req.Cursor.Offset = off
+			_, err := bd.Build(context.Background(), req)
+			return err
+		})
+}
+
+// typeKeys types text at off in content key by key, over and over (b.N
+// keys), calls build with each version and the cursor after its key, and
+// reports the percentiles of build's time.
+func typeKeys(b *testing.B, content string, off int, text string, build func(content string, off int) error) {
 	ds := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		content = content[:off] + text[i%len(text):i%len(text)+1] + content[off:]
 		off++
-		req.Files[j] = File{Path: req.Files[j].Path, Content: content, HasContent: true}
-		req.Cursor.Offset = off
 		t := time.Now()
-		if _, err := bd.Build(context.Background(), req); err != nil {
+		if err := build(content, off); err != nil {
 			b.Fatal(err)
 		}
 		ds = append(ds, time.Since(t))

@@ -289,9 +289,13 @@ type selectionKey struct {
 	lineIDs   string
 }
 
+func (as *assembly) searchKey() searchKey {
+	return searchKey{t: as.t, an: as.t.an, version: as.r.version, cl: as.cl, wl: as.wl, strategy: as.strategy}
+}
+
 func (as *assembly) selectionKey() selectionKey {
 	return selectionKey{
-		search: searchKey{t: as.t, an: as.t.an, version: as.r.version, cl: as.cl, wl: as.wl, strategy: as.strategy},
+		search: as.searchKey(),
 		psl:    as.psl(), headers: rangesKey(as.t, as.win.headers), ctxBudget: as.ctxBudget,
 		indent: lineIndent(as.a, as.cl), lineIDs: as.lineIDs,
 	}

@@ -625,7 +625,7 @@ func (as *assembly) packTier2(pool []*candidate) {
 	b := as.b
 	cfg := &b.cfg
 	var lists [3][]*candidate
-	key := searchKey{t: as.t, an: as.t.an, version: as.r.version, cl: as.cl, wl: as.wl, strategy: as.strategy}
+	key := as.searchKey()
 	if m := &as.r.search; m.ok && m.key == key {
 		lists[srcDef], lists[srcSim] = cloneCandidates(m.lists[srcDef]), cloneCandidates(m.lists[srcSim])
 		as.fileRank = m.fileRank
