@@ -142,6 +142,10 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	if req.MaxNewTokens < 0 {
 		return nil, &ArgumentError{Field: "generation.max_tokens", Reason: "must be >= 0"}
 	}
+	var err error
+	if req.Files, err = b.applyEdits(req.Files); err != nil {
+		return nil, err
+	}
 	all, err := b.expand(req)
 	if err != nil {
 		return nil, err

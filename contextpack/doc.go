@@ -13,8 +13,10 @@
 //
 //   - A content store remembers every file sent with content by its digest
 //     ("sha256:<hex>", see Digest). Later requests may send the digest
-//     alone; digests the store does not hold fail with a
-//     *MissingContentError that lists every such path.
+//     alone, or the digest of an earlier text with edits to it (File.Edits,
+//     edits.go: a keystroke costs its own bytes, not the file's); digests
+//     the store does not hold fail with a *MissingContentError that lists
+//     every such path.
 //   - Per content digest and language, an analysis: line table, tree-sitter
 //     tags (definitions with their header lines and nesting, imports,
 //     parameters and locals) for Python, Go, JavaScript, TypeScript, TSX,

@@ -80,6 +80,16 @@ func (s *store) resolve(digests []string, contents []string, has []bool) (es []*
 	return es, nil
 }
 
+// text returns the content of digest d, if the store holds it.
+func (s *store) text(d string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.entries[d]; e != nil {
+		return e.content, true
+	}
+	return "", false
+}
+
 // pinHeld returns the entry of digest d pinned, or nil when the store
 // does not hold it.
 func (s *store) pinHeld(d string) *entry {

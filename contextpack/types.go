@@ -35,7 +35,8 @@ func (e Encoding) String() string {
 }
 
 // File is one repository file. Exactly one of Content (HasContent) or
-// Digest identifies its text.
+// Digest identifies its text; with Edits, Digest names the text they
+// apply to.
 type File struct {
 	Path       string
 	Content    string
@@ -43,6 +44,9 @@ type File struct {
 	// Digest is "sha256:<hex>" of content the server received earlier.
 	Digest   string
 	Language string
+	// Edits change the text Digest names, in order, each applied to the
+	// text the ones before it left (at most MaxEdits).
+	Edits []Edit
 }
 
 // Cursor is the insertion point; Line and Column are 0-based.

@@ -172,6 +172,8 @@ func (s *Server) validate(req completionRequest) error {
 			return invalid(fmt.Sprintf("repository.files[%d]", i), "needs content or digest")
 		case f.Content != nil && f.GetDigest() != "":
 			return invalid(fmt.Sprintf("repository.files[%d]", i), "has both content and digest; send one")
+		case f.Content != nil && len(f.GetEdits()) > 0:
+			return invalid(fmt.Sprintf("repository.files[%d]", i), "has both content and edits; edits apply to a digest")
 		}
 	}
 	return nil
@@ -183,11 +185,7 @@ func invalid(field, reason string) error {
 
 func toContextRequest(req completionRequest) contextpack.Request {
 	repo, cur := req.GetRepository(), req.GetCursor()
-	files := make([]contextpack.File, len(repo.GetFiles()))
-	for i, f := range repo.GetFiles() {
-		files[i] = contextpack.File{Path: f.GetPath(), Language: f.GetLanguage(), Digest: f.GetDigest(),
-			Content: f.GetContent(), HasContent: f.Content != nil}
-	}
+	files := ContextFiles(repo.GetFiles())
 	enc := contextpack.EncodingUTF16
 	switch cur.GetEncoding() {
 	case infillv1.PositionEncoding_POSITION_ENCODING_UTF8:
@@ -208,6 +206,22 @@ func toContextRequest(req completionRequest) contextpack.Request {
 		Cursor: contextpack.Cursor{Path: cur.GetPath(), Line: int(cur.GetLine()), Column: int(cur.GetColumn()),
 			Offset: int(min(cur.GetOffset(), 1<<62)), Encoding: enc},
 	}
+}
+
+// ContextFiles converts a request's files for contextpack.
+func ContextFiles(fs []*infillv1.File) []contextpack.File {
+	files := make([]contextpack.File, len(fs))
+	for i, f := range fs {
+		files[i] = contextpack.File{Path: f.GetPath(), Language: f.GetLanguage(), Digest: f.GetDigest(),
+			Content: f.GetContent(), HasContent: f.Content != nil}
+		if es := f.GetEdits(); len(es) > 0 {
+			files[i].Edits = make([]contextpack.Edit, len(es))
+			for k, e := range es {
+				files[i].Edits[k] = contextpack.Edit{Start: int(min(e.GetStart(), 1<<62)), End: int(min(e.GetEnd(), 1<<62)), Text: e.GetText()}
+			}
+		}
+	}
+	return files
 }
 
 var sourceKinds = map[contextpack.SourceKind]infillv1.SourceKind{

@@ -299,8 +299,8 @@ func (s *Server) toJob(req *infillv1.EvaluateRequest, pc *pipelineCompleter) (ev
 		Prefix: pt.GetPrefix(), Suffix: pt.GetSuffix(), Reference: pt.GetReference(),
 	}
 	for i, f := range pt.GetContext() {
-		if f.Content == nil || f.GetDigest() != "" {
-			return evaluator.Job{}, invalid(fmt.Sprintf("task.context[%d]", i), "context files need content")
+		if f.Content == nil || f.GetDigest() != "" || len(f.GetEdits()) > 0 {
+			return evaluator.Job{}, invalid(fmt.Sprintf("task.context[%d]", i), "context files need content (no digest or edits)")
 		}
 		t.Context = append(t.Context, evaluator.ContextFile{Path: f.GetPath(), Content: f.GetContent()})
 	}

@@ -152,6 +152,9 @@ func TestValidation(t *testing.T) {
 			Cursor: &infillv1.Cursor{Path: "a"}}, "repository.files[0]: needs content or digest"},
 		"content and digest": {&infillv1.CompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{both}},
 			Cursor: &infillv1.Cursor{Path: "a"}}, "repository.files[0]: has both content and digest"},
+		"content and edits": {&infillv1.CompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{{Path: "a",
+			Content: proto.String("x = 1\n"), Edits: []*infillv1.Edit{{Text: "y"}}}}},
+			Cursor: &infillv1.Cursor{Path: "a"}}, "repository.files[0]: has both content and edits"},
 		"bad budget": {&infillv1.CompleteRequest{Repository: request(1).Repository, Cursor: request(1).Cursor,
 			LatencyBudget: &durationpb.Duration{Seconds: -1}}, "latency_budget"},
 	} {

@@ -81,3 +81,67 @@ func TestRepositorySnapshots(t *testing.T) {
 		t.Fatalf("removed without base: %v", err)
 	}
 }
+
+// A file sent as edits to a digest is the content they make: its response
+// names the snapshot the content names. Edits to a text the server does not
+// hold ask for the file's content; bad ranges are INVALID_ARGUMENT.
+func TestFileEdits(t *testing.T) {
+	tok, err := tokenizer.Qwen25()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	client, _ := startFake(t, b, &fakeBackend{})
+	ctx := context.Background()
+
+	first, err := client.Complete(ctx, request(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed := strings.Replace(pySource, "import math\n", "import math\nx = 1\n", 1)
+	at := uint64(strings.Index(pySource, "import math\n") + len("import math\n"))
+	edited := request(8)
+	edited.Repository = &infillv1.Repository{Name: "geo", Base: first.GetRepositorySnapshot(),
+		Files: []*infillv1.File{{Path: "geo/circle.py", Digest: contextpack.Digest(pySource),
+			Edits: []*infillv1.Edit{{Start: at, End: at, Text: "x = "}, {Start: at + 4, End: at + 4, Text: "1\n"}}}}}
+	got, err := client.Complete(ctx, edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := request(8)
+	whole.Repository.Files[0].Content = proto.String(typed)
+	want, err := client.Complete(ctx, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetRepositorySnapshot() == first.GetRepositorySnapshot() || got.GetRepositorySnapshot() != want.GetRepositorySnapshot() {
+		t.Fatalf("edits named snapshot %q, the content %q (first %q)", got.GetRepositorySnapshot(), want.GetRepositorySnapshot(), first.GetRepositorySnapshot())
+	}
+
+	missing := request(8)
+	missing.Repository.Files[0] = &infillv1.File{Path: "geo/circle.py", Digest: contextpack.Digest("never sent"),
+		Edits: []*infillv1.Edit{{Text: "x"}}}
+	_, err = client.Complete(ctx, missing)
+	var subjects []string
+	for _, d := range status.Convert(err).Details() {
+		if pf, ok := d.(*errdetails.PreconditionFailure); ok {
+			for _, v := range pf.GetViolations() {
+				subjects = append(subjects, v.GetType()+" "+v.GetSubject())
+			}
+		}
+	}
+	if status.Code(err) != codes.FailedPrecondition || len(subjects) != 1 || subjects[0] != "MISSING_CONTENT geo/circle.py" {
+		t.Fatalf("edits to an unknown text: %v, violations %v", err, subjects)
+	}
+
+	bad := request(8)
+	bad.Repository.Files[0] = &infillv1.File{Path: "geo/circle.py", Digest: contextpack.Digest(pySource),
+		Edits: []*infillv1.Edit{{Start: 1 << 40, End: 1 << 40}}}
+	if _, err := client.Complete(ctx, bad); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "repository.files[0].edits[0]") {
+		t.Fatalf("edit past the end: %v", err)
+	}
+}

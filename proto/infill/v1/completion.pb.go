@@ -274,10 +274,11 @@ func (SourceKind) EnumDescriptor() ([]byte, []int) {
 // File is one file of the repository, identified by its path relative to
 // the repository root ("pkg/mod.py", forward slashes).
 //
-// A file carries exactly one of content and digest. (They are not a oneof:
-// protobuf-go decodes oneof members through reflection, which cost the
-// server about 0.4 µs per file, 0.2 ms for a request of 500 digests. The
-// wire format is the same as the oneof's.)
+// A file carries exactly one of content and digest; a digest may come with
+// edits. (Content and digest are not a oneof: protobuf-go decodes oneof
+// members through reflection, which cost the server about 0.4 µs per file,
+// 0.2 ms for a request of 500 digests. The wire format is the same as the
+// oneof's.)
 type File struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
@@ -288,7 +289,15 @@ type File struct {
 	// FAILED_PRECONDITION listing the paths to resend with content.
 	Digest string `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
 	// Language override ("python", "go", ...); empty means by file extension.
-	Language      string `protobuf:"bytes,4,opt,name=language,proto3" json:"language,omitempty"`
+	Language string `protobuf:"bytes,4,opt,name=language,proto3" json:"language,omitempty"`
+	// Changes to the content named by digest, applied in order, each to the
+	// text the ones before it left (as LSP's incremental sync). With edits,
+	// digest names the text they start from (content sent earlier), not the
+	// result, and content is absent. A keystroke in a large file then costs
+	// a few bytes instead of the file. When the server no longer holds that
+	// text, the call fails as for a digest: FAILED_PRECONDITION listing the
+	// path to resend with content.
+	Edits         []*Edit `protobuf:"bytes,5,rep,name=edits,proto3" json:"edits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -351,6 +360,76 @@ func (x *File) GetLanguage() string {
 	return ""
 }
 
+func (x *File) GetEdits() []*Edit {
+	if x != nil {
+		return x.Edits
+	}
+	return nil
+}
+
+// Edit replaces bytes [start, end) of a file's UTF-8 text with text. Both
+// offsets must fall on character boundaries, start <= end <= the length of
+// the text the edit applies to.
+type Edit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Start         uint64                 `protobuf:"varint,1,opt,name=start,proto3" json:"start,omitempty"`
+	End           uint64                 `protobuf:"varint,2,opt,name=end,proto3" json:"end,omitempty"`
+	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Edit) Reset() {
+	*x = Edit{}
+	mi := &file_infill_v1_completion_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Edit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Edit) ProtoMessage() {}
+
+func (x *Edit) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_completion_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Edit.ProtoReflect.Descriptor instead.
+func (*Edit) Descriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Edit) GetStart() uint64 {
+	if x != nil {
+		return x.Start
+	}
+	return 0
+}
+
+func (x *Edit) GetEnd() uint64 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+func (x *Edit) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
 // Repository is the set of files the completion may draw context from.
 //
 // A client may send the whole list every time, or only what changed since
@@ -377,7 +456,7 @@ type Repository struct {
 
 func (x *Repository) Reset() {
 	*x = Repository{}
-	mi := &file_infill_v1_completion_proto_msgTypes[1]
+	mi := &file_infill_v1_completion_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -389,7 +468,7 @@ func (x *Repository) String() string {
 func (*Repository) ProtoMessage() {}
 
 func (x *Repository) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[1]
+	mi := &file_infill_v1_completion_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -402,7 +481,7 @@ func (x *Repository) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Repository.ProtoReflect.Descriptor instead.
 func (*Repository) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{1}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Repository) GetName() string {
@@ -449,7 +528,7 @@ type Cursor struct {
 
 func (x *Cursor) Reset() {
 	*x = Cursor{}
-	mi := &file_infill_v1_completion_proto_msgTypes[2]
+	mi := &file_infill_v1_completion_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -461,7 +540,7 @@ func (x *Cursor) String() string {
 func (*Cursor) ProtoMessage() {}
 
 func (x *Cursor) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[2]
+	mi := &file_infill_v1_completion_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -474,7 +553,7 @@ func (x *Cursor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cursor.ProtoReflect.Descriptor instead.
 func (*Cursor) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{2}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Cursor) GetPath() string {
@@ -533,7 +612,7 @@ type GenerationOptions struct {
 
 func (x *GenerationOptions) Reset() {
 	*x = GenerationOptions{}
-	mi := &file_infill_v1_completion_proto_msgTypes[3]
+	mi := &file_infill_v1_completion_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +624,7 @@ func (x *GenerationOptions) String() string {
 func (*GenerationOptions) ProtoMessage() {}
 
 func (x *GenerationOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[3]
+	mi := &file_infill_v1_completion_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +637,7 @@ func (x *GenerationOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerationOptions.ProtoReflect.Descriptor instead.
 func (*GenerationOptions) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{3}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GenerationOptions) GetMaxTokens() uint32 {
@@ -628,7 +707,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_infill_v1_completion_proto_msgTypes[4]
+	mi := &file_infill_v1_completion_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -640,7 +719,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[4]
+	mi := &file_infill_v1_completion_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -653,7 +732,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{4}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CompleteRequest) GetRepository() *Repository {
@@ -737,7 +816,7 @@ type StreamCompleteRequest struct {
 
 func (x *StreamCompleteRequest) Reset() {
 	*x = StreamCompleteRequest{}
-	mi := &file_infill_v1_completion_proto_msgTypes[5]
+	mi := &file_infill_v1_completion_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +828,7 @@ func (x *StreamCompleteRequest) String() string {
 func (*StreamCompleteRequest) ProtoMessage() {}
 
 func (x *StreamCompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[5]
+	mi := &file_infill_v1_completion_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +841,7 @@ func (x *StreamCompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamCompleteRequest.ProtoReflect.Descriptor instead.
 func (*StreamCompleteRequest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{5}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *StreamCompleteRequest) GetRepository() *Repository {
@@ -843,7 +922,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_infill_v1_completion_proto_msgTypes[6]
+	mi := &file_infill_v1_completion_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +934,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[6]
+	mi := &file_infill_v1_completion_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +947,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{6}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Usage) GetPromptTokens() uint32 {
@@ -906,7 +985,7 @@ type Timings struct {
 
 func (x *Timings) Reset() {
 	*x = Timings{}
-	mi := &file_infill_v1_completion_proto_msgTypes[7]
+	mi := &file_infill_v1_completion_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +997,7 @@ func (x *Timings) String() string {
 func (*Timings) ProtoMessage() {}
 
 func (x *Timings) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[7]
+	mi := &file_infill_v1_completion_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1010,7 @@ func (x *Timings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timings.ProtoReflect.Descriptor instead.
 func (*Timings) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{7}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Timings) GetContextAssembly() *durationpb.Duration {
@@ -975,7 +1054,7 @@ type Candidate struct {
 
 func (x *Candidate) Reset() {
 	*x = Candidate{}
-	mi := &file_infill_v1_completion_proto_msgTypes[8]
+	mi := &file_infill_v1_completion_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1066,7 @@ func (x *Candidate) String() string {
 func (*Candidate) ProtoMessage() {}
 
 func (x *Candidate) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[8]
+	mi := &file_infill_v1_completion_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1079,7 @@ func (x *Candidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Candidate.ProtoReflect.Descriptor instead.
 func (*Candidate) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{8}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Candidate) GetIndex() uint32 {
@@ -1050,7 +1129,7 @@ type ContextSource struct {
 
 func (x *ContextSource) Reset() {
 	*x = ContextSource{}
-	mi := &file_infill_v1_completion_proto_msgTypes[9]
+	mi := &file_infill_v1_completion_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1141,7 @@ func (x *ContextSource) String() string {
 func (*ContextSource) ProtoMessage() {}
 
 func (x *ContextSource) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[9]
+	mi := &file_infill_v1_completion_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1154,7 @@ func (x *ContextSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextSource.ProtoReflect.Descriptor instead.
 func (*ContextSource) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{9}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ContextSource) GetKind() SourceKind {
@@ -1152,7 +1231,7 @@ type ContextManifest struct {
 
 func (x *ContextManifest) Reset() {
 	*x = ContextManifest{}
-	mi := &file_infill_v1_completion_proto_msgTypes[10]
+	mi := &file_infill_v1_completion_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1243,7 @@ func (x *ContextManifest) String() string {
 func (*ContextManifest) ProtoMessage() {}
 
 func (x *ContextManifest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[10]
+	mi := &file_infill_v1_completion_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1256,7 @@ func (x *ContextManifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextManifest.ProtoReflect.Descriptor instead.
 func (*ContextManifest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{10}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ContextManifest) GetTokenBudget() uint32 {
@@ -1236,7 +1315,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_infill_v1_completion_proto_msgTypes[11]
+	mi := &file_infill_v1_completion_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1327,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[11]
+	mi := &file_infill_v1_completion_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1340,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{11}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CompleteResponse) GetCandidates() []*Candidate {
@@ -1330,7 +1409,7 @@ type StreamStart struct {
 
 func (x *StreamStart) Reset() {
 	*x = StreamStart{}
-	mi := &file_infill_v1_completion_proto_msgTypes[12]
+	mi := &file_infill_v1_completion_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1421,7 @@ func (x *StreamStart) String() string {
 func (*StreamStart) ProtoMessage() {}
 
 func (x *StreamStart) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[12]
+	mi := &file_infill_v1_completion_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1434,7 @@ func (x *StreamStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamStart.ProtoReflect.Descriptor instead.
 func (*StreamStart) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{12}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StreamStart) GetModel() string {
@@ -1404,7 +1483,7 @@ type TextDelta struct {
 
 func (x *TextDelta) Reset() {
 	*x = TextDelta{}
-	mi := &file_infill_v1_completion_proto_msgTypes[13]
+	mi := &file_infill_v1_completion_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1416,7 +1495,7 @@ func (x *TextDelta) String() string {
 func (*TextDelta) ProtoMessage() {}
 
 func (x *TextDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[13]
+	mi := &file_infill_v1_completion_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1429,7 +1508,7 @@ func (x *TextDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDelta.ProtoReflect.Descriptor instead.
 func (*TextDelta) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{13}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TextDelta) GetCandidateIndex() uint32 {
@@ -1461,7 +1540,7 @@ type StreamCompleteResponse struct {
 
 func (x *StreamCompleteResponse) Reset() {
 	*x = StreamCompleteResponse{}
-	mi := &file_infill_v1_completion_proto_msgTypes[14]
+	mi := &file_infill_v1_completion_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1552,7 @@ func (x *StreamCompleteResponse) String() string {
 func (*StreamCompleteResponse) ProtoMessage() {}
 
 func (x *StreamCompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[14]
+	mi := &file_infill_v1_completion_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1565,7 @@ func (x *StreamCompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamCompleteResponse.ProtoReflect.Descriptor instead.
 func (*StreamCompleteResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{14}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StreamCompleteResponse) GetEvent() isStreamCompleteResponse_Event {
@@ -1551,14 +1630,19 @@ var File_infill_v1_completion_proto protoreflect.FileDescriptor
 
 const file_infill_v1_completion_proto_rawDesc = "" +
 	"\n" +
-	"\x1ainfill/v1/completion.proto\x12\tinfill.v1\x1a\x1egoogle/protobuf/duration.proto\"y\n" +
+	"\x1ainfill/v1/completion.proto\x12\tinfill.v1\x1a\x1egoogle/protobuf/duration.proto\"\xa0\x01\n" +
 	"\x04File\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\acontent\x18\x02 \x01(\tH\x00R\acontent\x88\x01\x01\x12\x16\n" +
 	"\x06digest\x18\x03 \x01(\tR\x06digest\x12\x1a\n" +
-	"\blanguage\x18\x04 \x01(\tR\blanguageB\n" +
+	"\blanguage\x18\x04 \x01(\tR\blanguage\x12%\n" +
+	"\x05edits\x18\x05 \x03(\v2\x0f.infill.v1.EditR\x05editsB\n" +
 	"\n" +
-	"\b_content\"u\n" +
+	"\b_content\"B\n" +
+	"\x04Edit\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\x04R\x05start\x12\x10\n" +
+	"\x03end\x18\x02 \x01(\x04R\x03end\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"u\n" +
 	"\n" +
 	"Repository\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
@@ -1714,67 +1798,69 @@ func file_infill_v1_completion_proto_rawDescGZIP() []byte {
 }
 
 var file_infill_v1_completion_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_infill_v1_completion_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_infill_v1_completion_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_infill_v1_completion_proto_goTypes = []any{
 	(PositionEncoding)(0),          // 0: infill.v1.PositionEncoding
 	(ContextDetail)(0),             // 1: infill.v1.ContextDetail
 	(FinishReason)(0),              // 2: infill.v1.FinishReason
 	(SourceKind)(0),                // 3: infill.v1.SourceKind
 	(*File)(nil),                   // 4: infill.v1.File
-	(*Repository)(nil),             // 5: infill.v1.Repository
-	(*Cursor)(nil),                 // 6: infill.v1.Cursor
-	(*GenerationOptions)(nil),      // 7: infill.v1.GenerationOptions
-	(*CompleteRequest)(nil),        // 8: infill.v1.CompleteRequest
-	(*StreamCompleteRequest)(nil),  // 9: infill.v1.StreamCompleteRequest
-	(*Usage)(nil),                  // 10: infill.v1.Usage
-	(*Timings)(nil),                // 11: infill.v1.Timings
-	(*Candidate)(nil),              // 12: infill.v1.Candidate
-	(*ContextSource)(nil),          // 13: infill.v1.ContextSource
-	(*ContextManifest)(nil),        // 14: infill.v1.ContextManifest
-	(*CompleteResponse)(nil),       // 15: infill.v1.CompleteResponse
-	(*StreamStart)(nil),            // 16: infill.v1.StreamStart
-	(*TextDelta)(nil),              // 17: infill.v1.TextDelta
-	(*StreamCompleteResponse)(nil), // 18: infill.v1.StreamCompleteResponse
-	(*durationpb.Duration)(nil),    // 19: google.protobuf.Duration
+	(*Edit)(nil),                   // 5: infill.v1.Edit
+	(*Repository)(nil),             // 6: infill.v1.Repository
+	(*Cursor)(nil),                 // 7: infill.v1.Cursor
+	(*GenerationOptions)(nil),      // 8: infill.v1.GenerationOptions
+	(*CompleteRequest)(nil),        // 9: infill.v1.CompleteRequest
+	(*StreamCompleteRequest)(nil),  // 10: infill.v1.StreamCompleteRequest
+	(*Usage)(nil),                  // 11: infill.v1.Usage
+	(*Timings)(nil),                // 12: infill.v1.Timings
+	(*Candidate)(nil),              // 13: infill.v1.Candidate
+	(*ContextSource)(nil),          // 14: infill.v1.ContextSource
+	(*ContextManifest)(nil),        // 15: infill.v1.ContextManifest
+	(*CompleteResponse)(nil),       // 16: infill.v1.CompleteResponse
+	(*StreamStart)(nil),            // 17: infill.v1.StreamStart
+	(*TextDelta)(nil),              // 18: infill.v1.TextDelta
+	(*StreamCompleteResponse)(nil), // 19: infill.v1.StreamCompleteResponse
+	(*durationpb.Duration)(nil),    // 20: google.protobuf.Duration
 }
 var file_infill_v1_completion_proto_depIdxs = []int32{
-	4,  // 0: infill.v1.Repository.files:type_name -> infill.v1.File
-	0,  // 1: infill.v1.Cursor.encoding:type_name -> infill.v1.PositionEncoding
-	5,  // 2: infill.v1.CompleteRequest.repository:type_name -> infill.v1.Repository
-	6,  // 3: infill.v1.CompleteRequest.cursor:type_name -> infill.v1.Cursor
-	7,  // 4: infill.v1.CompleteRequest.generation:type_name -> infill.v1.GenerationOptions
-	19, // 5: infill.v1.CompleteRequest.latency_budget:type_name -> google.protobuf.Duration
-	1,  // 6: infill.v1.CompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
-	5,  // 7: infill.v1.StreamCompleteRequest.repository:type_name -> infill.v1.Repository
-	6,  // 8: infill.v1.StreamCompleteRequest.cursor:type_name -> infill.v1.Cursor
-	7,  // 9: infill.v1.StreamCompleteRequest.generation:type_name -> infill.v1.GenerationOptions
-	19, // 10: infill.v1.StreamCompleteRequest.latency_budget:type_name -> google.protobuf.Duration
-	1,  // 11: infill.v1.StreamCompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
-	19, // 12: infill.v1.Timings.context_assembly:type_name -> google.protobuf.Duration
-	19, // 13: infill.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
-	19, // 14: infill.v1.Timings.total:type_name -> google.protobuf.Duration
-	19, // 15: infill.v1.Timings.prompt_eval:type_name -> google.protobuf.Duration
-	2,  // 16: infill.v1.Candidate.finish_reason:type_name -> infill.v1.FinishReason
-	3,  // 17: infill.v1.ContextSource.kind:type_name -> infill.v1.SourceKind
-	13, // 18: infill.v1.ContextManifest.sources:type_name -> infill.v1.ContextSource
-	12, // 19: infill.v1.CompleteResponse.candidates:type_name -> infill.v1.Candidate
-	10, // 20: infill.v1.CompleteResponse.usage:type_name -> infill.v1.Usage
-	11, // 21: infill.v1.CompleteResponse.timings:type_name -> infill.v1.Timings
-	14, // 22: infill.v1.CompleteResponse.context:type_name -> infill.v1.ContextManifest
-	14, // 23: infill.v1.StreamStart.context:type_name -> infill.v1.ContextManifest
-	19, // 24: infill.v1.StreamStart.context_assembly:type_name -> google.protobuf.Duration
-	16, // 25: infill.v1.StreamCompleteResponse.start:type_name -> infill.v1.StreamStart
-	17, // 26: infill.v1.StreamCompleteResponse.delta:type_name -> infill.v1.TextDelta
-	15, // 27: infill.v1.StreamCompleteResponse.done:type_name -> infill.v1.CompleteResponse
-	8,  // 28: infill.v1.CompletionService.Complete:input_type -> infill.v1.CompleteRequest
-	9,  // 29: infill.v1.CompletionService.StreamComplete:input_type -> infill.v1.StreamCompleteRequest
-	15, // 30: infill.v1.CompletionService.Complete:output_type -> infill.v1.CompleteResponse
-	18, // 31: infill.v1.CompletionService.StreamComplete:output_type -> infill.v1.StreamCompleteResponse
-	30, // [30:32] is the sub-list for method output_type
-	28, // [28:30] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	5,  // 0: infill.v1.File.edits:type_name -> infill.v1.Edit
+	4,  // 1: infill.v1.Repository.files:type_name -> infill.v1.File
+	0,  // 2: infill.v1.Cursor.encoding:type_name -> infill.v1.PositionEncoding
+	6,  // 3: infill.v1.CompleteRequest.repository:type_name -> infill.v1.Repository
+	7,  // 4: infill.v1.CompleteRequest.cursor:type_name -> infill.v1.Cursor
+	8,  // 5: infill.v1.CompleteRequest.generation:type_name -> infill.v1.GenerationOptions
+	20, // 6: infill.v1.CompleteRequest.latency_budget:type_name -> google.protobuf.Duration
+	1,  // 7: infill.v1.CompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
+	6,  // 8: infill.v1.StreamCompleteRequest.repository:type_name -> infill.v1.Repository
+	7,  // 9: infill.v1.StreamCompleteRequest.cursor:type_name -> infill.v1.Cursor
+	8,  // 10: infill.v1.StreamCompleteRequest.generation:type_name -> infill.v1.GenerationOptions
+	20, // 11: infill.v1.StreamCompleteRequest.latency_budget:type_name -> google.protobuf.Duration
+	1,  // 12: infill.v1.StreamCompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
+	20, // 13: infill.v1.Timings.context_assembly:type_name -> google.protobuf.Duration
+	20, // 14: infill.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
+	20, // 15: infill.v1.Timings.total:type_name -> google.protobuf.Duration
+	20, // 16: infill.v1.Timings.prompt_eval:type_name -> google.protobuf.Duration
+	2,  // 17: infill.v1.Candidate.finish_reason:type_name -> infill.v1.FinishReason
+	3,  // 18: infill.v1.ContextSource.kind:type_name -> infill.v1.SourceKind
+	14, // 19: infill.v1.ContextManifest.sources:type_name -> infill.v1.ContextSource
+	13, // 20: infill.v1.CompleteResponse.candidates:type_name -> infill.v1.Candidate
+	11, // 21: infill.v1.CompleteResponse.usage:type_name -> infill.v1.Usage
+	12, // 22: infill.v1.CompleteResponse.timings:type_name -> infill.v1.Timings
+	15, // 23: infill.v1.CompleteResponse.context:type_name -> infill.v1.ContextManifest
+	15, // 24: infill.v1.StreamStart.context:type_name -> infill.v1.ContextManifest
+	20, // 25: infill.v1.StreamStart.context_assembly:type_name -> google.protobuf.Duration
+	17, // 26: infill.v1.StreamCompleteResponse.start:type_name -> infill.v1.StreamStart
+	18, // 27: infill.v1.StreamCompleteResponse.delta:type_name -> infill.v1.TextDelta
+	16, // 28: infill.v1.StreamCompleteResponse.done:type_name -> infill.v1.CompleteResponse
+	9,  // 29: infill.v1.CompletionService.Complete:input_type -> infill.v1.CompleteRequest
+	10, // 30: infill.v1.CompletionService.StreamComplete:input_type -> infill.v1.StreamCompleteRequest
+	16, // 31: infill.v1.CompletionService.Complete:output_type -> infill.v1.CompleteResponse
+	19, // 32: infill.v1.CompletionService.StreamComplete:output_type -> infill.v1.StreamCompleteResponse
+	31, // [31:33] is the sub-list for method output_type
+	29, // [29:31] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_infill_v1_completion_proto_init() }
@@ -1783,8 +1869,8 @@ func file_infill_v1_completion_proto_init() {
 		return
 	}
 	file_infill_v1_completion_proto_msgTypes[0].OneofWrappers = []any{}
-	file_infill_v1_completion_proto_msgTypes[3].OneofWrappers = []any{}
-	file_infill_v1_completion_proto_msgTypes[14].OneofWrappers = []any{
+	file_infill_v1_completion_proto_msgTypes[4].OneofWrappers = []any{}
+	file_infill_v1_completion_proto_msgTypes[15].OneofWrappers = []any{
 		(*StreamCompleteResponse_Start)(nil),
 		(*StreamCompleteResponse_Delta)(nil),
 		(*StreamCompleteResponse_Done)(nil),
@@ -1795,7 +1881,7 @@ func file_infill_v1_completion_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_infill_v1_completion_proto_rawDesc), len(file_infill_v1_completion_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

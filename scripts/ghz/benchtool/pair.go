@@ -381,11 +381,7 @@ func buildPrompt(b *contextpack.Builder, req *infillv1.CompleteRequest, numCtx i
 		Base: req.GetRepository().GetBase(), Removed: req.GetRepository().GetRemoved(),
 		Cursor: contextpack.Cursor{Path: cur.GetPath(), Line: int(cur.GetLine()), Column: int(cur.GetColumn()),
 			Encoding: contextpack.EncodingUTF16}}
-	for _, f := range req.GetRepository().GetFiles() {
-		cf := contextpack.File{Path: f.GetPath(), Language: f.GetLanguage(), Digest: f.GetDigest(),
-			Content: f.GetContent(), HasContent: f.Content != nil}
-		creq.Files = append(creq.Files, cf)
-	}
+	creq.Files = server.ContextFiles(req.GetRepository().GetFiles())
 	p, err := b.Build(context.Background(), creq)
 	return p, maxTokens, err
 }
