@@ -39,6 +39,7 @@ type Client struct {
 	log   *zap.Logger
 	held  *digestSet
 	snaps snapState
+	texts textState
 
 	// sleep waits between attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -125,7 +126,7 @@ func (c *Client) Close() error {
 // reports missing is resent.
 func (c *Client) Complete(ctx context.Context, req *infillv1.CompleteRequest, opts ...grpc.CallOption) (*infillv1.CompleteResponse, error) {
 	var resp *infillv1.CompleteResponse
-	err := c.do(ctx, req.GetRepository(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
+	err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
 		r := withRepository(req, repo, c.cfg.ClientID)
 		out, err := c.rpc.Complete(ctx, r, opts...)
 		if err != nil {
@@ -154,7 +155,7 @@ func (c *Client) Stream(ctx context.Context, req *infillv1.StreamCompleteRequest
 	return func(yield func(*infillv1.StreamCompleteResponse, error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		err := c.do(ctx, req.GetRepository(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
+		err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
 			return c.streamOnce(ctx, withRepository(req, repo, c.cfg.ClientID), opts, yield)
 		})
 		if err != nil && !errors.Is(err, errStopped) {
@@ -222,13 +223,13 @@ func (c *Client) streamOnce(ctx context.Context, req *infillv1.StreamCompleteReq
 // do runs one call with digest substitution, resending of missing content,
 // and retries of UNAVAILABLE. call reports whether it delivered anything to
 // the caller, after which nothing is retried.
-func (c *Client) do(ctx context.Context, repo *infillv1.Repository,
+func (c *Client) do(ctx context.Context, repo *infillv1.Repository, cursor string,
 	call func(ctx context.Context, repo *infillv1.Repository) (delivered bool, snapshot string, err error)) error {
 	forced := map[string]bool{}
 	resends := 0
 	noBase := false
 	for attempt := 1; ; {
-		p := c.prepare(repo, forced, noBase)
+		p := c.prepare(repo, cursor, forced, noBase)
 		delivered, snapshot, err := call(ctx, p.repo)
 		if err == nil || delivered {
 			c.accept(p, snapshot)

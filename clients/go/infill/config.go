@@ -58,13 +58,16 @@ const (
 	// TransferDeltas (the default): once a response has named a
 	// repository's file list (repository_snapshot), the next request for
 	// that repository name sends only the files that changed since, on
-	// that base (Repository.base and removed), and content this client
-	// already sent as its digest. When the server no longer holds the base
-	// or the content, the client sends the whole list or the content
-	// again. Requests that set base themselves are sent as they are.
+	// that base (Repository.base and removed), content this client
+	// already sent as its digest, and the cursor file as an edit to its
+	// last text the server accepted (File.edits). When the server no
+	// longer holds the base or the content, the client sends the whole
+	// list or the content again. Requests that set base themselves are
+	// sent as they are.
 	TransferDeltas Transfer = iota
 	// TransferDigests sends the whole file list every time, with content
-	// this client already sent as its digest.
+	// this client already sent as its digest and the cursor file as an
+	// edit.
 	TransferDigests
 	// TransferWhole sends requests as they are: every file with its
 	// content, or whatever the caller put there.

@@ -106,14 +106,19 @@ type prepared struct {
 	repoName string
 	whole    map[string]fileKey
 	base     string
+	// text is the cursor file's text as this attempt sends it, for the
+	// next keystroke's edit (empty path: none).
+	text lastText
 }
 
 // prepare builds what one attempt sends: with TransferDeltas and a
 // snapshot of the repository from an earlier response (unless noBase),
 // only the files that changed since, on that base; with TransferDeltas or
 // TransferDigests, content the server is believed to hold as its
-// digest. Forced paths go with content.
-func (c *Client) prepare(repo *infillv1.Repository, forced map[string]bool, noBase bool) prepared {
+// digest, and the cursor file (at path cursor), when the server holds its
+// last text from this client, as an edit to that. Forced paths go with
+// content.
+func (c *Client) prepare(repo *infillv1.Repository, cursor string, forced map[string]bool, noBase bool) prepared {
 	p := prepared{repo: repo, orig: repo}
 	if repo == nil || c.cfg.Transfer == TransferWhole {
 		return p
@@ -139,8 +144,16 @@ func (c *Client) prepare(repo *infillv1.Repository, forced map[string]bool, noBa
 			if d == "" {
 				d = Digest(f.GetContent())
 			}
+			if f.GetPath() == cursor {
+				p.text = lastText{path: cursor, digest: d, content: f.GetContent()}
+			}
 			if forced[f.GetPath()] || !c.held.has(d) {
-				out = append(out, f)
+				if ef, ok := c.edited(repo.GetName(), f, d, forced); ok {
+					out = append(out, ef)
+					p.digests[f.GetPath()] = ef.GetDigest()
+				} else {
+					out = append(out, f)
+				}
 				p.sent = append(p.sent, d)
 				continue
 			}
@@ -152,6 +165,15 @@ func (c *Client) prepare(repo *infillv1.Repository, forced map[string]bool, noBa
 			})
 		}
 		files = out
+		if p.text.path == "" && p.whole != nil {
+			// The cursor file is the base's: its text is the next edit's.
+			for _, f := range repo.GetFiles() {
+				if f.GetPath() == cursor && f.Content != nil {
+					p.text = lastText{path: cursor, digest: p.whole[cursor].digest, content: f.GetContent()}
+					break
+				}
+			}
+		}
 	}
 	p.repo = shallowRepository(repo, files)
 	if p.base != "" {
@@ -160,11 +182,25 @@ func (c *Client) prepare(repo *infillv1.Repository, forced map[string]bool, noBa
 	return p
 }
 
+// edited returns f (whose content has digest d) as an edit to the last
+// text of its path this client sent for repository repo, when the server
+// holds that text and the edit is much smaller than f.
+func (c *Client) edited(repo string, f *infillv1.File, d string, forced map[string]bool) (*infillv1.File, bool) {
+	last, ok := c.texts.get(repo)
+	if !ok || forced[f.GetPath()] || last.path != f.GetPath() || last.digest == d || !c.held.has(last.digest) {
+		return nil, false
+	}
+	return asEdit(f, last)
+}
+
 // accept records that the server took the content sent in p and, when it
 // named the file list (snapshot), that list as the repository's base.
 func (c *Client) accept(p prepared, snapshot string) {
 	if len(p.sent) > 0 {
 		c.held.add(p.sent)
+	}
+	if p.text.path != "" {
+		c.texts.set(p.orig.GetName(), p.text)
 	}
 	if p.whole != nil && snapshot != "" {
 		c.snaps.set(p.repoName, clientSnap{id: snapshot, files: p.whole})

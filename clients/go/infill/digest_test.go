@@ -31,9 +31,13 @@ func (s *contentStore) resolve(repo *infillv1.Repository) error {
 	defer s.mu.Unlock()
 	var missing []*errdetails.PreconditionFailure_Violation
 	for _, f := range repo.GetFiles() {
+		base, held := s.m[f.GetDigest()]
 		switch {
 		case f.Content != nil:
 			s.m[Digest(f.GetContent())] = f.GetContent()
+		case len(f.GetEdits()) > 0 && held:
+			text := applyEdits(base, f.GetEdits())
+			s.m[Digest(text)] = text
 		default:
 			if _, ok := s.m[f.GetDigest()]; !ok {
 				missing = append(missing, &errdetails.PreconditionFailure_Violation{

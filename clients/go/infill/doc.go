@@ -51,6 +51,9 @@
 // next request for that repository name carries only the files that
 // changed since, on that base; and a file whose content this client
 // already sent in an accepted call goes as "sha256:<hex>" (see Digest).
+// The cursor file, once the server holds an earlier text of it from this
+// client, goes as one edit to that text (File.edits), so a keystroke
+// costs a few bytes, not the file.
 // When the server no longer holds a base (FAILED_PRECONDITION with a
 // google.rpc.PreconditionFailure violation of type "SNAPSHOT"; see
 // UnknownSnapshot) the client sends the whole list; when it lacks content

@@ -29,6 +29,15 @@ type snapServer struct {
 	lists map[string]map[string]string // id → path → content or digest
 	seen  []*infillv1.Repository
 	whole []map[string]string
+	texts map[string]string // digest → content, for edits
+}
+
+// applyEdits applies a file's edits to text, as the server does.
+func applyEdits(text string, edits []*infillv1.Edit) string {
+	for _, e := range edits {
+		text = text[:e.GetStart()] + e.GetText() + text[e.GetEnd():]
+	}
+	return text
 }
 
 func (s *snapServer) resolve(repo *infillv1.Repository) (string, error) {
@@ -47,10 +56,19 @@ func (s *snapServer) resolve(repo *infillv1.Repository) (string, error) {
 			list[p] = v
 		}
 	}
+	if s.texts == nil {
+		s.texts = map[string]string{}
+	}
 	for _, f := range repo.GetFiles() {
-		if f.Content != nil {
+		switch {
+		case f.Content != nil:
 			list[f.GetPath()] = Digest(f.GetContent())
-		} else {
+			s.texts[Digest(f.GetContent())] = f.GetContent()
+		case len(f.GetEdits()) > 0:
+			text := applyEdits(s.texts[f.GetDigest()], f.GetEdits())
+			list[f.GetPath()] = Digest(text)
+			s.texts[Digest(text)] = text
+		default:
 			list[f.GetPath()] = f.GetDigest()
 		}
 	}

@@ -1,0 +1,84 @@
+package infill
+
+import (
+	"sync"
+	"unicode/utf8"
+
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+)
+
+// lastText is the cursor file's text as the server last accepted it from
+// this client, with its digest.
+type lastText struct {
+	path, digest, content string
+}
+
+// textState remembers the cursor file's last text per repository name, so
+// that the next keystroke travels as an edit to it (File.edits) instead of
+// the whole file. Only the cursor file: that is where typing happens, and
+// the memory stays one file per repository. When full it forgets
+// everything: the worst case is sending content.
+type textState struct {
+	mu sync.Mutex
+	m  map[string]lastText
+}
+
+// maxTexts bounds textState: repositories a client completes in at once.
+const maxTexts = 64
+
+func (s *textState) get(repo string) (lastText, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.m[repo]
+	return t, ok
+}
+
+func (s *textState) set(repo string, t lastText) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxTexts {
+		if _, ok := s.m[repo]; !ok {
+			s.m = map[string]lastText{}
+		}
+	}
+	s.m[repo] = t
+}
+
+// diffEdit returns the one edit that turns from into to: what lies between
+// their common prefix and common suffix, both ending on character
+// boundaries.
+func diffEdit(from, to string) *infillv1.Edit {
+	n := min(len(from), len(to))
+	p := 0
+	for p < n && from[p] == to[p] {
+		p++
+	}
+	for p > 0 && (!runeStart(from, p) || !runeStart(to, p)) {
+		p--
+	}
+	s := 0
+	for s < n-p && from[len(from)-1-s] == to[len(to)-1-s] {
+		s++
+	}
+	for s > 0 && (!runeStart(from, len(from)-s) || !runeStart(to, len(to)-s)) {
+		s--
+	}
+	return &infillv1.Edit{Start: uint64(p), End: uint64(len(from) - s), Text: to[p : len(to)-s]}
+}
+
+// runeStart reports whether byte offset off of s starts a character or
+// is s's end.
+func runeStart(s string, off int) bool {
+	return off == len(s) || utf8.RuneStart(s[off])
+}
+
+// asEdit returns f sent as an edit to last, the text the server holds
+// for f's path, when that is much smaller than f's content.
+func asEdit(f *infillv1.File, last lastText) (*infillv1.File, bool) {
+	e := diffEdit(last.content, f.GetContent())
+	if 2*(len(e.GetText())+32) > len(f.GetContent()) {
+		return nil, false
+	}
+	return &infillv1.File{Path: f.GetPath(), Digest: last.digest, Language: f.GetLanguage(),
+		Edits: []*infillv1.Edit{e}}, true
+}

@@ -1,0 +1,49 @@
+package infill
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// diffEdit's edit turns one text into the other, within character
+// boundaries, and is empty when nothing changed.
+func TestDiffEdit(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "b", "\n", "é", "ë", "✓", "✔", "😀", "😁"}
+	word := func(n int) string {
+		var sb strings.Builder
+		for range n {
+			sb.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		return sb.String()
+	}
+	for i := range 2000 {
+		from := word(r.IntN(12))
+		to := from
+		for range 1 + r.IntN(2) { // one or two changes somewhere
+			rs := []rune(to)
+			a := r.IntN(len(rs) + 1)
+			b := a + r.IntN(len(rs)-a+1)
+			to = string(rs[:a]) + word(r.IntN(3)) + string(rs[b:])
+		}
+		e := diffEdit(from, to)
+		s, end := int(e.GetStart()), int(e.GetEnd())
+		if s > end || end > len(from) || !runeStart(from, s) || !runeStart(from, end) || !utf8.ValidString(e.GetText()) {
+			t.Fatalf("case %d: %q → %q: bad edit %v", i, from, to, e)
+		}
+		if got := from[:s] + e.GetText() + from[end:]; got != to {
+			t.Fatalf("case %d: %q → %q: edit %v gives %q", i, from, to, e, got)
+		}
+		if from == to && (e.GetText() != "" || s != end) {
+			t.Fatalf("case %d: no change gave edit %v", i, e)
+		}
+	}
+	// A keystroke in a large file is a one-character edit.
+	big := strings.Repeat("line of text\n", 1000)
+	e := diffEdit(big, big[:6500]+"x"+big[6500:])
+	if e.GetStart() != 6500 || e.GetEnd() != 6500 || e.GetText() != "x" {
+		t.Fatalf("keystroke edit %v", e)
+	}
+}
