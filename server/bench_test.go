@@ -106,3 +106,72 @@ func BenchmarkCompleteDigests(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCompleteTyping types one character per call into a 36 KB
+// cursor file among 500 digests, through the real server and context
+// builder over loopback gRPC: the cursor file sent as content, or as an
+// edit to the text the server received last (File.edits, what the Go
+// client sends), on the whole list of digests or alone on the repository
+// snapshot. Compare the sub-benchmarks' ns/op in one run.
+func BenchmarkCompleteTyping(b *testing.B) {
+	tok, err := tokenizer.Qwen25()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, list := range []string{"digests", "snapshot"} {
+		for _, edits := range []bool{false, true} {
+			name := list + "/content"
+			if edits {
+				name = list + "/edits"
+			}
+			b.Run(name, func(b *testing.B) {
+				builder, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, zap.NewNop())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer builder.Close()
+				client, _ := startFakeLog(b, builder, &fakeBackend{}, zap.NewNop())
+				full, digests := benchRepository(500)
+				cur := len(full.Repository.Files) - 1
+				text := full.Repository.Files[cur].GetContent()
+				text = strings.Repeat(text, 36<<10/len(text)+1)
+				full.Repository.Files[cur].Content = proto.String(text)
+				ctx := context.Background()
+				first, err := client.Complete(ctx, full)
+				if err != nil {
+					b.Fatal(err)
+				}
+				req := digests
+				if list == "snapshot" {
+					req = proto.Clone(full).(*infillv1.CompleteRequest)
+					req.Repository.Base, req.Repository.Files = first.GetRepositorySnapshot(), req.Repository.Files[cur:]
+					cur = 0
+				}
+				off := strings.Index(text, "    total") // the start of a statement
+				const keys = "x = value + 1\n    "
+				bytes := 0
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					b.StopTimer()
+					next := text[:off] + keys[i%len(keys):i%len(keys)+1] + text[off:]
+					f := &infillv1.File{Path: req.Repository.Files[cur].GetPath(), Content: proto.String(next)}
+					if edits {
+						f = &infillv1.File{Path: f.GetPath(), Digest: contextpack.Digest(text),
+							Edits: []*infillv1.Edit{infill.DiffEdit(text, next)}}
+					}
+					req.Repository.Files[cur] = f
+					text, off = next, off+1
+					lines := strings.Split(text[:off], "\n")
+					req.Cursor = &infillv1.Cursor{Path: f.GetPath(), Line: uint32(len(lines) - 1), Column: uint32(len(lines[len(lines)-1]))}
+					bytes += proto.Size(req)
+					b.StartTimer()
+					if _, err := client.Complete(ctx, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(bytes)/float64(b.N), "req-bytes/op")
+			})
+		}
+	}
+}

@@ -44,10 +44,11 @@ func (s *textState) set(repo string, t lastText) {
 	s.m[repo] = t
 }
 
-// diffEdit returns the one edit that turns from into to: what lies between
-// their common prefix and common suffix, both ending on character
-// boundaries.
-func diffEdit(from, to string) *infillv1.Edit {
+// DiffEdit returns the one edit (File.edits) that turns from into to: what
+// lies between their common prefix and common suffix, both ending on
+// character boundaries. The client sends keystrokes this way; it is
+// exported for callers that build requests themselves.
+func DiffEdit(from, to string) *infillv1.Edit {
 	n := min(len(from), len(to))
 	p := 0
 	for p < n && from[p] == to[p] {
@@ -75,7 +76,7 @@ func runeStart(s string, off int) bool {
 // asEdit returns f sent as an edit to last, the text the server holds
 // for f's path, when that is much smaller than f's content.
 func asEdit(f *infillv1.File, last lastText) (*infillv1.File, bool) {
-	e := diffEdit(last.content, f.GetContent())
+	e := DiffEdit(last.content, f.GetContent())
 	if 2*(len(e.GetText())+32) > len(f.GetContent()) {
 		return nil, false
 	}

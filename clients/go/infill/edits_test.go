@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// diffEdit's edit turns one text into the other, within character
+// DiffEdit's edit turns one text into the other, within character
 // boundaries, and is empty when nothing changed.
 func TestDiffEdit(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -28,7 +28,7 @@ func TestDiffEdit(t *testing.T) {
 			b := a + r.IntN(len(rs)-a+1)
 			to = string(rs[:a]) + word(r.IntN(3)) + string(rs[b:])
 		}
-		e := diffEdit(from, to)
+		e := DiffEdit(from, to)
 		s, end := int(e.GetStart()), int(e.GetEnd())
 		if s > end || end > len(from) || !runeStart(from, s) || !runeStart(from, end) || !utf8.ValidString(e.GetText()) {
 			t.Fatalf("case %d: %q → %q: bad edit %v", i, from, to, e)
@@ -42,7 +42,7 @@ func TestDiffEdit(t *testing.T) {
 	}
 	// A keystroke in a large file is a one-character edit.
 	big := strings.Repeat("line of text\n", 1000)
-	e := diffEdit(big, big[:6500]+"x"+big[6500:])
+	e := DiffEdit(big, big[:6500]+"x"+big[6500:])
 	if e.GetStart() != 6500 || e.GetEnd() != 6500 || e.GetText() != "x" {
 		t.Fatalf("keystroke edit %v", e)
 	}

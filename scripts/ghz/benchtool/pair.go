@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,20 +105,25 @@ type verification struct {
 
 // pairResult is the output of one pair run.
 type pairResult struct {
-	Label        string       `json:"label"`
-	Payload      string       `json:"payload"`
-	N            int          `json:"n"`
-	Variant      string       `json:"variant"`
-	Backend      string       `json:"backend"`
-	Rounds       int          `json:"rounds"`
-	Warmup       int          `json:"warmup"`
-	NumCtx       int          `json:"num_ctx"`
-	MaxTokens    int          `json:"max_tokens"`
-	PromptTokens int          `json:"prompt_tokens"`
-	PromptBytes  int          `json:"prompt_bytes"`
-	RequestBytes int          `json:"request_bytes"`
-	SameText     int          `json:"same_text_rounds"`
-	Verify       verification `json:"verify"`
+	Label        string `json:"label"`
+	Payload      string `json:"payload"`
+	N            int    `json:"n"`
+	Variant      string `json:"variant"`
+	Backend      string `json:"backend"`
+	Rounds       int    `json:"rounds"`
+	Warmup       int    `json:"warmup"`
+	NumCtx       int    `json:"num_ctx"`
+	MaxTokens    int    `json:"max_tokens"`
+	PromptTokens int    `json:"prompt_tokens"`
+	PromptBytes  int    `json:"prompt_bytes"`
+	// RequestBytes is the request infill receives; with -typing, the
+	// median of the typed requests as sent.
+	RequestBytes int `json:"request_bytes"`
+	SameText     int `json:"same_text_rounds"`
+	// TypingEdits marks typed requests that carry the cursor file as an
+	// edit (File.edits) rather than its content.
+	TypingEdits bool         `json:"typing_edits,omitempty"`
+	Verify      verification `json:"verify"`
 	// ZeroLatency marks a backend that answers at once (the 0 ms fake):
 	// there the 5% target is meaningless and only the absolute one applies.
 	ZeroLatency bool `json:"zero_latency_backend,omitempty"`
@@ -137,7 +143,7 @@ type pairResult struct {
 type pairOpts struct {
 	infillAddr, ollamaURL, model, payload, label, backend, out, fakeURL string
 	numCtx, rounds, warmup, serverPID                                   int
-	digest, snapshot, zero, apiClient, typing                           bool
+	digest, snapshot, zero, apiClient, typing, typingEdits              bool
 	keepAlive, timeout                                                  time.Duration
 }
 
@@ -163,6 +169,7 @@ func pairCmd(args []string) error {
 	fl.BoolVar(&o.apiClient, "direct-api-client", false, "send the direct requests with github.com/ollama/ollama/api.Client (as infill does) instead of a plain HTTP client")
 	fl.BoolVar(&o.zero, "zero-latency", false, "the backend answers at once (only the absolute target applies)")
 	fl.BoolVar(&o.typing, "typing", false, "type one character at the cursor before every infill request, as an editor does (no two requests are the same)")
+	fl.BoolVar(&o.typingEdits, "typing-edits", true, "with -typing, send the cursor file as an edit to the text infill last received (File.edits), as the Go client does; false sends its content")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -201,6 +208,7 @@ type pairRunner struct {
 	direct     *api.GenerateRequest
 	prompt     string
 	typer      *typer // with -typing
+	typedBytes []float64
 }
 
 func runPair(o pairOpts) (*pairResult, error) {
@@ -270,7 +278,7 @@ func runPair(o pairOpts) (*pairResult, error) {
 			return nil, err
 		}
 		for _, k := range kinds {
-			if s := r.do(k, reqs.infill[k], reqs.direct, 0); s.Err != "" {
+			if s := r.call(k, reqs, 0); s.Err != "" {
 				return nil, fmt.Errorf("warm-up %s: %s", k, s.Err)
 			}
 		}
@@ -296,7 +304,7 @@ func runPair(o pairOpts) (*pairResult, error) {
 		byKind := map[string]sample{}
 		for i := range kinds {
 			k := kinds[(i+round)%len(kinds)] // rotate: no kind always runs first
-			s := r.do(k, reqs.infill[k], reqs.direct, round)
+			s := r.call(k, reqs, round)
 			byKind[k] = s
 			res.Samples = append(res.Samples, s)
 		}
@@ -314,6 +322,11 @@ func runPair(o pairOpts) (*pairResult, error) {
 		res.DirectClient = "ollama api.Client"
 	}
 	res.Kinds, res.Overhead = summarisePairs(res.Samples)
+	if len(r.typedBytes) > 0 { // the requests typed, as sent
+		slices.Sort(r.typedBytes)
+		res.RequestBytes = int(percentile(r.typedBytes, 50))
+		res.TypingEdits = o.typingEdits
+	}
 	return res, nil
 }
 
@@ -417,6 +430,23 @@ func newHTTPClient() *http.Client {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 64,
 		IdleConnTimeout: 90 * time.Second}}
+}
+
+// call runs one call of kind with the round's requests; with -typing,
+// the infill request goes as infill receives it (typer.wire), and its size
+// is recorded.
+func (r *pairRunner) call(kind string, reqs roundRequests, round int) sample {
+	req := reqs.infill[kind]
+	if r.typer == nil || kind == kindDirect {
+		return r.do(kind, req, reqs.direct, round)
+	}
+	req, commit := r.typer.wire(req)
+	r.typedBytes = append(r.typedBytes, float64(proto.Size(req)))
+	s := r.do(kind, req, reqs.direct, round)
+	if s.Err == "" {
+		commit()
+	}
+	return s
 }
 
 func (r *pairRunner) do(kind string, req *infillv1.CompleteRequest, direct *api.GenerateRequest, round int) sample {
@@ -563,7 +593,7 @@ func (r *pairRunner) verifyFake(reqs roundRequests) verification {
 		delete(m, "requests")
 		return m, nil
 	}
-	if s := r.do(kindComplete, reqs.infill[kindComplete], reqs.direct, 0); s.Err != "" {
+	if s := r.call(kindComplete, reqs, 0); s.Err != "" {
 		v.Detail = s.Err
 		return v
 	}
@@ -572,7 +602,7 @@ func (r *pairRunner) verifyFake(reqs roundRequests) verification {
 		v.Detail = err.Error()
 		return v
 	}
-	if s := r.do(kindDirect, reqs.infill[kindDirect], reqs.direct, 0); s.Err != "" {
+	if s := r.call(kindDirect, reqs, 0); s.Err != "" {
 		v.Detail = s.Err
 		return v
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/infill-dev/infill/clients/go/infill"
 	"github.com/infill-dev/infill/contextpack"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"github.com/ollama/ollama/api"
@@ -33,6 +34,10 @@ type typer struct {
 	text    string
 	pb      *contextpack.Builder
 	o       pairOpts
+	// sent is the cursor file's text as infill last received it; with
+	// -typing-edits a request carries the cursor file as an edit to it,
+	// as the Go client sends keystrokes.
+	sent string
 }
 
 func newTyper(base *infillv1.CompleteRequest, pb *contextpack.Builder, o pairOpts) (*typer, error) {
@@ -49,7 +54,8 @@ func newTyper(base *infillv1.CompleteRequest, pb *contextpack.Builder, o pairOpt
 		if err != nil {
 			return nil, err
 		}
-		return &typer{base: base, idx: i, content: f.GetContent(), off: off, text: typedText(), pb: pb, o: o}, nil
+		return &typer{base: base, idx: i, content: f.GetContent(), off: off, text: typedText(), pb: pb, o: o,
+			sent: f.GetContent()}, nil
 	}
 	return nil, fmt.Errorf("-typing: the cursor file %s is not in the payload", cur.GetPath())
 }
@@ -76,4 +82,20 @@ func (t *typer) next() (*infillv1.CompleteRequest, *api.GenerateRequest, string,
 		return nil, nil, "", fmt.Errorf("-typing: building the prompt after keystroke %d: %w", t.n, err)
 	}
 	return req, directRequest(req, p.Text, maxTokens, t.o), p.Text, nil
+}
+
+// wire returns req as infill receives it: with -typing-edits, the cursor
+// file as an edit to the text infill last received (the rounds rotate, so
+// that is not always the previous keystroke's). commit records that infill
+// received it; call it after a successful call.
+func (t *typer) wire(req *infillv1.CompleteRequest) (out *infillv1.CompleteRequest, commit func()) {
+	f := req.GetRepository().GetFiles()[t.idx]
+	if !t.o.typingEdits || f.Content == nil {
+		return req, func() {}
+	}
+	content := f.GetContent()
+	out = proto.Clone(req).(*infillv1.CompleteRequest)
+	out.Repository.Files[t.idx] = &infillv1.File{Path: f.GetPath(), Language: f.GetLanguage(),
+		Digest: contextpack.Digest(t.sent), Edits: []*infillv1.Edit{infill.DiffEdit(t.sent, content)}}
+	return out, func() { t.sent = content }
 }
