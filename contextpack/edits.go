@@ -18,6 +18,11 @@ type Edit struct {
 // file, and a client with more changes sends the content.
 const MaxEdits = 64
 
+// maxEditBytes bounds the bytes one request's edits may copy: texts come
+// from the store, so a small request could otherwise make the server copy
+// every held file MaxEdits times.
+const maxEditBytes = 64 << 20
+
 // applyEdits returns files with every file that carries edits replaced by
 // its content: the text its digest names with the edits applied in order.
 // files itself is left as it is. Texts the store does not hold fail with a
@@ -26,6 +31,7 @@ const MaxEdits = 64
 func (b *Builder) applyEdits(files []File) ([]File, error) {
 	var out []File
 	var missing []string
+	work := 0
 	for i := range files {
 		f := &files[i]
 		if len(f.Edits) == 0 {
@@ -45,7 +51,7 @@ func (b *Builder) applyEdits(files []File) ([]File, error) {
 			missing = append(missing, f.Path)
 			continue
 		}
-		text, err := apply(text, f.Edits, fileField(i))
+		text, err := apply(text, f.Edits, fileField(i), &work)
 		if err != nil {
 			return nil, err
 		}
@@ -63,8 +69,9 @@ func (b *Builder) applyEdits(files []File) ([]File, error) {
 	return out, nil
 }
 
-// apply applies edits to text in order; field names the file in errors.
-func apply(text string, edits []Edit, field string) (string, error) {
+// apply applies edits to text in order; field names the file in errors,
+// and work counts the bytes copied in the request so far.
+func apply(text string, edits []Edit, field string, work *int) (string, error) {
 	for k, e := range edits {
 		switch {
 		case e.Start < 0 || e.Start > e.End || e.End > len(text):
@@ -75,6 +82,10 @@ func apply(text string, edits []Edit, field string) (string, error) {
 				Reason: fmt.Sprintf("range [%d, %d) splits a UTF-8 character", e.Start, e.End)}
 		case !utf8.ValidString(e.Text):
 			return "", &ArgumentError{Field: field + ".edits[" + strconv.Itoa(k) + "].text", Reason: "not valid UTF-8"}
+		}
+		if *work += len(text) + len(e.Text); *work > maxEditBytes {
+			return "", &ArgumentError{Field: field + ".edits",
+				Reason: fmt.Sprintf("the request's edits copy more than %d MiB; send the content", maxEditBytes>>20)}
 		}
 		var sb strings.Builder
 		sb.Grow(len(text) - (e.End - e.Start) + len(e.Text))

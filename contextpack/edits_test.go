@@ -3,6 +3,7 @@ package contextpack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -116,8 +117,22 @@ func TestEditsErrors(t *testing.T) {
 			}
 		})
 	}
+	// Edits that would copy held texts over and over are refused.
+	big := strings.Repeat("x = 1\n", 200<<10/6)
+	if _, err := b.Build(ctx, Request{Files: []File{{Path: "big.py", Content: big, HasContent: true}}, Cursor: Cursor{Path: "big.py"}}); err != nil {
+		t.Fatal(err)
+	}
+	var copies []File
+	for i := range 6 {
+		copies = append(copies, File{Path: fmt.Sprintf("c%d.py", i), Digest: Digest(big), Edits: make([]Edit, MaxEdits)})
+	}
+	_, err := b.Build(ctx, Request{Files: copies, Cursor: Cursor{Path: "c0.py"}})
+	var ae *ArgumentError
+	if !errors.As(err, &ae) || ae.Field != "repository.files[5].edits" || !strings.Contains(ae.Reason, "MiB") {
+		t.Fatalf("err = %v, want the edit work refused at the sixth file", err)
+	}
 	// Edits on a text the server does not hold ask for the content.
-	_, err := b.Build(ctx, Request{Files: []File{{Path: "a.py", Digest: d, Edits: []Edit{{Text: "x"}}},
+	_, err = b.Build(ctx, Request{Files: []File{{Path: "a.py", Digest: d, Edits: []Edit{{Text: "x"}}},
 		{Path: "b.py", Digest: Digest("never sent"), Edits: []Edit{{Text: "y"}}}}, Cursor: Cursor{Path: "a.py"}})
 	var me *MissingContentError
 	if !errors.As(err, &me) || !reflect.DeepEqual(me.Paths, []string{"b.py"}) {

@@ -296,7 +296,9 @@ type File struct {
 	// result, and content is absent. A keystroke in a large file then costs
 	// a few bytes instead of the file. When the server no longer holds that
 	// text, the call fails as for a digest: FAILED_PRECONDITION listing the
-	// path to resend with content.
+	// path to resend with content. At most 64 edits per file, and a
+	// request's edits may copy at most 64 MiB (INVALID_ARGUMENT: send the
+	// content).
 	Edits         []*Edit `protobuf:"bytes,5,rep,name=edits,proto3" json:"edits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
