@@ -12,7 +12,6 @@ import (
 
 	"github.com/infill-dev/infill/clients/go/infill"
 	"github.com/infill-dev/infill/contextpack"
-	"github.com/infill-dev/infill/contextpack/tokenizer"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
 
@@ -52,10 +51,6 @@ func benchRepository(n int) (full, digests *infillv1.CompleteRequest) {
 // deltas and the result) run on the same repositories. The ghz suite
 // (scripts/ghz) measures the same path against a direct Ollama request.
 func BenchmarkCompleteDigests(b *testing.B) {
-	tok, err := tokenizer.Qwen25()
-	if err != nil {
-		b.Fatal(err)
-	}
 	for _, n := range []int{1, 50, 500} {
 		for _, stream := range []bool{false, true} {
 			name := fmt.Sprint(n)
@@ -63,12 +58,7 @@ func BenchmarkCompleteDigests(b *testing.B) {
 				name += "/stream"
 			}
 			b.Run(name, func(b *testing.B) {
-				builder, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, zap.NewNop())
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer builder.Close()
-				client, _ := startFakeLog(b, builder, &fakeBackend{deltas: 16}, zap.NewNop())
+				client, _ := startFakeLog(b, realBuilder(b), &fakeBackend{deltas: 16}, zap.NewNop())
 				full, digests := benchRepository(n)
 				ctx := context.Background()
 				if _, err := client.Complete(ctx, full); err != nil {
@@ -114,10 +104,6 @@ func BenchmarkCompleteDigests(b *testing.B) {
 // client sends), on the whole list of digests or alone on the repository
 // snapshot. Compare the sub-benchmarks' ns/op in one run.
 func BenchmarkCompleteTyping(b *testing.B) {
-	tok, err := tokenizer.Qwen25()
-	if err != nil {
-		b.Fatal(err)
-	}
 	for _, list := range []string{"digests", "snapshot"} {
 		for _, edits := range []bool{false, true} {
 			name := list + "/content"
@@ -125,12 +111,7 @@ func BenchmarkCompleteTyping(b *testing.B) {
 				name = list + "/edits"
 			}
 			b.Run(name, func(b *testing.B) {
-				builder, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, zap.NewNop())
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer builder.Close()
-				client, _ := startFakeLog(b, builder, &fakeBackend{}, zap.NewNop())
+				client, _ := startFakeLog(b, realBuilder(b), &fakeBackend{}, zap.NewNop())
 				full, digests := benchRepository(500)
 				cur := len(full.Repository.Files) - 1
 				text := full.Repository.Files[cur].GetContent()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
@@ -14,19 +16,26 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// A response names its file list; a later request sends only what changed
-// on that base, and an unknown base asks for the whole list.
-func TestRepositorySnapshots(t *testing.T) {
+// realBuilder is the contextpack Builder infill-server runs (default
+// configuration, Qwen2.5 tokenizer, no logs), closed when the test ends.
+func realBuilder(t testing.TB) *contextpack.Builder {
+	t.Helper()
 	tok, err := tokenizer.Qwen25()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, nil)
+	b, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	client, _ := startFake(t, b, &fakeBackend{})
+	t.Cleanup(b.Close)
+	return b
+}
+
+// A response names its file list; a later request sends only what changed
+// on that base, and an unknown base asks for the whole list.
+func TestRepositorySnapshots(t *testing.T) {
+	client, _ := startFake(t, realBuilder(t), &fakeBackend{})
 	ctx := context.Background()
 
 	req := request(8)
@@ -86,16 +95,7 @@ func TestRepositorySnapshots(t *testing.T) {
 // names the snapshot the content names. Edits to a text the server does not
 // hold ask for the file's content; bad ranges are INVALID_ARGUMENT.
 func TestFileEdits(t *testing.T) {
-	tok, err := tokenizer.Qwen25()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	client, _ := startFake(t, b, &fakeBackend{})
+	client, _ := startFake(t, realBuilder(t), &fakeBackend{})
 	ctx := context.Background()
 
 	first, err := client.Complete(ctx, request(8))

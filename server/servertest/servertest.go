@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -122,6 +123,20 @@ func Require(t testing.TB, err error, what string) {
 	t.Skipf("%s: %v", what, err)
 }
 
+// StartLocal runs the real server and contextpack Builder (Qwen2.5
+// tokenizer) on a free loopback port in front of backend, a stand-in for
+// cases the real Ollama cannot produce (recording prompts, answering at
+// once), until the test ends. The Server's Backend is nil.
+func StartLocal(t testing.TB, backend server.Backend) *Server {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.ListenAddr = "127.0.0.1:0"
+	cfg.HealthInterval = 100 * time.Millisecond
+	log := zaptest.NewLogger(t)
+	addr := serve(t, cfg, server.Deps{Builder: newBuilder(t, cfg.Context, log), Backend: backend}, log)
+	return &Server{Addr: addr, Model: backend.Model("")}
+}
+
 func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *Server {
 	t.Helper()
 	b := ollamatest.Start(t)
@@ -136,15 +151,7 @@ func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *
 		mutate(&cfg)
 	}
 	log := zaptest.NewLogger(t)
-	tok, err := tokenizer.Qwen25()
-	if err != nil {
-		t.Fatal(err)
-	}
-	builder, err := contextpack.NewBuilder(cfg.Context, tok, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(builder.Close) // runs after the server's shutdown below
+	builder := newBuilder(t, cfg.Context, log)
 	backend, err := inference.NewOllama(cfg.Inference, log)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +160,29 @@ func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *
 	if deps != nil {
 		deps(&d)
 	}
+	return &Server{Addr: serve(t, cfg, d, log), Model: b.Model, Backend: b}
+}
+
+// newBuilder is the server's contextpack Builder, closed when the test
+// ends (after the server's shutdown, which is registered later).
+func newBuilder(t testing.TB, cfg contextpack.Config, log *zap.Logger) *contextpack.Builder {
+	t.Helper()
+	tok, err := tokenizer.Qwen25()
+	if err != nil {
+		t.Fatal(err)
+	}
+	builder, err := contextpack.NewBuilder(cfg, tok, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(builder.Close)
+	return builder
+}
+
+// serve runs the server until the test ends and returns its address once
+// it reports SERVING.
+func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger) string {
+	t.Helper()
 	srv, err := server.New(cfg, d, log)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +202,7 @@ func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *
 		}
 	})
 	waitServing(t, lis.Addr().String())
-	return &Server{Addr: lis.Addr().String(), Model: b.Model, Backend: b}
+	return lis.Addr().String()
 }
 
 // waitServing waits until health reports the completion service SERVING

@@ -38,8 +38,8 @@ type Client struct {
 	cfg   Config
 	log   *zap.Logger
 	held  *digestSet
-	snaps snapState
-	texts textState
+	snaps perRepo[clientSnap] // the latest snapshot per repository
+	texts perRepo[lastText]   // the cursor file's last text per repository
 
 	// sleep waits between attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -241,7 +241,7 @@ func (c *Client) do(ctx context.Context, repo *infillv1.Repository, cursor strin
 			return err
 		}
 		if p.base != "" && UnknownSnapshot(err) && resends < maxResends {
-			c.snaps.forget(p.repoName, p.base)
+			c.snaps.forget(p.repoName, func(sn clientSnap) bool { return sn.id == p.base })
 			noBase = true
 			resends++
 			c.log.Debug("the server no longer holds the repository snapshot; sending the whole list")

@@ -1,47 +1,18 @@
 package infill
 
 import (
-	"sync"
 	"unicode/utf8"
 
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
 
 // lastText is the cursor file's text as the server last accepted it from
-// this client, with its digest.
+// this client, with its digest. The client keeps one per repository
+// (Client.texts), so that the next keystroke travels as an edit to it
+// (File.edits) instead of the whole file. Only the cursor file: that is
+// where typing happens, and the memory stays one file per repository.
 type lastText struct {
 	path, digest, content string
-}
-
-// textState remembers the cursor file's last text per repository name, so
-// that the next keystroke travels as an edit to it (File.edits) instead of
-// the whole file. Only the cursor file: that is where typing happens, and
-// the memory stays one file per repository. When full it forgets
-// everything: the worst case is sending content.
-type textState struct {
-	mu sync.Mutex
-	m  map[string]lastText
-}
-
-// maxTexts bounds textState: repositories a client completes in at once.
-const maxTexts = 64
-
-func (s *textState) get(repo string) (lastText, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.m[repo]
-	return t, ok
-}
-
-func (s *textState) set(repo string, t lastText) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil || len(s.m) >= maxTexts {
-		if _, ok := s.m[repo]; !ok {
-			s.m = map[string]lastText{}
-		}
-	}
-	s.m[repo] = t
 }
 
 // DiffEdit returns the one edit (File.edits) that turns from into to: what

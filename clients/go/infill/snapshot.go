@@ -43,33 +43,39 @@ type clientSnap struct {
 	files map[string]fileKey
 }
 
-// snapState is the latest snapshot per repository name.
-type snapState struct {
-	mu     sync.Mutex
-	byRepo map[string]clientSnap
+// perRepo holds one value per repository name, safe for concurrent use.
+// It holds at most maxRepos names; a new name past that forgets the rest
+// (the worst case is sending a whole list or a file again).
+type perRepo[T any] struct {
+	mu sync.Mutex
+	m  map[string]T
 }
 
-func (s *snapState) get(repo string) (clientSnap, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sn, ok := s.byRepo[repo]
-	return sn, ok
+// maxRepos bounds perRepo: repositories a client completes in at once.
+const maxRepos = 64
+
+func (p *perRepo[T]) get(repo string) (T, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.m[repo]
+	return v, ok
 }
 
-func (s *snapState) set(repo string, sn clientSnap) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byRepo == nil {
-		s.byRepo = map[string]clientSnap{}
+func (p *perRepo[T]) set(repo string, v T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.m[repo]; !ok && (p.m == nil || len(p.m) >= maxRepos) {
+		p.m = map[string]T{}
 	}
-	s.byRepo[repo] = sn
+	p.m[repo] = v
 }
 
-func (s *snapState) forget(repo, id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.byRepo[repo].id == id {
-		delete(s.byRepo, repo)
+// forget drops repo's value if stale says it should go.
+func (p *perRepo[T]) forget(repo string, stale func(T) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v, ok := p.m[repo]; ok && stale(v) {
+		delete(p.m, repo)
 	}
 }
 

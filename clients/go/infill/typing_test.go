@@ -3,12 +3,10 @@ package infill_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 
-	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -16,15 +14,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/infill-dev/infill/clients/go/infill"
-	"github.com/infill-dev/infill/contextpack"
-	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"github.com/infill-dev/infill/inference"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
-	"github.com/infill-dev/infill/server"
+	"github.com/infill-dev/infill/server/servertest"
 )
 
-// promptServer is infill-server with the real contextpack Builder in front
-// of a backend that records each prompt and answers at once. Its intercept
+// promptServer is infill-server with the real contextpack Builder
+// (servertest.StartLocal) in front of a backend that records each prompt
+// and answers at once. Its intercept
 // is a client interceptor: it records what each call carried, and can
 // refuse the next call with edits as a server that no longer holds their
 // text does.
@@ -79,30 +76,8 @@ func (s *promptServer) intercept(ctx context.Context, method string, req, reply 
 
 func startPromptServer(t *testing.T) *promptServer {
 	t.Helper()
-	tok, err := tokenizer.Qwen25()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := contextpack.NewBuilder(contextpack.DefaultConfig(), tok, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ps := &promptServer{}
-	cfg := server.DefaultConfig()
-	srv, err := server.New(cfg, server.Deps{Builder: b, Backend: ps}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(func() {
-		srv.Shutdown(context.Background())
-		b.Close()
-	})
-	ps.addr = lis.Addr().String()
+	ps.addr = servertest.StartLocal(t, ps).Addr
 	return ps
 }
 
