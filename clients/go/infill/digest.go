@@ -144,16 +144,19 @@ func (c *Client) prepare(repo *infillv1.Repository, cursor string, forced map[st
 			if d == "" {
 				d = Digest(f.GetContent())
 			}
-			if f.GetPath() == cursor {
+			isCursor := f.GetPath() == cursor
+			if isCursor {
 				p.text = lastText{path: cursor, digest: d, content: f.GetContent()}
 			}
 			if forced[f.GetPath()] || !c.held.has(d) {
-				if ef, ok := c.edited(repo.GetName(), f, d, forced); ok {
-					out = append(out, ef)
-					p.digests[f.GetPath()] = ef.GetDigest()
-				} else {
-					out = append(out, f)
+				sent := f
+				if isCursor { // only the cursor file's last text is kept
+					if ef, ok := c.edited(repo.GetName(), f, d, forced); ok {
+						sent = ef
+						p.digests[f.GetPath()] = ef.GetDigest()
+					}
 				}
+				out = append(out, sent)
 				p.sent = append(p.sent, d)
 				continue
 			}
