@@ -97,7 +97,8 @@ func (s *digestSet) remove(d string) {
 type prepared struct {
 	repo *infillv1.Repository
 	orig *infillv1.Repository
-	// digests maps each path this client replaced by a digest to it.
+	// digests maps each path this client replaced by a digest to it (for
+	// an edit, the digest of the text it applies to).
 	digests map[string]string
 	// sent lists the digests of files sent with content.
 	sent []string
@@ -144,17 +145,14 @@ func (c *Client) prepare(repo *infillv1.Repository, cursor string, forced map[st
 			if d == "" {
 				d = Digest(f.GetContent())
 			}
-			isCursor := f.GetPath() == cursor
-			if isCursor {
+			if f.GetPath() == cursor {
 				p.text = lastText{path: cursor, digest: d, content: f.GetContent()}
 			}
 			if forced[f.GetPath()] || !c.held.has(d) {
 				sent := f
-				if isCursor { // only the cursor file's last text is kept
-					if ef, ok := c.edited(repo.GetName(), f, d, forced); ok {
-						sent = ef
-						p.digests[f.GetPath()] = ef.GetDigest()
-					}
+				if ef, ok := c.edited(repo.GetName(), cursor, f, d, forced); ok {
+					sent = ef
+					p.digests[f.GetPath()] = ef.GetDigest()
 				}
 				out = append(out, sent)
 				p.sent = append(p.sent, d)
@@ -186,9 +184,13 @@ func (c *Client) prepare(repo *infillv1.Repository, cursor string, forced map[st
 }
 
 // edited returns f (whose content has digest d) as an edit to the last
-// text of its path this client sent for repository repo, when the server
-// holds that text and the edit is much smaller than f.
-func (c *Client) edited(repo string, f *infillv1.File, d string, forced map[string]bool) (*infillv1.File, bool) {
+// text of its path this client sent for repository repo, when f is the
+// cursor file (only its text is kept), the server holds that text and the
+// edit is much smaller than f.
+func (c *Client) edited(repo, cursor string, f *infillv1.File, d string, forced map[string]bool) (*infillv1.File, bool) {
+	if f.GetPath() != cursor {
+		return nil, false
+	}
 	last, ok := c.texts.get(repo)
 	if !ok || forced[f.GetPath()] || last.path != f.GetPath() || last.digest == d || !c.held.has(last.digest) {
 		return nil, false
