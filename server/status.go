@@ -55,6 +55,8 @@ func toStatus(log *zap.Logger, err error) error {
 		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, dataset.ErrUnknownBenchmark):
 		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, evaluator.ErrJournalBusy):
+		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, dataset.ErrInvalidData), errors.Is(err, evaluator.ErrCorruptJournal),
 		errors.Is(err, sandbox.ErrUnavailable):
 		return status.Error(codes.FailedPrecondition, err.Error())

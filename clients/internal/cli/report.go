@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,39 +134,25 @@ func runReport(env *Env, f *reportFlags, paths []string) error {
 	return nil
 }
 
-// readResults reads a results file without changing it. A last line
-// without its newline (a write cut short) is left out and reported; any
-// other line that is not a result is an error.
+// readResults reads a results file without changing it, by the rules a
+// resumed run reads it with (evaluator.ReadJournal): a last line cut short
+// is left out and reported; any other line that is not a result is an
+// error naming it.
 func readResults(path string) (results []evaluator.Result, torn bool, err error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, false, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var r evaluator.Result
-		if err := json.Unmarshal(b, &r); err != nil {
-			if line == bytes.Count(data, []byte("\n"))+1 {
-				return results, true, nil // the last line, without newline
-			}
-			return nil, false, fmt.Errorf("%s:%d: not a result: %v", path, line, err)
-		}
-		if r.TaskID == "" || r.Verdict == "" {
-			return nil, false, fmt.Errorf("%s:%d: not a result (no task_id or verdict)", path, line)
-		}
-		results = append(results, r)
+	defer f.Close()
+	results, st, err := evaluator.ReadJournal(f)
+	var le *evaluator.JournalLineError
+	if errors.As(err, &le) {
+		return nil, false, fmt.Errorf("%s:%d: not a result: %w", path, le.Line, le.Err)
 	}
-	if err := sc.Err(); err != nil {
+	if err != nil {
 		return nil, false, fmt.Errorf("%s: %w", path, err)
 	}
-	return results, false, nil
+	return results, st.Torn, nil
 }
 
 // summarize scores results with evaluator/metrics, as the server does.

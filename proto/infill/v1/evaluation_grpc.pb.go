@@ -38,7 +38,8 @@ const (
 //
 // Errors: a malformed task → INVALID_ARGUMENT; a repository outside the
 // server's allowed roots → PERMISSION_DENIED; an unknown benchmark →
-// NOT_FOUND; no sandbox on the server → FAILED_PRECONDITION. A completion
+// NOT_FOUND; no sandbox on the server → FAILED_PRECONDITION; a run_id
+// whose run is going on in another call → ABORTED. A completion
 // that fails to generate is reported per sample (VERDICT_ERROR), not as a
 // stream error.
 type EvaluationServiceClient interface {
@@ -118,7 +119,8 @@ func (c *evaluationServiceClient) ListBenchmarks(ctx context.Context, in *ListBe
 //
 // Errors: a malformed task → INVALID_ARGUMENT; a repository outside the
 // server's allowed roots → PERMISSION_DENIED; an unknown benchmark →
-// NOT_FOUND; no sandbox on the server → FAILED_PRECONDITION. A completion
+// NOT_FOUND; no sandbox on the server → FAILED_PRECONDITION; a run_id
+// whose run is going on in another call → ABORTED. A completion
 // that fails to generate is reported per sample (VERDICT_ERROR), not as a
 // stream error.
 type EvaluationServiceServer interface {
