@@ -206,16 +206,17 @@ type hintError struct {
 func (h hintError) Error() string { return h.err.Error() + "; " + h.hint }
 func (h hintError) Unwrap() error { return h.err }
 
-// errorLine renders err for "infill: ...", with a hint when the server
-// could not be reached at all.
+// errorLine renders err for "infill: ...", with its hint once, and a hint
+// when the client could not reach the server at all (not when the server
+// reports that its backend is down).
 func errorLine(err error) string {
 	line := infill.FormatError(err)
 	var h hintError
-	if errors.As(err, &h) {
+	if errors.As(err, &h) && !strings.Contains(line, h.hint) {
 		line += "; " + h.hint
 	}
 	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable &&
-		(strings.Contains(st.Message(), "while dialing") || strings.Contains(st.Message(), "connection refused")) {
+		(strings.Contains(st.Message(), "while dialing") || strings.HasPrefix(st.Message(), "connection error:")) {
 		line += " (is infill-server running there? set --server or INFILL_SERVER)"
 	}
 	return line

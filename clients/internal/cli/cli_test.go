@@ -404,6 +404,26 @@ func TestIsLocal(t *testing.T) {
 	}
 }
 
+// A hint appears once, whether or not the error is a status; the hint for
+// an unreachable server appears only when the client could not connect.
+func TestErrorLine(t *testing.T) {
+	dial := status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{hintError{fmt.Errorf("no tests"), "choose them with --pytest"}, "no tests; choose them with --pytest"},
+		{hintError{status.Error(codes.Unimplemented, "unknown service"), "older server?"}, "UNIMPLEMENTED: unknown service; older server?"},
+		{fmt.Errorf("eval: %w", hintError{fmt.Errorf("no tests"), "h"}), "eval: no tests; h"},
+		{dial, "UNAVAILABLE: " + status.Convert(dial).Message() + " (is infill-server running there? set --server or INFILL_SERVER)"},
+		{status.Error(codes.Unavailable, "backend unavailable: connect: connection refused"), "UNAVAILABLE: backend unavailable: connect: connection refused"},
+	} {
+		if got := errorLine(tc.err); got != tc.want {
+			t.Errorf("errorLine(%v)\n got %q\nwant %q", tc.err, got, tc.want)
+		}
+	}
+}
+
 func TestInterruptExitCode(t *testing.T) {
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "a.py"), []byte("x = 1\n"), 0o644); err != nil {

@@ -70,6 +70,11 @@ func runReport(env *Env, f *reportFlags, paths []string) error {
 			return usageError{err}
 		}
 	}
+	if f.html != "" {
+		if err := checkHTMLTarget(f.html, paths); err != nil {
+			return usageError{err}
+		}
+	}
 	var all []evaluator.Result
 	seen := map[string]bool{}
 	twice := 0
@@ -132,6 +137,40 @@ func runReport(env *Env, f *reportFlags, paths []string) error {
 		fmt.Fprintf(env.Stderr, "wrote %s\n", f.html)
 	}
 	return nil
+}
+
+// checkHTMLTarget refuses an --html path that would overwrite data: one
+// of the results files read, or any existing file that is not an HTML
+// page (a shell glob such as --html *.jsonl names a results file).
+func checkHTMLTarget(target string, inputs []string) error {
+	fi, err := os.Stat(target)
+	if err != nil {
+		return nil // nothing there yet (a bad directory fails when written)
+	}
+	for _, p := range inputs {
+		if pi, err := os.Stat(p); err == nil && os.SameFile(fi, pi) {
+			return fmt.Errorf("--html %s is one of the results files read", target)
+		}
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("--html %s is not a regular file", target)
+	}
+	head := make([]byte, 512)
+	if fh, err := os.Open(target); err == nil {
+		n, _ := io.ReadFull(fh, head)
+		fh.Close()
+		head = head[:n]
+	}
+	if fi.Size() > 0 && !isHTML(head) {
+		return fmt.Errorf("--html %s exists and is not an HTML page; not overwriting it", target)
+	}
+	return nil
+}
+
+// isHTML reports whether a file's first bytes open an HTML document.
+func isHTML(head []byte) bool {
+	s := strings.ToLower(strings.TrimLeft(string(head), " \t\r\n\ufeff"))
+	return strings.HasPrefix(s, "<!doctype html") || strings.HasPrefix(s, "<html")
 }
 
 // readResults reads a results file without changing it, by the rules a
