@@ -27,7 +27,8 @@ var (
 	// or MaxFiles.
 	ErrRepositoryTooLarge = errors.New("repository too large")
 	// ErrCursorFile: the cursor file cannot be sent (outside the repository,
-	// binary, not UTF-8, over the size cap, or not a regular file).
+	// binary, not UTF-8, a path the API cannot carry, or not a regular
+	// file).
 	ErrCursorFile = errors.New("cursor file cannot be sent")
 )
 
@@ -52,8 +53,9 @@ type LoadOptions struct {
 	// DefaultSkipDirs, an empty non-nil slice skips none.
 	SkipDirs []string
 	// Include lists paths (relative to the root, forward slashes) read even
-	// inside a skipped directory, and for which any problem is an error
-	// wrapping ErrCursorFile rather than a skip: the cursor file.
+	// inside a skipped directory, through a symbolic link and over
+	// MaxFileBytes (MaxTotalBytes still applies), and for which any problem
+	// is an error wrapping ErrCursorFile rather than a skip: the cursor file.
 	Include []string
 }
 
@@ -73,7 +75,8 @@ func (o LoadOptions) withDefaults() LoadOptions {
 	return o
 }
 
-// Skipped is a file or directory LoadRepository left out, and why.
+// Skipped is a file or directory LoadRepository left out, and why. Bytes
+// of Path that are not UTF-8 show as U+FFFD.
 type Skipped struct {
 	Path   string
 	Reason string
@@ -87,11 +90,13 @@ type LoadReport struct {
 }
 
 // LoadRepository reads the text files under root into a Repository named
-// after root's base name. Paths are relative to root with forward slashes,
-// in lexical order. It skips directories named in SkipDirs, symbolic links,
-// files that are not regular, files over MaxFileBytes, binary files (a NUL
-// byte in the first 8000 bytes, as git decides) and files that are not
-// valid UTF-8 (the API carries content as UTF-8 text).
+// after root's base name (root itself may be a symbolic link to the
+// directory). Paths are relative to root with forward slashes, in lexical
+// order. It skips directories named in SkipDirs, symbolic links, files
+// that are not regular, files over MaxFileBytes, binary files (a NUL byte
+// in the first 8000 bytes, as git decides), files that are not valid
+// UTF-8 (the API carries content as UTF-8 text), and files and directories
+// whose path the API cannot carry (not UTF-8, or with a line break).
 func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadReport, error) {
 	opts = opts.withDefaults()
 	abs, err := filepath.Abs(root)
@@ -105,11 +110,16 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 	if !info.IsDir() {
 		return nil, nil, fmt.Errorf("repository %s is not a directory", root)
 	}
+	name := filepath.Base(abs)
+	// WalkDir does not descend into a root that is a link; walk its target.
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, nil, err
+	}
 	include := map[string]bool{}
 	for _, p := range opts.Include {
 		include[p] = true
 	}
-	repo := &infillv1.Repository{Name: filepath.Base(abs)}
+	repo := &infillv1.Repository{Name: name}
 	report := &LoadReport{}
 	seen := map[string]bool{}
 
@@ -139,18 +149,30 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 		}
 		rel := filepath.ToSlash(r)
 		skip := func(reason string) error {
-			report.Skipped = append(report.Skipped, Skipped{Path: rel, Reason: reason})
+			report.Skipped = append(report.Skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: reason})
 			return nil
 		}
 		if err != nil {
 			// Unreadable entry: leave it out rather than fail the load.
-			report.Skipped = append(report.Skipped, Skipped{Path: rel, Reason: "unreadable"})
+			report.Skipped = append(report.Skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "unreadable"})
 			if d != nil && d.IsDir() {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		switch {
+		if include[rel] && !d.IsDir() {
+			content, err := readIncluded(abs, rel)
+			if err != nil {
+				return err
+			}
+			return add(rel, content)
+		}
+		switch reason := pathProblem(rel); {
+		case reason != "" && d.IsDir():
+			report.Skipped = append(report.Skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD") + "/", Reason: reason})
+			return filepath.SkipDir
+		case reason != "":
+			return skip(reason)
 		case d.IsDir():
 			if slices.Contains(opts.SkipDirs, d.Name()) {
 				report.Skipped = append(report.Skipped, Skipped{Path: rel + "/", Reason: "skipped directory"})
@@ -167,22 +189,13 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 			return err
 		}
 		if info.Size() > opts.MaxFileBytes {
-			if include[rel] {
-				return fmt.Errorf("%w: %s is %d bytes, over the %d-byte cap", ErrCursorFile, rel, info.Size(), opts.MaxFileBytes)
-			}
 			return skip(fmt.Sprintf("over %d bytes", opts.MaxFileBytes))
 		}
 		content, err := os.ReadFile(path)
 		if err != nil {
-			if include[rel] {
-				return fmt.Errorf("%w: %w", ErrCursorFile, err)
-			}
 			return skip("unreadable")
 		}
 		if reason := textProblem(content); reason != "" {
-			if include[rel] {
-				return fmt.Errorf("%w: %s is %s", ErrCursorFile, rel, reason)
-			}
 			return skip(reason)
 		}
 		return add(rel, content)
@@ -190,34 +203,55 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 	if err != nil {
 		return nil, nil, err
 	}
-	// Included paths inside skipped directories.
+	// Included paths: wherever they are, through a link, at any size.
 	for _, rel := range opts.Include {
 		if seen[rel] {
 			continue
 		}
-		path := filepath.Join(abs, filepath.FromSlash(rel))
-		info, err := os.Lstat(path)
+		content, err := readIncluded(abs, rel)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrCursorFile, err)
-		}
-		if !info.Mode().IsRegular() {
-			return nil, nil, fmt.Errorf("%w: %s is not a regular file", ErrCursorFile, rel)
-		}
-		if info.Size() > opts.MaxFileBytes {
-			return nil, nil, fmt.Errorf("%w: %s is %d bytes, over the %d-byte cap", ErrCursorFile, rel, info.Size(), opts.MaxFileBytes)
-		}
-		content, err := os.ReadFile(path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrCursorFile, err)
-		}
-		if reason := textProblem(content); reason != "" {
-			return nil, nil, fmt.Errorf("%w: %s is %s", ErrCursorFile, rel, reason)
+			return nil, nil, err
 		}
 		if err := add(rel, content); err != nil {
 			return nil, nil, err
 		}
 	}
 	return repo, report, nil
+}
+
+// readIncluded reads an Include path under root: through a link and at
+// any size; any problem is an ErrCursorFile.
+func readIncluded(root, rel string) ([]byte, error) {
+	if reason := pathProblem(rel); reason != "" {
+		return nil, fmt.Errorf("%w: %q: %s", ErrCursorFile, strings.ToValidUTF8(rel, "\uFFFD"), reason)
+	}
+	path := filepath.Join(root, filepath.FromSlash(rel))
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCursorFile, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrCursorFile, rel)
+	}
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCursorFile, err)
+	}
+	if reason := textProblem(content); reason != "" {
+		return nil, fmt.Errorf("%w: %s is %s", ErrCursorFile, rel, reason)
+	}
+	return content, nil
+}
+
+// pathProblem says why the API cannot carry rel as a path, or "".
+func pathProblem(rel string) string {
+	switch {
+	case !utf8.ValidString(rel):
+		return "path not UTF-8"
+	case strings.ContainsAny(rel, "\r\n"):
+		return "line break in path"
+	}
+	return ""
 }
 
 // textProblem says why content cannot be sent as text, or "".
@@ -293,7 +327,7 @@ func (p Position) Cursor(path string, enc infillv1.PositionEncoding) *infillv1.C
 // RequestFromDir builds a request for a completion in file at pos, with
 // the repository read from root ("" means FindRoot(file)). pos.Column is
 // counted in enc. The cursor file is always sent, even inside a skipped
-// directory; it must lie under root.
+// directory, through a link or over MaxFileBytes; it must lie under root.
 func RequestFromDir(root, file string, pos Position, enc infillv1.PositionEncoding, opts LoadOptions) (*infillv1.CompleteRequest, *LoadReport, error) {
 	if enc == infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET {
 		return nil, nil, fmt.Errorf("%w: LINE:COL cannot use the byte-offset encoding", ErrBadPosition)
@@ -313,7 +347,20 @@ func RequestFromDir(root, file string, pos Position, enc infillv1.PositionEncodi
 	if err != nil {
 		return nil, nil, err
 	}
-	rel, err := filepath.Rel(absRoot, absFile)
+	// Compare where root and the file's directory lead, so that either may
+	// be named through a link; the file itself may be a link.
+	if _, err := os.Stat(absRoot); err != nil {
+		return nil, nil, fmt.Errorf("repository: %w", err)
+	}
+	realRoot, err := filepath.EvalSymlinks(absRoot)
+	if err != nil {
+		return nil, nil, fmt.Errorf("repository: %w", err)
+	}
+	realFile := absFile
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(absFile)); err == nil {
+		realFile = filepath.Join(dir, filepath.Base(absFile))
+	}
+	rel, err := filepath.Rel(realRoot, realFile)
 	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return nil, nil, fmt.Errorf("%w: %s is not inside the repository %s", ErrCursorFile, file, root)
 	}

@@ -55,6 +55,17 @@ func TestLoadRepositorySkips(t *testing.T) {
 	if err := os.Symlink("app.py", filepath.Join(root, "src", "link.py")); err != nil {
 		t.Fatal(err)
 	}
+	// Names the API cannot carry as paths are left out (a file anywhere
+	// with such a name used to fail every request).
+	for _, p := range []string{"bad\xffname.py", "new\nline.py", "odd\xfedir/x.py"} {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("x = 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	repo, report, err := LoadRepository(root, LoadOptions{MaxFileBytes: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -74,10 +85,13 @@ func TestLoadRepositorySkips(t *testing.T) {
 	}
 	want := []string{
 		".git/: skipped directory",
+		"bad\ufffdname.py: path not UTF-8",
 		"data/big.txt: over 1000 bytes",
 		"data/blob.bin: binary",
 		"data/latin1.txt: not UTF-8",
+		"new\nline.py: line break in path",
 		"node_modules/: skipped directory",
+		"odd\ufffddir/: path not UTF-8",
 		"src/__pycache__/: skipped directory",
 		"src/link.py: symbolic link",
 		"vendor/: skipped directory",
@@ -146,12 +160,53 @@ func TestRequestFromDir(t *testing.T) {
 		t.Errorf("files %v", got)
 	}
 
+	// ... and over MaxFileBytes, and through a link.
+	if err := os.Symlink("mod.py", filepath.Join(root, "pkg", "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"huge.py", "pkg/link.py"} {
+		req, _, err = RequestFromDir(root, filepath.Join(root, file), Position{1, 1},
+			infillv1.PositionEncoding_POSITION_ENCODING_UTF8, opts)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if got := paths(req.GetRepository()); !slices.Contains(got, file) || req.GetCursor().GetPath() != file {
+			t.Errorf("%s: files %v, cursor %q", file, got, req.GetCursor().GetPath())
+		}
+	}
+
+	// A root named through a link is walked, under the link's name, and
+	// the cursor file may be named either way.
+	link := filepath.Join(t.TempDir(), "linked")
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{filepath.Join(link, "huge.py"), filepath.Join(root, "huge.py")} {
+		req, _, err = RequestFromDir(link, file, Position{1, 1}, infillv1.PositionEncoding_POSITION_ENCODING_UTF8, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := paths(req.GetRepository()); req.GetRepository().GetName() != "linked" ||
+			!slices.Equal(got, []string{"huge.py", "pkg/mod.py"}) {
+			t.Errorf("through a linked root: %q %v", req.GetRepository().GetName(), got)
+		}
+	}
+
+	if err := os.Mkdir(filepath.Join(root, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for name, file := range map[string]string{
-		"binary":  filepath.Join(root, "bin", "tool"),
-		"too big": filepath.Join(root, "huge.py"),
-		"outside": filepath.Join(t.TempDir(), "other.py"),
-		"missing": filepath.Join(root, "nope.py"),
+		"binary":     filepath.Join(root, "bin", "tool"),
+		"outside":    filepath.Join(t.TempDir(), "other.py"),
+		"missing":    filepath.Join(root, "nope.py"),
+		"directory":  filepath.Join(root, "dir"),
+		"line break": filepath.Join(root, "new\nline.py"),
 	} {
+		if name == "line break" {
+			if err := os.WriteFile(file, []byte("x = 1\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		_, _, err := RequestFromDir(root, file, Position{1, 1}, infillv1.PositionEncoding_POSITION_ENCODING_UTF8, opts)
 		if !errors.Is(err, ErrCursorFile) {
 			t.Errorf("%s: err %v; want ErrCursorFile", name, err)

@@ -50,8 +50,9 @@ does). The tool sends them to the server 0-based in that encoding.
 
 The repository is --repo, else the nearest directory above FILE holding
 .git, else FILE's directory. Files under .git, node_modules, vendor and
-similar tool directories, binary files, files that are not UTF-8 and files
-over --max-file-bytes are left out; FILE itself is always sent.
+similar tool directories, symbolic links, binary files, files that are not
+UTF-8, files over --max-file-bytes and names that are not UTF-8 or hold a
+line break are left out; FILE itself is always sent.
 
 --show-context prints, before the text, what went into the prompt: each
 source with its token count, whether it was used and why.`,
