@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -68,7 +69,7 @@ type Grader interface {
 // Stats describes a build.
 type Stats struct {
 	Files      int                     `json:"files"`
-	Skipped    []string                `json:"skipped_files,omitempty"`
+	Skipped    []string                `json:"skipped_files,omitempty"` // do not parse, or are not UTF-8 text
 	Candidates map[evaluator.Level]int `json:"candidates"`
 	Kept       map[evaluator.Level]int `json:"kept"`
 	// Uncovered counts samples dropped because the tests still passed with
@@ -211,6 +212,14 @@ func makePlan(ctx context.Context, repoDir string, o Options, log *zap.Logger) (
 			return nil, err
 		}
 		if len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		// A task carries its file as UTF-8 text under its path: a file that
+		// is not UTF-8 (a latin-1 source) or whose name is not could be
+		// masked but never loaded back.
+		if !utf8.Valid(data) || !utf8.ValidString(rel) || strings.ContainsAny(rel, "\r\n") {
+			p.stats.Skipped = append(p.stats.Skipped, strings.ToValidUTF8(rel, "\uFFFD"))
+			log.Debug("masking: skipping file that is not UTF-8 text", zap.String("file", rel))
 			continue
 		}
 		grammar, err := GrammarCandidates(ctx, rel, data)

@@ -139,6 +139,9 @@ func renderSelected(t *testing.T, dir string, o Options) string {
 	}
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "files %d candidates %v kept %v\n", stats.Files, stats.Candidates, stats.Kept)
+	if len(stats.Skipped) > 0 {
+		fmt.Fprintf(&buf, "skipped %q\n", stats.Skipped)
+	}
 	for _, r := range recs {
 		tk, err := r.Task(filepath.Dir(dir))
 		if err != nil {
