@@ -84,5 +84,18 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.Inference.Validate(), c.Context.Validate())
+	// A request that asks for the default number of tokens must leave room
+	// for a prompt, or every such request would fail.
+	need := c.Inference.DefaultMaxTokens + c.Context.MinPromptTokens
+	if c.Inference.ContextTokens < need {
+		errs = append(errs, fmt.Errorf("server: a context of %d tokens leaves no prompt after %d default max tokens (need at least %d)",
+			c.Inference.ContextTokens, c.Inference.DefaultMaxTokens, need))
+	}
+	for m, n := range c.Inference.ModelContextTokens {
+		if n < need {
+			errs = append(errs, fmt.Errorf("server: model %q's context of %d tokens leaves no prompt after %d default max tokens (need at least %d)",
+				m, n, c.Inference.DefaultMaxTokens, need))
+		}
+	}
 	return errors.Join(errs...)
 }

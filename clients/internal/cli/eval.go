@@ -211,6 +211,11 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 		fmt.Fprintf(env.Stderr, "%d samples are in %s; run the same command again to go on\n", len(r.results), resultsPath)
 		return err
 	}
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		// --timeout ran out: the results so far are kept, as on Ctrl-C.
+		fmt.Fprintf(env.Stderr, "%d samples are in %s; run the same command again to go on\n", len(r.results), resultsPath)
+		return status.Errorf(codes.DeadlineExceeded, "the run did not finish within --timeout %v", g.timeout)
+	}
 	if err != nil {
 		return err
 	}

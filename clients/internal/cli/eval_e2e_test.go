@@ -84,6 +84,16 @@ func TestEndToEndEvalRunResume(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "24 samples of 24 tasks") || !strings.Contains(stdout, "100.0%") {
 		t.Fatalf("report: exit %d\n%s%s", code, stdout, stderr)
 	}
+
+	// A run that --timeout cuts short says so, and that it can go on.
+	code, _, stderr = runTool(t.Context(), srv.Addr, append(base, "--timeout", "1ms", "--limit", "40", "humaneval-random-span-light")...)
+	if code != 1 || !strings.Contains(stderr, "DEADLINE_EXCEEDED: the run did not finish within --timeout 1ms") ||
+		!strings.Contains(stderr, "run the same command again to go on") {
+		t.Errorf("--timeout: exit %d\n%s", code, stderr)
+	}
+	if n := len(cli.ReadResults(t, out)); n < 24 {
+		t.Errorf("%d results after the timed-out run, want the 24 before and more", n)
+	}
 }
 
 // TestEndToEndEvalRunGenerated lets the server generate completions with

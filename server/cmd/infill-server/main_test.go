@@ -76,6 +76,8 @@ func TestSIGTERMShutsDownCleanly(t *testing.T) {
 func TestBadConfigIsAnError(t *testing.T) {
 	for _, args := range [][]string{
 		{"--num-ctx", "10"},
+		{"--num-ctx", "80"}, // no room for a prompt after the default 128 max tokens
+		{"--num-ctx", "200", "--max-tokens", "190"},
 		{"--ollama-url", "ftp://x"},
 		{"--execrepobench-jsonl", "a.jsonl"},
 		{"--log-level", "loud"},
