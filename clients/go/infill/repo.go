@@ -127,11 +127,11 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 		report.Files++
 		report.Bytes += int64(len(content))
 		if report.Bytes > opts.MaxTotalBytes {
-			return fmt.Errorf("%w: more than %d bytes of text under %s (point the repository at a smaller directory or raise the limit)",
+			return fmt.Errorf("%w: more than %d bytes of text under %s",
 				ErrRepositoryTooLarge, opts.MaxTotalBytes, root)
 		}
 		if report.Files > opts.MaxFiles {
-			return fmt.Errorf("%w: more than %d files under %s (point the repository at a smaller directory or raise the limit)",
+			return fmt.Errorf("%w: more than %d files under %s",
 				ErrRepositoryTooLarge, opts.MaxFiles, root)
 		}
 		seen[rel] = true

@@ -93,6 +93,9 @@ func runComplete(cmd *cobra.Command, env *Env, g *globals, f *completeFlags, fil
 		return usageError{fmt.Errorf("--max-file-bytes must be positive")}
 	}
 	req, report, err := infill.RequestFromDir(f.repo, file, pos, enc, infill.LoadOptions{MaxFileBytes: f.maxFileBytes})
+	if errors.Is(err, infill.ErrRepositoryTooLarge) {
+		return hintError{err, "point --repo at a smaller directory"}
+	}
 	if err != nil {
 		return err
 	}
