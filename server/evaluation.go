@@ -176,7 +176,7 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	resumed := 0
 	if resultsPath != "" {
 		if resumed, err = countJournaled(resultsPath, tasks, samples); err != nil {
-			return err
+			return journalError(req.GetRunId(), err)
 		}
 	}
 	start := time.Now()
@@ -193,11 +193,24 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 		return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Progress{Progress: proto.Clone(prog).(*infillv1.Progress)}})
 	})
 	if err != nil {
-		return err
+		return journalError(req.GetRunId(), err)
 	}
 	s.log.Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.Int("tasks", len(tasks)),
 		zap.Int("graded", report.Graded), zap.Int("resumed", report.Resumed), zap.Duration("elapsed", time.Since(start)))
 	return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{Summary: toSummary(report)}})
+}
+
+// journalError restates an error of run id's journal without the path
+// it has on the server; other errors pass unchanged.
+func journalError(id string, err error) error {
+	var le *evaluator.JournalLineError
+	switch {
+	case errors.Is(err, evaluator.ErrJournalBusy):
+		return fmt.Errorf("run_id %q: %w", id, evaluator.ErrJournalBusy)
+	case errors.As(err, &le):
+		return fmt.Errorf("run_id %q: journal %w", id, le)
+	}
+	return err
 }
 
 // countJournaled counts samples of tasks already in the journal at path.

@@ -181,7 +181,38 @@ func TestRunBenchmarkResumes(t *testing.T) {
 		t.Fatalf("resumed run: %+v, %d progress messages", second, len(progress))
 	}
 
-	st, err := h.eval.RunBenchmark(context.Background(), &infillv1.RunBenchmarkRequest{Benchmark: "nope"})
+	// A run_id whose run is going on in another call is ABORTED; the
+	// first run is not disturbed.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	busy, err := h.eval.RunBenchmark(ctx, &infillv1.RunBenchmarkRequest{
+		Benchmark: "humaneval-random-span-light", Limit: 40, Reference: true, RunId: "busy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := busy.Recv(); err != nil || (m.GetResult() == nil && m.GetProgress() == nil) {
+		t.Fatalf("first run: %v %v", m, err)
+	}
+	st, err := h.eval.RunBenchmark(context.Background(), &infillv1.RunBenchmarkRequest{
+		Benchmark: "humaneval-random-span-light", Limit: 40, Reference: true, RunId: "busy"})
+	if err == nil {
+		_, err = st.Recv()
+	}
+	if msg := status.Convert(err).Message(); status.Code(err) != codes.Aborted ||
+		!strings.Contains(msg, `run_id "busy"`) || !strings.Contains(msg, "in use by another run") || strings.Contains(msg, "/") {
+		t.Fatalf("same run_id at once: %v, want ABORTED naming the run_id, not the server's path", err)
+	}
+	for {
+		m, err := busy.Recv()
+		if err != nil {
+			t.Fatalf("first run after the second was refused: %v", err)
+		}
+		if m.GetSummary() != nil {
+			break
+		}
+	}
+
+	st, err = h.eval.RunBenchmark(context.Background(), &infillv1.RunBenchmarkRequest{Benchmark: "nope"})
 	if err == nil {
 		_, err = st.Recv()
 	}
