@@ -105,10 +105,11 @@ var ErrNoCompleter = errors.New("evaluator: no completion supplied and no comple
 
 // Report is what a run produced.
 type Report struct {
-	// Summary covers this run's results and those resumed from the journal.
+	// Summary covers this run's results and the journaled results of the
+	// samples it asked for (not other tasks the journal holds).
 	Summary metrics.Summary
-	// Graded counts results produced by this run; Resumed those found in
-	// the journal and skipped.
+	// Graded counts results produced by this run; Resumed those of its
+	// samples found in the journal and skipped.
 	Graded, Resumed int
 }
 
@@ -194,6 +195,7 @@ func (r *Runner) Run(ctx context.Context, jobs <-chan Job, emit func(Result) err
 	agg := metrics.NewAggregator(r.cfg.Ks...)
 	var rep Report
 	var journal *Journal
+	prevs := map[string]*Result{} // journaled results not yet asked for again
 	if r.cfg.ResultsPath != "" {
 		j, prev, err := OpenJournal(r.cfg.ResultsPath)
 		if err != nil {
@@ -202,9 +204,8 @@ func (r *Runner) Run(ctx context.Context, jobs <-chan Job, emit func(Result) err
 		defer j.Close()
 		journal = j
 		for i := range prev {
-			agg.Add(prev[i].MetricsSample())
+			prevs[resultKey(prev[i].Benchmark, prev[i].TaskID, prev[i].Sample)] = &prev[i]
 		}
-		rep.Resumed = len(prev)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -265,6 +266,16 @@ dispatch:
 		jp := &job
 		for s := range n {
 			if journal != nil && journal.Done(job.Task.Benchmark, job.Task.ID, s) {
+				// Done already: its journaled result counts in this run's
+				// summary, once (results of tasks not asked for do not).
+				key := resultKey(job.Task.Benchmark, job.Task.ID, s)
+				if p := prevs[key]; p != nil {
+					mu.Lock()
+					agg.Add(p.MetricsSample())
+					rep.Resumed++
+					mu.Unlock()
+					delete(prevs, key)
+				}
 				continue
 			}
 			select {

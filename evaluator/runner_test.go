@@ -186,6 +186,31 @@ func TestJournalResume(t *testing.T) {
 	}
 }
 
+// A run's summary counts the journaled results of the samples it asks
+// for, not every task the journal holds.
+func TestJournalResumeCountsOnlyAskedFor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results.jsonl")
+	r, err := evaluator.NewRunner(evaluator.Config{Workers: 2, Ks: []int{1}, ResultsPath: path}, &fakeExec{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RunJobs(context.Background(), jobsN(10, 2), nil); err != nil {
+		t.Fatal(err)
+	}
+	ex := &fakeExec{}
+	r2, _ := evaluator.NewRunner(evaluator.Config{Workers: 2, Ks: []int{1}, ResultsPath: path}, ex, nil, nil)
+	jobs := jobsN(3, 2)
+	jobs = append(jobs, jobs[0]) // asked twice: counted once
+	rep, err := r2.RunJobs(context.Background(), jobs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Resumed != 6 || rep.Graded != 0 || ex.calls.Load() != 0 || rep.Summary.Overall.Tasks != 3 || rep.Summary.Overall.Samples != 6 {
+		t.Fatalf("resumed %d graded %d calls %d, summary %d tasks %d samples; want 6, 0, 0, 3 and 6",
+			rep.Resumed, rep.Graded, ex.calls.Load(), rep.Summary.Overall.Tasks, rep.Summary.Overall.Samples)
+	}
+}
+
 func TestJournalCorrupt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "results.jsonl")
 	if err := os.WriteFile(path, []byte("{\"task_id\":\"a\"}\nnot json\n{\"task_id\":\"b\"}\n"), 0o644); err != nil {

@@ -58,14 +58,14 @@ func (e *evaluationService) RunBenchmark(req *infillv1.RunBenchmarkRequest, stre
 	return toStatus(e.s.log, e.s.runBenchmark(req, stream))
 }
 
-func (s *Server) newRunner(resultsPath string, pc *pipelineCompleter) (*evaluator.Runner, error) {
+func (s *Server) newRunner(resultsPath string, ks []int, pc *pipelineCompleter) (*evaluator.Runner, error) {
 	if s.deps.Executor == nil {
 		return nil, status.Error(codes.FailedPrecondition,
 			"evaluation is unavailable: the server has no sandbox (install bubblewrap and restart)")
 	}
 	cfg := evaluator.Config{
 		Workers:          s.cfg.Eval.Workers,
-		Ks:               passKs,
+		Ks:               ks,
 		ResultsPath:      resultsPath,
 		AllowedRepoRoots: s.cfg.Eval.RepoRoots,
 	}
@@ -78,8 +78,8 @@ func (s *Server) newRunner(resultsPath string, pc *pipelineCompleter) (*evaluato
 func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	pc := &pipelineCompleter{s: s, perTask: make(map[string]genParams)}
-	runner, err := s.newRunner("", pc)
+	pc := &pipelineCompleter{s: s, perTask: make(map[string]genParams), seen: make(map[string]bool)}
+	runner, err := s.newRunner("", passKs, pc)
 	if err != nil {
 		return err
 	}
@@ -136,10 +136,18 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 		return status.Error(codes.FailedPrecondition, "the server holds no benchmarks (configure --humaneval-dir or --execrepobench-*)")
 	}
 	samples := max(int(req.GetSamples()), 1)
+	if samples > s.cfg.Eval.MaxSamples {
+		return invalid("samples", fmt.Sprintf("%d exceeds the limit of %d", req.GetSamples(), s.cfg.Eval.MaxSamples))
+	}
+	ks := passKs // reported where every task has enough samples
+	if len(req.GetK()) > 0 {
+		ks = nil
+	}
 	for _, k := range req.GetK() {
 		if k < 1 || int(k) > samples {
 			return invalid("k", fmt.Sprintf("pass@%d needs 1 <= k <= samples (%d)", k, samples))
 		}
+		ks = append(ks, int(k))
 	}
 	if req.GetReference() && samples != 1 {
 		return invalid("samples", "reference runs grade the one reference middle: samples must be 0 or 1")
@@ -161,7 +169,7 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	if l := int(req.GetLimit()); l > 0 && l < len(tasks) {
 		tasks = tasks[:l]
 	}
-	runner, err := s.newRunner(resultsPath, &pipelineCompleter{s: s,
+	runner, err := s.newRunner(resultsPath, ks, &pipelineCompleter{s: s,
 		gen: genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: samples}})
 	if err != nil {
 		return err
@@ -175,7 +183,7 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	}
 	resumed := 0
 	if resultsPath != "" {
-		if resumed, err = countJournaled(resultsPath, tasks, samples); err != nil {
+		if resumed, err = countJournaled(ctx, resultsPath, tasks, samples); err != nil {
 			return journalError(req.GetRunId(), err)
 		}
 	}
@@ -214,7 +222,7 @@ func journalError(id string, err error) error {
 }
 
 // countJournaled counts samples of tasks already in the journal at path.
-func countJournaled(path string, tasks []evaluator.Task, samples int) (int, error) {
+func countJournaled(ctx context.Context, path string, tasks []evaluator.Task, samples int) (int, error) {
 	j, _, err := evaluator.OpenJournal(path)
 	if err != nil {
 		return 0, err
@@ -222,6 +230,9 @@ func countJournaled(path string, tasks []evaluator.Task, samples int) (int, erro
 	defer j.Close()
 	n := 0
 	for _, t := range tasks {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		for i := 0; i < samples; i++ {
 			if j.Done(t.Benchmark, t.ID, i) {
 				n++
@@ -245,9 +256,11 @@ type genParams struct {
 type pipelineCompleter struct {
 	s   *Server
 	gen genParams
-	// perTask holds each Evaluate request's own settings, by task.
+	// perTask holds each Evaluate request's own settings, by task; seen
+	// the tasks of the stream so far (each may come once).
 	mu      sync.Mutex
 	perTask map[string]genParams
+	seen    map[string]bool
 }
 
 func (p *pipelineCompleter) params(t evaluator.Task) genParams {
@@ -337,16 +350,28 @@ func (s *Server) toJob(req *infillv1.EvaluateRequest, pc *pipelineCompleter) (ev
 	for _, c := range req.GetCompletions() {
 		job.Completions = append(job.Completions, evaluator.Completion{Text: c})
 	}
+	if n := len(job.Completions); n > 0 {
+		// The harness made them: samples is their number, nothing is generated.
+		if job.Samples != 0 && job.Samples != n {
+			return evaluator.Job{}, invalid("samples", fmt.Sprintf("%d with %d completions: leave it 0 (the completions are the samples)", job.Samples, n))
+		}
+		job.Samples = n
+	}
+	if job.Samples == 0 {
+		job.Samples = 1
+	}
+	if job.Samples > s.cfg.Eval.MaxSamples {
+		return evaluator.Job{}, invalid("samples", fmt.Sprintf("%d exceeds the limit of %d", job.Samples, s.cfg.Eval.MaxSamples))
+	}
+	key := taskKey(t)
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.seen[key] {
+		return evaluator.Job{}, invalid("task.task_id", fmt.Sprintf("%q of benchmark %q came earlier on this stream: task ids are unique", t.ID, t.Benchmark))
+	}
+	pc.seen[key] = true
 	if len(job.Completions) == 0 {
-		if job.Samples == 0 {
-			job.Samples = 1
-		}
-		if job.Samples > s.cfg.Eval.MaxSamples {
-			return evaluator.Job{}, invalid("samples", fmt.Sprintf("%d exceeds the limit of %d", job.Samples, s.cfg.Eval.MaxSamples))
-		}
-		pc.mu.Lock()
-		pc.perTask[taskKey(t)] = genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: job.Samples}
-		pc.mu.Unlock()
+		pc.perTask[key] = genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: job.Samples}
 	}
 	return job, nil
 }
@@ -363,7 +388,14 @@ func (s *Server) repoDir(name string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(s.cfg.Eval.RepoRoots[0], dir)
 	}
-	real, err := filepath.EvalSymlinks(filepath.Clean(dir))
+	dir = filepath.Clean(dir)
+	outside := status.Error(codes.PermissionDenied, fmt.Sprintf("repository %q is outside the server's allowed roots", name))
+	// Look nothing up outside the roots: whether a path there exists is
+	// not the client's to learn. Then resolve links and check again.
+	if !underAny(dir, s.cfg.Eval.RepoRoots) {
+		return "", outside
+	}
+	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return "", invalid("task.repository.repository", fmt.Sprintf("%q: %v", name, err))
 	}
@@ -376,7 +408,24 @@ func (s *Server) repoDir(name string) (string, error) {
 			return real, nil
 		}
 	}
-	return "", status.Error(codes.PermissionDenied, fmt.Sprintf("repository %q is outside the server's allowed roots", name))
+	return "", outside
+}
+
+// underAny reports whether the clean path dir lies in one of roots, as
+// written or with links resolved (a root may itself be a link).
+func underAny(dir string, roots []string) bool {
+	for _, root := range roots {
+		cands := []string{filepath.Clean(root)}
+		if r, err := filepath.EvalSymlinks(root); err == nil {
+			cands = append(cands, r)
+		}
+		for _, r := range cands {
+			if rel, err := filepath.Rel(r, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var levels = map[infillv1.Level]evaluator.Level{

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -114,23 +115,44 @@ func TestEvaluateStream(t *testing.T) {
 
 func TestEvaluateRejectsBadTasks(t *testing.T) {
 	h, _ := startEval(t)
-	for name, tc := range map[string]struct {
-		task *infillv1.EvalTask
-		want codes.Code
-	}{
-		"no id": {&infillv1.EvalTask{Prefix: "x"}, codes.InvalidArgument},
-		"repo outside roots": {&infillv1.EvalTask{TaskId: "t", Benchmark: "b", Path: "a.py",
+	prog := func(id string) *infillv1.EvalTask {
+		return &infillv1.EvalTask{TaskId: id, Benchmark: "b", Prefix: "x = ", Suffix: "\n",
+			Execution: &infillv1.EvalTask_Program{Program: &infillv1.ProgramExecution{Epilogue: "assert x == 1"}}}
+	}
+	repoTask := func(repo string) *infillv1.EvalTask {
+		return &infillv1.EvalTask{TaskId: "t", Benchmark: "b", Path: "a.py",
 			Execution: &infillv1.EvalTask_Repository{Repository: &infillv1.RepositoryExecution{
-				Repository: "/etc", Test: &infillv1.TestSpec{Kind: infillv1.TestKind_TEST_KIND_COMMAND, Command: []string{"true"}}}}},
-			codes.PermissionDenied},
+				Repository: repo, Test: &infillv1.TestSpec{Kind: infillv1.TestKind_TEST_KIND_COMMAND, Command: []string{"true"}}}}}
+	}
+	one := func(task *infillv1.EvalTask) []*infillv1.EvaluateRequest {
+		return []*infillv1.EvaluateRequest{{Task: task, Completions: []string{"x"}}}
+	}
+	for name, tc := range map[string]struct {
+		reqs []*infillv1.EvaluateRequest
+		want codes.Code
+		bad  int // the request named in the message
+	}{
+		"no id":              {one(&infillv1.EvalTask{Prefix: "x"}), codes.InvalidArgument, 0},
+		"repo outside roots": {one(repoTask("/etc")), codes.PermissionDenied, 0},
+		// Whether a path outside the roots exists is not for the client to learn.
+		"missing repo outside roots": {one(repoTask("/nonexistent/repo")), codes.PermissionDenied, 0},
+		"samples beyond the limit":   {[]*infillv1.EvaluateRequest{{Task: prog("t"), Samples: 201}}, codes.InvalidArgument, 0},
+		"samples with completions": {[]*infillv1.EvaluateRequest{{Task: prog("t"), Completions: []string{"1"}, Samples: 3}},
+			codes.InvalidArgument, 0},
+		"too many completions": {[]*infillv1.EvaluateRequest{{Task: prog("t"), Completions: make([]string, 201)}},
+			codes.InvalidArgument, 0},
+		"task id twice": {[]*infillv1.EvaluateRequest{{Task: prog("t"), Completions: []string{"1"}},
+			{Task: prog("u"), Completions: []string{"1"}}, {Task: prog("t"), Completions: []string{"2"}}}, codes.InvalidArgument, 2},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st, err := h.eval.Evaluate(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := st.Send(&infillv1.EvaluateRequest{Task: tc.task, Completions: []string{"x"}}); err != nil {
-				t.Fatal(err)
+			for _, r := range tc.reqs {
+				if err := st.Send(r); err != nil {
+					break // the server ended the stream; Recv says why
+				}
 			}
 			st.CloseSend()
 			for {
@@ -140,8 +162,8 @@ func TestEvaluateRejectsBadTasks(t *testing.T) {
 				}
 			}
 			got := status.Convert(err)
-			if got.Code() != tc.want || !strings.HasPrefix(got.Message(), "request 0 ") || strings.Contains(got.Message(), "rpc error") {
-				t.Fatalf("err = %v, want %v with a clean message naming the request", err, tc.want)
+			if got.Code() != tc.want || !strings.HasPrefix(got.Message(), fmt.Sprintf("request %d ", tc.bad)) || strings.Contains(got.Message(), "rpc error") {
+				t.Fatalf("err = %v, want %v with a clean message naming request %d", err, tc.want, tc.bad)
 			}
 		})
 	}
@@ -208,6 +230,38 @@ func TestRunBenchmarkResumes(t *testing.T) {
 			t.Fatalf("first run after the second was refused: %v", err)
 		}
 		if m.GetSummary() != nil {
+			break
+		}
+	}
+
+	// samples is bounded as in Evaluate; k picks the pass@k reported.
+	st, err = h.eval.RunBenchmark(context.Background(), &infillv1.RunBenchmarkRequest{
+		Benchmark: "humaneval-single-line", Samples: 4294967295, Limit: 2})
+	if err == nil {
+		_, err = st.Recv()
+	}
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "exceeds the limit of 200") {
+		t.Fatalf("samples 2^32-1: %v, want INVALID_ARGUMENT", err)
+	}
+	st, err = h.eval.RunBenchmark(context.Background(), &infillv1.RunBenchmarkRequest{
+		Benchmark: "humaneval-single-line", Samples: 2, K: []uint32{2}, Limit: 1,
+		Generation: &infillv1.GenerationOptions{MaxTokens: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			t.Fatalf("k 2: %v", err)
+		}
+		if s := m.GetSummary(); s != nil {
+			var ks []uint32
+			for _, p := range s.GetOverall().GetPassAtK() {
+				ks = append(ks, p.GetK())
+			}
+			if len(ks) != 1 || ks[0] != 2 {
+				t.Fatalf("k 2 asked for, pass@k reported for %v", ks)
+			}
 			break
 		}
 	}

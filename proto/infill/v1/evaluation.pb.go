@@ -572,8 +572,10 @@ type EvaluateRequest struct {
 	// Completions made by the harness. When empty the server generates
 	// `samples` of them.
 	Completions []string `protobuf:"bytes,2,rep,name=completions,proto3" json:"completions,omitempty"`
-	// Samples to generate (0: 1). With more than one and no temperature, the
-	// server samples at temperature 0.8 (seed + sample).
+	// Samples to generate (0: 1; at most the server's limit, 200 by
+	// default). With more than one and no temperature, the server samples at
+	// temperature 0.8 (seed + sample). With completions: 0 or their number.
+	// A task (benchmark and task_id) comes at most once per stream.
 	Samples       uint32             `protobuf:"varint,3,opt,name=samples,proto3" json:"samples,omitempty"`
 	Generation    *GenerationOptions `protobuf:"bytes,4,opt,name=generation,proto3" json:"generation,omitempty"`
 	Model         string             `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
@@ -1243,9 +1245,10 @@ type RunBenchmarkRequest struct {
 	// A name from ListBenchmarks (e.g. "humaneval-single-line").
 	Benchmark string `protobuf:"bytes,1,opt,name=benchmark,proto3" json:"benchmark,omitempty"`
 	Model     string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
-	// Samples per task (0: 1).
+	// Samples per task (0: 1; at most the server's limit, 200 by default).
 	Samples uint32 `protobuf:"varint,3,opt,name=samples,proto3" json:"samples,omitempty"`
-	// k of pass@k to report (default 1; each must be <= samples).
+	// k of pass@k to report, each <= samples (default: 1, 5, 10 and 100,
+	// each where every task has that many samples).
 	K          []uint32           `protobuf:"varint,4,rep,packed,name=k,proto3" json:"k,omitempty"`
 	Generation *GenerationOptions `protobuf:"bytes,5,opt,name=generation,proto3" json:"generation,omitempty"`
 	// Run only the first `limit` tasks (0: all).
