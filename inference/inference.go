@@ -21,6 +21,19 @@ var (
 	ErrInvalidRequest = errors.New("invalid generation request")
 )
 
+// OptionError is ErrInvalidRequest for one generation option: Field is
+// its name in GenerationOptions (max_tokens, temperature, ...).
+type OptionError struct {
+	Field  string
+	Reason string
+}
+
+func (e *OptionError) Error() string {
+	return ErrInvalidRequest.Error() + ": " + e.Field + " " + e.Reason
+}
+
+func (e *OptionError) Is(target error) bool { return target == ErrInvalidRequest }
+
 // ModelError is ErrModelNotFound with the model name and how to get it.
 type ModelError struct {
 	Model string

@@ -188,30 +188,43 @@ func (o *Ollama) Generate(ctx context.Context, req Request, onDelta DeltaFunc) (
 }
 
 func (o *Ollama) check(req *Request, model string) error {
-	req.MaxTokens = o.MaxTokens(req.MaxTokens)
-	if req.MaxTokens > o.cfg.MaxTokensLimit {
-		return fmt.Errorf("%w: max_tokens %d exceeds the limit %d", ErrInvalidRequest, req.MaxTokens, o.cfg.MaxTokensLimit)
+	if err := o.CheckOptions(req); err != nil {
+		return err
 	}
 	if req.Candidates <= 0 {
 		req.Candidates = 1
 	}
-	if req.Candidates > o.cfg.MaxCandidates {
-		return fmt.Errorf("%w: candidates %d exceeds the limit %d", ErrInvalidRequest, req.Candidates, o.cfg.MaxCandidates)
-	}
-	if t := req.Temperature; t != nil && (*t < 0 || *t > 2) {
-		return fmt.Errorf("%w: temperature %v outside [0, 2]", ErrInvalidRequest, *t)
-	}
-	if p := req.TopP; p != nil && (*p <= 0 || *p > 1) {
-		return fmt.Errorf("%w: top_p %v outside (0, 1]", ErrInvalidRequest, *p)
-	}
-	for _, s := range req.Stop {
-		if s == "" {
-			return fmt.Errorf("%w: empty stop string", ErrInvalidRequest)
-		}
-	}
+	req.MaxTokens = o.MaxTokens(req.MaxTokens)
 	if n := o.ContextTokens(model); req.PromptTokens+req.MaxTokens > n {
 		return fmt.Errorf("%w: %d prompt tokens + %d to generate > num_ctx %d of %q",
 			ErrPromptTooLong, req.PromptTokens, req.MaxTokens, n, model)
+	}
+	return nil
+}
+
+// CheckOptions reports a generation option of req out of range, as an
+// *OptionError, before any work is done for the request (Generate checks
+// again). NaN is out of every range.
+func (o *Ollama) CheckOptions(req *Request) error {
+	bad := func(field, format string, args ...any) error {
+		return &OptionError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if n := o.MaxTokens(req.MaxTokens); n > o.cfg.MaxTokensLimit {
+		return bad("max_tokens", "%d exceeds the limit %d", n, o.cfg.MaxTokensLimit)
+	}
+	if req.Candidates > o.cfg.MaxCandidates {
+		return bad("candidates", "%d exceeds the limit %d", req.Candidates, o.cfg.MaxCandidates)
+	}
+	if t := req.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
+		return bad("temperature", "%v outside [0, 2]", *t)
+	}
+	if p := req.TopP; p != nil && !(*p > 0 && *p <= 1) {
+		return bad("top_p", "%v outside (0, 1]", *p)
+	}
+	for i, s := range req.Stop {
+		if s == "" {
+			return bad(fmt.Sprintf("stop[%d]", i), "is empty")
+		}
 	}
 	return nil
 }

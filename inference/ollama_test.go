@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -159,16 +160,34 @@ func TestGenerateUnreachable(t *testing.T) {
 func TestGenerateRejectsBeforeSending(t *testing.T) {
 	s := &scripted{serve: tokens("a")}
 	o := newTestOllama(t, s)
-	neg := float32(-1)
-	for _, req := range []Request{
-		{PromptTokens: 1000, MaxTokens: 100},
-		{Temperature: &neg},
-		{Candidates: 99},
-		{Stop: []string{""}},
-		{MaxTokens: 1 << 20},
+	neg, nan := float32(-1), float32(math.NaN())
+	for _, tc := range []struct {
+		req   Request
+		field string // of the *OptionError, "" for another error
+	}{
+		{Request{PromptTokens: 1000, MaxTokens: 100}, ""},
+		{Request{Temperature: &neg}, "temperature"},
+		{Request{Temperature: &nan}, "temperature"}, // NaN passed range checks written as < and >
+		{Request{TopP: &nan}, "top_p"},
+		{Request{Candidates: 99}, "candidates"},
+		{Request{Stop: []string{"x", ""}}, "stop[1]"},
+		{Request{MaxTokens: 1 << 20}, "max_tokens"},
 	} {
-		if _, err := o.Generate(context.Background(), req, nil); err == nil {
-			t.Fatalf("%+v accepted", req)
+		_, err := o.Generate(context.Background(), tc.req, nil)
+		var oe *OptionError
+		switch {
+		case err == nil:
+			t.Fatalf("%+v accepted", tc.req)
+		case tc.field == "" && errors.As(err, &oe):
+			t.Errorf("%+v: %v is not an option's error", tc.req, err)
+		case tc.field != "" && (!errors.As(err, &oe) || oe.Field != tc.field || !errors.Is(err, ErrInvalidRequest)):
+			t.Errorf("%+v: %v, want an OptionError for %s", tc.req, err, tc.field)
+		}
+		if tc.field != "" {
+			req := tc.req
+			if err := o.CheckOptions(&req); !errors.As(err, &oe) || oe.Field != tc.field {
+				t.Errorf("CheckOptions(%+v) = %v", tc.req, err)
+			}
 		}
 	}
 	if len(s.reqs) != 0 {

@@ -24,6 +24,9 @@ type Backend interface {
 	Model(name string) string
 	ContextTokens(model string) int
 	MaxTokens(n int) int
+	// CheckOptions reports generation options out of range
+	// (*inference.OptionError) before any work is done for a request.
+	CheckOptions(req *inference.Request) error
 }
 
 type completionService struct {
@@ -67,7 +70,19 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 	}
 	model := s.deps.Backend.Model(req.GetModel())
 	gen := req.GetGeneration()
-	maxTokens := s.deps.Backend.MaxTokens(int(gen.GetMaxTokens()))
+	ireq := inference.Request{
+		Model:      model,
+		MaxTokens:  int(gen.GetMaxTokens()),
+		Stop:       gen.GetStop(),
+		Candidates: int(gen.GetCandidates()),
+	}
+	if gen != nil { // optional fields: presence matters, so no getters
+		ireq.Temperature, ireq.TopP, ireq.Seed = gen.Temperature, gen.TopP, gen.Seed
+	}
+	if err := s.deps.Backend.CheckOptions(&ireq); err != nil {
+		return nil, err
+	}
+	maxTokens := s.deps.Backend.MaxTokens(ireq.MaxTokens)
 	budget := s.deps.Backend.ContextTokens(model)
 	if b := int(req.GetTokenBudget()); b > 0 && b < budget {
 		budget = b
@@ -104,17 +119,7 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 		return stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Delta{
 			Delta: &infillv1.TextDelta{CandidateIndex: uint32(i), Text: text}}})
 	}
-	ireq := inference.Request{
-		Model:        model,
-		Prompt:       prompt.Text,
-		PromptTokens: prompt.Tokens,
-		MaxTokens:    maxTokens,
-		Stop:         gen.GetStop(),
-		Candidates:   int(gen.GetCandidates()),
-	}
-	if gen != nil { // optional fields: presence matters, so no getters
-		ireq.Temperature, ireq.TopP, ireq.Seed = gen.Temperature, gen.TopP, gen.Seed
-	}
+	ireq.Prompt, ireq.PromptTokens, ireq.MaxTokens = prompt.Text, prompt.Tokens, maxTokens
 	if lb := req.GetLatencyBudget(); lb != nil {
 		if ireq.Budget = lb.AsDuration() - assembly; ireq.Budget <= 0 {
 			ireq.Budget = time.Nanosecond // spent already: return what there is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +193,29 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if br == nil || br.FieldViolations[0].Field != "cursor.line" {
 			t.Fatalf("details %v", st.Details())
+		}
+	})
+
+	t.Run("generation options", func(t *testing.T) {
+		nan := float32(math.NaN())
+		for field, gen := range map[string]*infillv1.GenerationOptions{
+			"generation.temperature": {Temperature: &nan}, // not UNAVAILABLE: clients retry that
+			"generation.max_tokens":  {MaxTokens: math.MaxUint32},
+			"generation.stop[0]":     {Stop: []string{""}},
+		} {
+			req := request(8)
+			req.Generation = gen
+			_, err := h.client.Complete(context.Background(), req)
+			st := status.Convert(err)
+			var br *errdetails.BadRequest
+			for _, d := range st.Details() {
+				if b, ok := d.(*errdetails.BadRequest); ok {
+					br = b
+				}
+			}
+			if st.Code() != codes.InvalidArgument || br == nil || br.FieldViolations[0].Field != field {
+				t.Errorf("%s: %v, details %v", field, err, st.Details())
+			}
 		}
 	})
 

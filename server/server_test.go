@@ -46,10 +46,11 @@ type fakeBackend struct {
 	deltas     int // text deltas to send (one when 0)
 }
 
-func (f *fakeBackend) Ping(context.Context) error { return nil }
-func (f *fakeBackend) Model(n string) string      { return "m" }
-func (f *fakeBackend) ContextTokens(string) int   { return 4096 }
-func (f *fakeBackend) MaxTokens(n int) int        { return max(n, 16) }
+func (f *fakeBackend) Ping(context.Context) error            { return nil }
+func (f *fakeBackend) Model(n string) string                 { return "m" }
+func (f *fakeBackend) ContextTokens(string) int              { return 4096 }
+func (f *fakeBackend) MaxTokens(n int) int                   { return max(n, 16) }
+func (f *fakeBackend) CheckOptions(*inference.Request) error { return nil }
 func (f *fakeBackend) Generate(ctx context.Context, req inference.Request, d inference.DeltaFunc) (*inference.Result, error) {
 	if f.panic {
 		panic("boom")

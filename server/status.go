@@ -28,6 +28,7 @@ func toStatus(log *zap.Logger, err error) error {
 	var ae *contextpack.ArgumentError
 	var me *contextpack.MissingContentError
 	var se *contextpack.UnknownSnapshotError
+	var oe *inference.OptionError
 	switch {
 	case errors.As(err, &ae):
 		return withDetails(codes.InvalidArgument, err.Error(), &errdetails.BadRequest{
@@ -46,8 +47,15 @@ func toStatus(log *zap.Logger, err error) error {
 			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "SNAPSHOT", Subject: se.ID,
 				Description: "the server does not hold this repository snapshot: send the whole file list without base"}},
 		})
-	case errors.Is(err, contextpack.ErrInvalidArgument), errors.Is(err, contextpack.ErrBudget),
-		errors.Is(err, inference.ErrInvalidRequest):
+	case errors.As(err, &oe):
+		return withDetails(codes.InvalidArgument, err.Error(), &errdetails.BadRequest{
+			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "generation." + oe.Field, Description: oe.Reason}},
+		})
+	case errors.Is(err, contextpack.ErrBudget):
+		return withDetails(codes.InvalidArgument, err.Error(), &errdetails.BadRequest{
+			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "token_budget", Description: err.Error()}},
+		})
+	case errors.Is(err, contextpack.ErrInvalidArgument), errors.Is(err, inference.ErrInvalidRequest):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, evaluator.ErrInvalidTask), errors.Is(err, evaluator.ErrNoCompleter):
 		return status.Error(codes.InvalidArgument, err.Error())

@@ -34,10 +34,11 @@ type promptServer struct {
 	evictNow bool // refuse the next call that carries edits
 }
 
-func (s *promptServer) Ping(context.Context) error { return nil }
-func (s *promptServer) Model(string) string        { return "m" }
-func (s *promptServer) ContextTokens(string) int   { return 4096 }
-func (s *promptServer) MaxTokens(n int) int        { return max(n, 16) }
+func (s *promptServer) Ping(context.Context) error            { return nil }
+func (s *promptServer) Model(string) string                   { return "m" }
+func (s *promptServer) ContextTokens(string) int              { return 4096 }
+func (s *promptServer) MaxTokens(n int) int                   { return max(n, 16) }
+func (s *promptServer) CheckOptions(*inference.Request) error { return nil }
 func (s *promptServer) Generate(_ context.Context, req inference.Request, d inference.DeltaFunc) (*inference.Result, error) {
 	s.mu.Lock()
 	s.prompts = append(s.prompts, req.Prompt)
