@@ -209,6 +209,10 @@ type MissingContentError struct {
 }
 
 func (e *MissingContentError) Error() string {
-	return fmt.Sprintf("content not held for %d file(s), resend with content: %s",
-		len(e.Paths), strings.Join(e.Paths, ", "))
+	const shown = 10 // the message stays short; callers read Paths
+	list := strings.Join(e.Paths[:min(len(e.Paths), shown)], ", ")
+	if len(e.Paths) > shown {
+		list += fmt.Sprintf(" and %d more", len(e.Paths)-shown)
+	}
+	return fmt.Sprintf("content not held for %d file(s), resend with content: %s", len(e.Paths), list)
 }

@@ -157,6 +157,9 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 
 // validate checks the shape of a request; the domain packages check the
 // meaning (cursor inside the file, options in range).
+// maxIDBytes bounds client_id and session_id, which every call logs.
+const maxIDBytes = 256
+
 func (s *Server) validate(req completionRequest) error {
 	repo, cur := req.GetRepository(), req.GetCursor()
 	switch {
@@ -170,6 +173,12 @@ func (s *Server) validate(req completionRequest) error {
 		return invalid("latency_budget", "must be a valid, non-negative duration")
 	case infillv1.ContextDetail_name[int32(req.GetContextDetail())] == "":
 		return invalid("context_detail", fmt.Sprintf("unknown value %d", req.GetContextDetail()))
+	case infillv1.PositionEncoding_name[int32(cur.GetEncoding())] == "":
+		return invalid("cursor.encoding", fmt.Sprintf("unknown value %d", cur.GetEncoding()))
+	case len(req.GetClientId()) > maxIDBytes:
+		return invalid("client_id", fmt.Sprintf("%d bytes, more than %d", len(req.GetClientId()), maxIDBytes))
+	case len(req.GetSessionId()) > maxIDBytes:
+		return invalid("session_id", fmt.Sprintf("%d bytes, more than %d", len(req.GetSessionId()), maxIDBytes))
 	}
 	for i, f := range repo.GetFiles() {
 		switch {

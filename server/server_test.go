@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/infill-dev/infill/clients/go/infill"
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/inference"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
@@ -18,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -140,6 +143,30 @@ func TestErrorMapping(t *testing.T) {
 	}
 }
 
+// A long list of missing digests stays deliverable: the message names ten
+// paths, the details list paths up to a size bound and then say how many
+// more there are (20,000 long paths made a trailer the client refused).
+func TestMissingContentBounded(t *testing.T) {
+	paths := make([]string, 20000)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("%s/file%05d.py", strings.Repeat("deep/", 60), i)
+	}
+	client, _ := startFake(t, fakeBuilder{err: &contextpack.MissingContentError{Paths: paths}}, &fakeBackend{})
+	_, err := client.Complete(context.Background(), request(8))
+	st := status.Convert(err)
+	if st.Code() != codes.FailedPrecondition || len(st.Message()) > 4000 || !strings.Contains(st.Message(), "and 19990 more") {
+		t.Fatalf("code %v, message of %d bytes: %.200s", st.Code(), len(st.Message()), st.Message())
+	}
+	listed, more := infill.MissingContent(err)
+	if !more || len(listed) == 0 || len(listed) >= len(paths) || !slices.Equal(listed, paths[:len(listed)]) {
+		t.Fatalf("listed %d of %d paths, more %v", len(listed), len(paths), more)
+	}
+	pf := st.Details()[0].(*errdetails.PreconditionFailure)
+	if last := pf.Violations[len(pf.Violations)-1]; !strings.HasPrefix(last.GetDescription(), fmt.Sprint(len(paths)-len(listed), " more")) {
+		t.Errorf("last violation %v", last)
+	}
+}
+
 func TestValidation(t *testing.T) {
 	client, _ := startFake(t, fakeBuilder{}, &fakeBackend{})
 	both := &infillv1.File{Path: "a", Content: proto.String("x = 1\n"), Digest: contextpack.Digest("x = 1\n")}
@@ -158,6 +185,12 @@ func TestValidation(t *testing.T) {
 			Cursor: &infillv1.Cursor{Path: "a"}}, "repository.files[0]: has both content and edits"},
 		"bad budget": {&infillv1.CompleteRequest{Repository: request(1).Repository, Cursor: request(1).Cursor,
 			LatencyBudget: &durationpb.Duration{Seconds: -1}}, "latency_budget"},
+		"unknown encoding": {&infillv1.CompleteRequest{Repository: request(1).Repository,
+			Cursor: &infillv1.Cursor{Path: request(1).Cursor.Path, Encoding: 99}}, "cursor.encoding: unknown value 99"},
+		"long client_id": {&infillv1.CompleteRequest{Repository: request(1).Repository, Cursor: request(1).Cursor,
+			ClientId: strings.Repeat("c", 257)}, "client_id: 257 bytes"},
+		"long session_id": {&infillv1.CompleteRequest{Repository: request(1).Repository, Cursor: request(1).Cursor,
+			SessionId: strings.Repeat("s", 1<<20)}, "session_id"},
 	} {
 		_, err := client.Complete(context.Background(), tc.req)
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), tc.want) {

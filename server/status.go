@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/evaluator"
@@ -35,13 +36,7 @@ func toStatus(log *zap.Logger, err error) error {
 			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: ae.Field, Description: ae.Reason}},
 		})
 	case errors.As(err, &me):
-		pf := &errdetails.PreconditionFailure{}
-		for _, p := range me.Paths {
-			pf.Violations = append(pf.Violations, &errdetails.PreconditionFailure_Violation{
-				Type: "MISSING_CONTENT", Subject: p, Description: "the server does not hold this digest: resend the file with content",
-			})
-		}
-		return withDetails(codes.FailedPrecondition, err.Error(), pf)
+		return withDetails(codes.FailedPrecondition, err.Error(), missingContent(me.Paths))
 	case errors.As(err, &se):
 		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
 			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "SNAPSHOT", Subject: se.ID,
@@ -83,6 +78,32 @@ func toStatus(log *zap.Logger, err error) error {
 		log.Error("unclassified error", zap.Error(err))
 	}
 	return status.Error(codes.Internal, "internal error: "+err.Error())
+}
+
+// maxMissingListed bounds the bytes of paths listed in a MISSING_CONTENT
+// error: its details travel in the response trailer, which clients cap
+// (20,000 long paths made one too large to deliver).
+const maxMissingListed = 64 << 10
+
+// missingContent lists the paths to resend, one MISSING_CONTENT violation
+// each, up to maxMissingListed bytes; the rest are counted in one
+// MISSING_CONTENT_MORE violation, which asks for every digest's content.
+func missingContent(paths []string) *errdetails.PreconditionFailure {
+	pf := &errdetails.PreconditionFailure{}
+	size := 0
+	for i, p := range paths {
+		if size += len(p); size > maxMissingListed {
+			pf.Violations = append(pf.Violations, &errdetails.PreconditionFailure_Violation{
+				Type: "MISSING_CONTENT_MORE", Description: fmt.Sprintf(
+					"%d more files sent as digests are not held and not listed: resend every file sent as a digest with content", len(paths)-i),
+			})
+			break
+		}
+		pf.Violations = append(pf.Violations, &errdetails.PreconditionFailure_Violation{
+			Type: "MISSING_CONTENT", Subject: p, Description: "the server does not hold this digest: resend the file with content",
+		})
+	}
+	return pf
 }
 
 func withDetails(c codes.Code, msg string, details ...protoadapt.MessageV1) error {

@@ -247,7 +247,13 @@ func (c *Client) do(ctx context.Context, repo *infillv1.Repository, cursor strin
 			c.log.Debug("the server no longer holds the repository snapshot; sending the whole list")
 			continue
 		}
-		if paths := MissingContent(err); len(paths) > 0 && resends < maxResends {
+		paths, more := MissingContent(err)
+		if more {
+			for path := range p.digests { // not all listed: every digest sent
+				paths = append(paths, path)
+			}
+		}
+		if len(paths) > 0 && resends < maxResends {
 			if p.resendable(paths) {
 				for _, path := range paths {
 					forced[path] = true

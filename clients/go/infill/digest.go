@@ -15,8 +15,13 @@ import (
 )
 
 // MissingContentType is the PreconditionFailure violation type the server
-// uses for a file sent as a digest it does not hold.
-const MissingContentType = "MISSING_CONTENT"
+// uses for a file sent as a digest it does not hold; MissingContentMoreType
+// says that more such files were left out of the list (a list too long
+// for one error), so every file sent as a digest needs its content.
+const (
+	MissingContentType     = "MISSING_CONTENT"
+	MissingContentMoreType = "MISSING_CONTENT_MORE"
+)
 
 // digestLen is the length of "sha256:" plus 64 hex digits; content no
 // longer than this is always sent as it is.
@@ -32,25 +37,29 @@ func Digest(content string) string {
 // MissingContent returns the paths the server asked to resend with content:
 // the subjects of "MISSING_CONTENT" violations in the google.rpc.
 // PreconditionFailure details of a FAILED_PRECONDITION error. It returns nil
-// for any other error.
-func MissingContent(err error) []string {
+// for any other error. When more reports true, the server held even more
+// of the digests than it listed (MissingContentMoreType): resend every file
+// sent as a digest.
+func MissingContent(err error) (paths []string, more bool) {
 	st, ok := status.FromError(err)
 	if !ok || st.Code() != codes.FailedPrecondition {
-		return nil
+		return nil, false
 	}
-	var paths []string
 	for _, d := range st.Details() {
 		pf, ok := d.(*errdetails.PreconditionFailure)
 		if !ok {
 			continue
 		}
 		for _, v := range pf.GetViolations() {
-			if v.GetType() == MissingContentType && v.GetSubject() != "" {
+			switch {
+			case v.GetType() == MissingContentType && v.GetSubject() != "":
 				paths = append(paths, v.GetSubject())
+			case v.GetType() == MissingContentMoreType:
+				more = true
 			}
 		}
 	}
-	return paths
+	return paths, more
 }
 
 // digestSet remembers digests of content the server accepted from this

@@ -24,6 +24,9 @@ import (
 type contentStore struct {
 	mu sync.Mutex
 	m  map[string]string
+	// listMax > 0 lists at most that many paths, then a
+	// MISSING_CONTENT_MORE violation, as the server does for long lists.
+	listMax int
 }
 
 func (s *contentStore) resolve(repo *infillv1.Repository) error {
@@ -48,7 +51,11 @@ func (s *contentStore) resolve(repo *infillv1.Repository) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	st, err := status.New(codes.FailedPrecondition, fmt.Sprintf("%d files sent as digests are not held", len(missing))).
+	n := len(missing)
+	if s.listMax > 0 && n > s.listMax {
+		missing = append(missing[:s.listMax], &errdetails.PreconditionFailure_Violation{Type: MissingContentMoreType})
+	}
+	st, err := status.New(codes.FailedPrecondition, fmt.Sprintf("%d files sent as digests are not held", n)).
 		WithDetails(&errdetails.PreconditionFailure{Violations: missing})
 	if err != nil {
 		return err
@@ -127,6 +134,21 @@ func TestDigestsSentAndMissingContentResent(t *testing.T) {
 	if req.GetRepository().GetFiles()[0].GetContent() != a {
 		t.Error("the caller's request was modified")
 	}
+
+	// A server that lists only some of the missing paths (a list too long
+	// for one error) and says there are more gets every digest's content
+	// in one resend.
+	store.listMax = 1
+	store.evict(a)
+	store.evict(b)
+	call()
+	got = nil
+	for _, r := range srv.Requests()[len(want):] {
+		got = append(got, shape(r))
+	}
+	if want := []string{"a.py=digest b.py=digest tiny.py=content", "a.py=content b.py=content tiny.py=content"}; !slices.Equal(got, want) {
+		t.Errorf("with a truncated list, requests as sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 func TestStreamResendsMissingContent(t *testing.T) {
@@ -173,8 +195,8 @@ func TestCallerDigestMissingIsReturned(t *testing.T) {
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("err %v; want FAILED_PRECONDITION", err)
 	}
-	if got := MissingContent(err); !slices.Equal(got, []string{"x.py", "y.py"}) {
-		t.Errorf("MissingContent = %v", got)
+	if got, more := MissingContent(err); !slices.Equal(got, []string{"x.py", "y.py"}) || more {
+		t.Errorf("MissingContent = %v, %v", got, more)
 	}
 	if srv.Attempts() != 1 {
 		t.Errorf("attempts %d; content the client does not have cannot be resent", srv.Attempts())
@@ -188,8 +210,8 @@ func TestMissingContentIgnoresOtherErrors(t *testing.T) {
 		status.Error(codes.FailedPrecondition, "prompt does not fit"),
 		status.Error(codes.InvalidArgument, "bad"),
 	} {
-		if got := MissingContent(err); got != nil {
-			t.Errorf("MissingContent(%v) = %v", err, got)
+		if got, more := MissingContent(err); got != nil || more {
+			t.Errorf("MissingContent(%v) = %v, %v", err, got, more)
 		}
 	}
 }

@@ -694,7 +694,8 @@ type CompleteRequest struct {
 	TokenBudget uint32 `protobuf:"varint,4,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
 	// Model name on the backend ("" : server default).
 	Model string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
-	// Free-form identifiers of the calling client and editor session, for logs.
+	// Free-form identifiers of the calling client and editor session, for
+	// logs (at most 256 bytes each).
 	ClientId  string `protobuf:"bytes,6,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	SessionId string `protobuf:"bytes,7,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Latency budget: when it passes, generation stops and the partial result
