@@ -99,6 +99,10 @@ type Config struct {
 	// path, digest and language per file (about 100 bytes per file). 0
 	// turns snapshots off.
 	Snapshots int
+	// MaxFiles bounds a request's file list, counted after a base
+	// snapshot is expanded: chaining bases must not grow a list past what
+	// one request may send.
+	MaxFiles int
 }
 
 // DefaultConfig returns the defaults: an 8,192-token context.
@@ -128,6 +132,7 @@ func DefaultConfig() Config {
 		Workers:             runtime.GOMAXPROCS(0),
 		EditTrees:           16,
 		Snapshots:           64,
+		MaxFiles:            20000,
 		CacheBytes:          512 << 20,
 		MaxRepositories:     8,
 		CountCacheSegments:  1 << 17,
@@ -172,6 +177,9 @@ func (c Config) Validate() error {
 		if p.v < 1 {
 			return fmt.Errorf("contextpack: %s %d must be >= 1", p.name, p.v)
 		}
+	}
+	if c.MaxFiles < 1 {
+		return fmt.Errorf("contextpack: MaxFiles %d must be >= 1", c.MaxFiles)
 	}
 	if c.Snapshots < 0 {
 		return fmt.Errorf("contextpack: Snapshots %d must be >= 0", c.Snapshots)

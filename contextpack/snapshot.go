@@ -2,6 +2,7 @@ package contextpack
 
 import (
 	"container/list"
+	"fmt"
 	"strconv"
 	"sync"
 )
@@ -124,7 +125,7 @@ func (b *Builder) expand(req Request) ([]File, error) {
 		}
 	}
 	if len(req.Removed) == 0 {
-		return files, nil
+		return files, b.checkCount(files)
 	}
 	drop := make(map[string]bool, len(req.Removed))
 	for i, p := range req.Removed {
@@ -143,5 +144,14 @@ func (b *Builder) expand(req Request) ([]File, error) {
 			out = append(out, f)
 		}
 	}
-	return out, nil
+	return out, b.checkCount(out)
+}
+
+// checkCount bounds a file list made from a base snapshot and a delta.
+func (b *Builder) checkCount(files []File) error {
+	if len(files) > b.cfg.MaxFiles {
+		return &ArgumentError{Field: "repository.files", Reason: fmt.Sprintf(
+			"%d files with the base snapshot exceed the limit of %d", len(files), b.cfg.MaxFiles)}
+	}
+	return nil
 }

@@ -109,6 +109,34 @@ func TestSnapshotErrors(t *testing.T) {
 	}
 }
 
+// A list made from a base and a delta is bounded like a list sent whole:
+// chaining bases cannot grow it past MaxFiles.
+func TestSnapshotChainBounded(t *testing.T) {
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.ContextTokens, cfg.MaxFiles = 4096, 4
+	b, err := NewBuilder(cfg, byteTok{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cur := Cursor{Path: "p/m0.py"}
+	base, err := b.Build(ctx, Request{RepoName: "r", Files: pyRepo(4, "a"), Cursor: cur})
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := pyRepo(5, "b")[4:]
+	_, err = b.Build(ctx, Request{RepoName: "r", Base: base.Snapshot, Files: more, Cursor: cur})
+	var ae *ArgumentError
+	if !errors.As(err, &ae) || ae.Field != "repository.files" || !strings.Contains(ae.Reason, "5 files") {
+		t.Fatalf("a fifth file on a base of four: %v", err)
+	}
+	// Removing one first keeps the list at the limit.
+	if _, err := b.Build(ctx, Request{RepoName: "r", Base: base.Snapshot, Files: more, Removed: []string{"p/m3.py"}, Cursor: cur}); err != nil {
+		t.Fatalf("four files after a removal: %v", err)
+	}
+}
+
 // Snapshots are bounded (least recently used first out) and can be off.
 func TestSnapshotsBounded(t *testing.T) {
 	ctx := context.Background()

@@ -74,6 +74,7 @@ func run(args []string) error {
 		return err
 	}
 	cfg.Context.ContextTokens = cfg.Inference.ContextTokens
+	cfg.Context.MaxFiles = cfg.MaxFiles
 	for _, n := range cfg.Inference.ModelContextTokens {
 		cfg.Context.ContextTokens = max(cfg.Context.ContextTokens, n)
 	}
