@@ -290,11 +290,7 @@ func (b *Builder) buildResolved(ctx context.Context, req *Request, ti int, diges
 	}
 	es, missing := b.store.resolve(digests, contents, has)
 	if len(missing) > 0 {
-		paths := make([]string, len(missing))
-		for i, m := range missing {
-			paths[i] = req.Files[m].Path
-		}
-		return nil, false, 0, &MissingContentError{Paths: paths}
+		return nil, false, 0, missingContent(req.Files, missing)
 	}
 	defer b.store.unpin(es)
 	c, err := b.cursorBudget(es[ti].content, req)
@@ -464,9 +460,46 @@ func checkFile(i int, f *File, seen map[string]bool) error {
 		return &ArgumentError{Field: fileField(i) + ".path", Reason: fmt.Sprintf("duplicate path %q", f.Path)}
 	case !f.HasContent && f.Digest == "":
 		return neither(i, f)
+	case f.Digest != "" && !validID(f.Digest, "sha256:"):
+		return badDigest(i, f.Digest)
 	}
 	seen[f.Path] = true
 	return nil
+}
+
+// missingContent is the error for files (indexes into files) sent as
+// digests the store does not hold: a *MissingContentError, unless one of
+// them is not a digest at all, which no resend would mend (an
+// *ArgumentError on the first such).
+func missingContent(files []File, missing []int) error {
+	paths := make([]string, len(missing))
+	for i, m := range missing {
+		if d := files[m].Digest; !validID(d, "sha256:") {
+			return badDigest(m, d) // checkFile's check, where a repeated list skipped it
+		}
+		paths[i] = files[m].Path
+	}
+	return &MissingContentError{Paths: paths}
+}
+
+func badDigest(i int, d string) error {
+	return &ArgumentError{Field: fileField(i) + ".digest", Reason: fmt.Sprintf(
+		"%.80q is not \"sha256:\" and 64 lowercase hex digits", d)}
+}
+
+// validID reports whether id is prefix and 64 lowercase hex digits, the
+// form of Digest and of snapshot IDs.
+func validID(id, prefix string) bool {
+	h, ok := strings.CutPrefix(id, prefix)
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func neither(i int, f *File) error {

@@ -100,12 +100,27 @@ func TestBuildErrors(t *testing.T) {
 		})
 	}
 	_, err := b.Build(context.Background(), Request{
-		Files:  []File{files[0], {Path: "b.py", Digest: "sha256:00"}},
+		Files:  []File{files[0], {Path: "b.py", Digest: Digest("not held")}},
 		Cursor: Cursor{Path: "a.py"},
 	})
 	var me *MissingContentError
 	if !errors.As(err, &me) || len(me.Paths) != 1 || me.Paths[0] != "b.py" {
 		t.Fatalf("err = %v, want MissingContentError for b.py", err)
+	}
+	// A digest or base that is not one at all is a bad argument, not
+	// content to resend.
+	for _, req := range []Request{
+		{Files: []File{files[0], {Path: "b.py", Digest: "sha256:00"}}},
+		{Files: []File{files[0], {Path: "b.py", Digest: "md5:" + strings.Repeat("a", 64)}}},
+		{Files: []File{files[0], {Path: "b.py", Digest: "sha256:" + strings.Repeat("A", 64)}}},
+		{Base: "garbage"},
+	} {
+		req.Cursor = Cursor{Path: "a.py"}
+		var ae *ArgumentError
+		if _, err := b.Build(context.Background(), req); !errors.As(err, &ae) ||
+			(ae.Field != "repository.files[1].digest" && ae.Field != "repository.base") {
+			t.Errorf("%+v: %v, want an ArgumentError on the digest or base", req, err)
+		}
 	}
 }
 

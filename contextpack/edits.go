@@ -30,7 +30,7 @@ const maxEditBytes = 64 << 20
 // content.
 func (b *Builder) applyEdits(files []File) ([]File, error) {
 	var out []File
-	var missing []string
+	var missing []int
 	work := 0
 	for i := range files {
 		f := &files[i]
@@ -48,7 +48,7 @@ func (b *Builder) applyEdits(files []File) ([]File, error) {
 		}
 		text, ok := b.store.text(f.Digest)
 		if !ok {
-			missing = append(missing, f.Path)
+			missing = append(missing, i)
 			continue
 		}
 		text, err := apply(text, f.Edits, fileField(i), &work)
@@ -61,7 +61,7 @@ func (b *Builder) applyEdits(files []File) ([]File, error) {
 		out[i] = File{Path: f.Path, Content: text, HasContent: true, Language: f.Language}
 	}
 	if len(missing) > 0 {
-		return nil, &MissingContentError{Paths: missing}
+		return nil, missingContent(files, missing)
 	}
 	if out == nil {
 		return files, nil

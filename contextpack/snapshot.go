@@ -100,6 +100,10 @@ func (b *Builder) expand(req Request) ([]File, error) {
 		}
 		return req.Files, nil
 	}
+	if !validID(req.Base, "snap:") {
+		return nil, &ArgumentError{Field: "repository.base", Reason: fmt.Sprintf(
+			"%.80q is not a snapshot ID (\"snap:\" and 64 lowercase hex digits, from a response)", req.Base)}
+	}
 	var sn *snapshot
 	if b.snaps != nil {
 		sn = b.snaps.get(req.Base)
