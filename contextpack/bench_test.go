@@ -109,6 +109,32 @@ func BenchmarkBuildCold(b *testing.B) {
 	}
 }
 
+// BenchmarkBuildShrink: the generated repository, then a request under the
+// same name with a few of its files (all but the cursor file as digests),
+// as when a client narrows its repository: the index drops the rest.
+func BenchmarkBuildShrink(b *testing.B) {
+	files, bd := warmSynthBuilder(b)
+	full := Request{RepoName: "synth", TokenBudget: 8192, MaxNewTokens: 128, Cursor: fullRequest(files).Cursor}
+	for _, f := range files {
+		full.Files = append(full.Files, File{Path: f.Path, Digest: Digest(f.Content)})
+	}
+	small := full
+	small.Files = slices.Clone(full.Files[:3])
+	small.Files[1] = files[1]
+	b.ReportMetric(float64(len(files)), "files")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		if _, err := bd.Build(context.Background(), full); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := bd.Build(context.Background(), small); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkBuildWarmEdit: after a cold build, each iteration edits one
 // random file, sends it with content and every other file as a digest,
 // with the cursor at the edit.

@@ -3,6 +3,8 @@ package contextpack
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -135,5 +137,53 @@ func TestBuildNeutralizesSpecialTokens(t *testing.T) {
 	}
 	if strings.Contains(p.Text, "<|endoftext|>") {
 		t.Fatal("literal special token reached the prompt")
+	}
+}
+
+// A repository's index shrunk to a few files, grown back, and shrunk to
+// others (removeAll filters shared lists once for many files) gives the
+// prompts a fresh Builder gives.
+func TestShrinkMatchesFresh(t *testing.T) {
+	ctx := context.Background()
+	all := pyRepo(120, "shrink")
+	// Files that share a base name and a directory with many others.
+	for i := range 30 {
+		all = append(all, File{Path: fmt.Sprintf("q%d/__init__.py", i), HasContent: true,
+			Content: fmt.Sprintf("from p.m%d import helper_%d\n\ndef setup():\n    return helper_%d(%d)\n", i, i, i, i)})
+	}
+	b := newTestBuilder(t, 4096)
+	defer b.Close()
+	steps := []struct {
+		keep []int // indexes of all, the cursor in the first
+	}{
+		{nil}, // everything
+		{[]int{3, 4, 120, 121}},
+		{nil},
+		{[]int{130, 5, 6, 7, 140}},
+		{[]int{130, 7}},
+	}
+	for n, s := range steps {
+		var files []File
+		if s.keep == nil {
+			files = slices.Clone(all)
+		} else {
+			for _, k := range s.keep {
+				files = append(files, all[k])
+			}
+		}
+		req := Request{RepoName: "r", Files: files, Cursor: Cursor{Path: files[0].Path, Line: 2}}
+		got, err := b.Build(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := newTestBuilder(t, 4096)
+		want, err := fresh.Build(ctx, req)
+		fresh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Text != want.Text || got.Snapshot != want.Snapshot {
+			t.Fatalf("step %d (%d files): the prompt differs from a fresh builder's", n, len(files))
+		}
 	}
 }
