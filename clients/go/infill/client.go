@@ -27,8 +27,10 @@ import (
 var ErrNoFinalResponse = errors.New("stream ended without a final response")
 
 // maxResends bounds the rounds of resending content the server reported
-// missing within one call.
-const maxResends = 3
+// missing within one call. A server that restarted can ask for three in a
+// row (an edit's base text, the snapshot, the files sent as digests); one
+// more covers an eviction between them.
+const maxResends = 4
 
 // Client calls the infill CompletionService. It is safe for concurrent use.
 type Client struct {
@@ -86,7 +88,9 @@ func Dial(target string, cfg Config, log *zap.Logger) (*Client, error) {
 // not close it. Config's transport fields (TLS, Token, Keepalive,
 // MaxMessageBytes, DialOptions) are not applied; they belong to the dial.
 func NewClient(conn grpc.ClientConnInterface, cfg Config, log *zap.Logger) (*Client, error) {
-	if err := cfg.Validate(); err != nil {
+	check := cfg
+	check.Token = "" // not applied here: the caller's dial carries credentials
+	if err := check.Validate(); err != nil {
 		return nil, err
 	}
 	return newClient(conn, cfg.withDefaults(), log), nil

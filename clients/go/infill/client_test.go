@@ -3,12 +3,14 @@ package infill
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -324,6 +326,10 @@ func TestConfigValidate(t *testing.T) {
 		{Retry: RetryPolicy{InitialBackoff: time.Second, MaxBackoff: time.Millisecond}},
 		{Transfer: TransferWhole + 1},
 		{Transfer: -1},
+		{Retry: RetryPolicy{Jitter: math.NaN()}}, // NaN passed range checks and turned backoff off
+		{Retry: RetryPolicy{Multiplier: math.NaN()}},
+		{Retry: RetryPolicy{Multiplier: math.Inf(1)}},
+		{ClientID: strings.Repeat("c", 257)}, // the server refuses every call with it
 	}
 	for _, cfg := range bad {
 		if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) {
@@ -333,8 +339,31 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("Dial accepted %+v", cfg)
 		}
 	}
-	if err := (Config{Token: "t", AllowTokenWithoutTLS: true}).Validate(); err != nil {
-		t.Error(err)
+	for _, cfg := range []Config{
+		{Token: "t", AllowTokenWithoutTLS: true},
+		// Credentials may come in DialOptions; the token still refuses a
+		// plaintext connection when called.
+		{Token: "t", DialOptions: []grpc.DialOption{grpc.WithUserAgent("x")}},
+		// One backoff bound set: the other default gives way.
+		{Retry: RetryPolicy{InitialBackoff: 5 * time.Second}},
+		{Retry: RetryPolicy{MaxBackoff: 50 * time.Millisecond}},
+	} {
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v", cfg, err)
+		}
+	}
+	if p := (RetryPolicy{MaxBackoff: 50 * time.Millisecond}).withDefaults(); p.InitialBackoff != 50*time.Millisecond {
+		t.Errorf("InitialBackoff %v under MaxBackoff 50ms", p.InitialBackoff)
+	}
+	// NewClient does not apply Token (the caller's dial does), so it does
+	// not refuse one.
+	conn, err := grpc.NewClient("localhost:1", grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := NewClient(conn, Config{Token: "t"}, nil); err != nil {
+		t.Errorf("NewClient with a token: %v", err)
 	}
 	d := DefaultConfig()
 	if d.MaxMessageBytes != 64<<20 || d.Retry.MaxAttempts != 4 || d.Keepalive.Time != time.Minute {

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/grpc"
@@ -125,11 +126,15 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = 4
 	}
+	// A default bound gives way to the other, set bound.
 	if p.InitialBackoff == 0 {
 		p.InitialBackoff = 100 * time.Millisecond
+		if p.MaxBackoff > 0 {
+			p.InitialBackoff = min(p.InitialBackoff, p.MaxBackoff)
+		}
 	}
 	if p.MaxBackoff == 0 {
-		p.MaxBackoff = 3 * time.Second
+		p.MaxBackoff = max(3*time.Second, p.InitialBackoff)
 	}
 	if p.Multiplier == 0 {
 		p.Multiplier = 2
@@ -140,6 +145,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	return p
 }
 
+// maxClientIDBytes is the server's bound on client_id.
+const maxClientIDBytes = 256
+
 // ErrInvalidConfig is wrapped by every error Validate returns.
 var ErrInvalidConfig = errors.New("invalid client config")
 
@@ -149,8 +157,14 @@ func (c Config) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
 	}
-	if c.Token != "" && c.TLS == nil && !c.AllowTokenWithoutTLS {
+	// With DialOptions the caller may have set transport credentials
+	// there; the token itself still refuses a plaintext connection at the
+	// first call (gRPC's RequireTransportSecurity).
+	if c.Token != "" && c.TLS == nil && !c.AllowTokenWithoutTLS && len(c.DialOptions) == 0 {
 		return bad("a token needs TLS (or AllowTokenWithoutTLS for loopback)")
+	}
+	if len(c.ClientID) > maxClientIDBytes {
+		return bad("ClientID is %d bytes; the server takes at most %d", len(c.ClientID), maxClientIDBytes)
 	}
 	if c.Keepalive.Time < 0 || c.Keepalive.Timeout < 0 {
 		return bad("keepalive durations must not be negative")
@@ -170,9 +184,9 @@ func (c Config) Validate() error {
 		return bad("Retry.MaxAttempts %d must not be negative", p.MaxAttempts)
 	case p.InitialBackoff < 0 || p.MaxBackoff < 0:
 		return bad("Retry backoffs must not be negative")
-	case p.Multiplier != 0 && p.Multiplier < 1:
-		return bad("Retry.Multiplier %g must be at least 1", p.Multiplier)
-	case p.Jitter < 0 || p.Jitter > 1:
+	case p.Multiplier != 0 && !(p.Multiplier >= 1 && !math.IsInf(p.Multiplier, 1)): // NaN fails too
+		return bad("Retry.Multiplier %g must be at least 1 and finite", p.Multiplier)
+	case !(p.Jitter >= 0 && p.Jitter <= 1):
 		return bad("Retry.Jitter %g must be in [0, 1]", p.Jitter)
 	}
 	d := p.withDefaults()

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -224,6 +225,9 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 func readIncluded(root, rel string) ([]byte, error) {
 	if reason := pathProblem(rel); reason != "" {
 		return nil, fmt.Errorf("%w: %q: %s", ErrCursorFile, strings.ToValidUTF8(rel, "\uFFFD"), reason)
+	}
+	if rel == "" || path.Clean(rel) != rel || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil, fmt.Errorf("%w: %q is not a clean path inside the repository", ErrCursorFile, rel)
 	}
 	path := filepath.Join(root, filepath.FromSlash(rel))
 	info, err := os.Stat(path)

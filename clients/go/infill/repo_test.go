@@ -112,6 +112,24 @@ func TestLoadRepositorySkips(t *testing.T) {
 	}
 }
 
+// Include names paths inside the repository, cleanly: "../x" read a file
+// outside it, and "./a.py" sent a.py twice under two names.
+func TestLoadRepositoryIncludeStaysInside(t *testing.T) {
+	root := writeTree(t, map[string]string{"a.py": "x = 1\n", "sub/b.py": "y = 2\n"})
+	if err := os.WriteFile(filepath.Join(filepath.Dir(root), "outside.txt"), []byte("secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, inc := range []string{"../outside.txt", "./a.py", "sub/../a.py", "/etc/hostname", "sub/", ""} {
+		if _, _, err := LoadRepository(root, LoadOptions{Include: []string{inc}}); !errors.Is(err, ErrCursorFile) {
+			t.Errorf("Include %q: %v, want ErrCursorFile", inc, err)
+		}
+	}
+	repo, _, err := LoadRepository(root, LoadOptions{Include: []string{"sub/b.py"}})
+	if err != nil || !slices.Equal(paths(repo), []string{"a.py", "sub/b.py"}) {
+		t.Errorf("a clean Include: %v %v", paths(repo), err)
+	}
+}
+
 func TestLoadRepositoryTotalCap(t *testing.T) {
 	root := writeTree(t, map[string]string{"a.txt": strings.Repeat("a", 600), "b.txt": strings.Repeat("b", 600)})
 	_, _, err := LoadRepository(root, LoadOptions{MaxTotalBytes: 1000})

@@ -84,8 +84,13 @@ func wholeList(files []*infillv1.File) map[string]fileKey {
 	m := make(map[string]fileKey, len(files))
 	for _, f := range files {
 		d := f.GetDigest()
-		if f.Content != nil {
+		switch {
+		case f.Content != nil:
 			d = Digest(f.GetContent())
+		case len(f.GetEdits()) > 0:
+			// The caller's edits: the text they make is not known here, so
+			// no snapshot's file matches it ("" is no digest).
+			d = ""
 		}
 		m[f.GetPath()] = fileKey{digest: d, lang: f.GetLanguage()}
 	}
@@ -96,7 +101,7 @@ func wholeList(files []*infillv1.File) map[string]fileKey {
 // paths of sn that files lack.
 func changedFiles(files []*infillv1.File, whole map[string]fileKey, sn clientSnap, forced map[string]bool) (kept []*infillv1.File, removed []string) {
 	for _, f := range files {
-		if k, ok := sn.files[f.GetPath()]; ok && k == whole[f.GetPath()] && !forced[f.GetPath()] {
+		if k, ok := sn.files[f.GetPath()]; ok && k == whole[f.GetPath()] && k.digest != "" && !forced[f.GetPath()] {
 			continue
 		}
 		kept = append(kept, f)

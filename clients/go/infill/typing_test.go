@@ -175,3 +175,68 @@ func TestTypingSendsEdits(t *testing.T) {
 		})
 	}
 }
+
+// Edits a caller builds itself (DiffEdit on the text it sent before) reach
+// the server in every transfer mode, and so does going back to that text:
+// the client cannot know the text edits make, so no snapshot's file
+// matches them. Under TransferDeltas they used to be dropped as unchanged.
+func TestCallerEditsAreSent(t *testing.T) {
+	for name, mode := range map[string]infill.Transfer{"deltas": infill.TransferDeltas, "digests": infill.TransferDigests,
+		"whole": infill.TransferWhole} {
+		t.Run(name, func(t *testing.T) {
+			srv, ref := startPromptServer(t), startPromptServer(t)
+			c, err := infill.Dial(srv.addr, infill.Config{Transfer: mode}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			w, err := infill.Dial(ref.addr, infill.Config{Transfer: infill.TransferWhole}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			body := strings.Repeat("def g(y):\n    return y * 2\n\n", 40)
+			c0 := "import os\n\n" + body
+			c1 := "import os\nimport sys\n\n" + body
+			c2 := "import os\nimport re\n\n" + body
+			req := func(f *infillv1.File) *infillv1.CompleteRequest {
+				return &infillv1.CompleteRequest{
+					Repository: &infillv1.Repository{Name: "r", Files: []*infillv1.File{f,
+						{Path: "util.py", Content: proto.String(body)}}},
+					Cursor:     &infillv1.Cursor{Path: "main.py", Line: 3},
+					Generation: &infillv1.GenerationOptions{MaxTokens: 4},
+				}
+			}
+			content := func(s string) *infillv1.File { return &infillv1.File{Path: "main.py", Content: proto.String(s)} }
+			edit := func(from, to string) *infillv1.File {
+				return &infillv1.File{Path: "main.py", Digest: infill.Digest(from), Edits: []*infillv1.Edit{infill.DiffEdit(from, to)}}
+			}
+			steps := []struct {
+				sent *infillv1.File
+				text string
+			}{
+				{content(c0), c0},
+				{edit(c0, c1), c1},
+				{edit(c0, c2), c2}, // from the same base again, to another text
+				{content(c0), c0},  // back to the text the snapshot knew
+			}
+			for i, s := range steps {
+				if _, err := c.Complete(t.Context(), req(s.sent)); err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				if _, err := w.Complete(t.Context(), req(content(s.text))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv.mu.Lock()
+			defer srv.mu.Unlock()
+			ref.mu.Lock()
+			defer ref.mu.Unlock()
+			for i := range steps {
+				if srv.prompts[i] != ref.prompts[i] {
+					t.Fatalf("step %d: the prompt differs from the one for the text sent whole", i)
+				}
+			}
+		})
+	}
+}
