@@ -150,12 +150,12 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 		}
 		rel := filepath.ToSlash(r)
 		skip := func(reason string) error {
-			report.Skipped = append(report.Skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: reason})
+			report.Skipped = append(report.Skipped, Skipped{Path: shown(rel), Reason: reason})
 			return nil
 		}
 		if err != nil {
 			// Unreadable entry: leave it out rather than fail the load.
-			report.Skipped = append(report.Skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD"), Reason: "unreadable"})
+			report.Skipped = append(report.Skipped, Skipped{Path: shown(rel), Reason: "unreadable"})
 			if d != nil && d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -170,7 +170,7 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 		}
 		switch reason := pathProblem(rel); {
 		case reason != "" && d.IsDir():
-			report.Skipped = append(report.Skipped, Skipped{Path: strings.ToValidUTF8(rel, "\uFFFD") + "/", Reason: reason})
+			report.Skipped = append(report.Skipped, Skipped{Path: shown(rel) + "/", Reason: reason})
 			return filepath.SkipDir
 		case reason != "":
 			return skip(reason)
@@ -224,7 +224,7 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 // any size; any problem is an ErrCursorFile.
 func readIncluded(root, rel string) ([]byte, error) {
 	if reason := pathProblem(rel); reason != "" {
-		return nil, fmt.Errorf("%w: %q: %s", ErrCursorFile, strings.ToValidUTF8(rel, "\uFFFD"), reason)
+		return nil, fmt.Errorf("%w: %q: %s", ErrCursorFile, shown(rel), reason)
 	}
 	if rel == "" || path.Clean(rel) != rel || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil, fmt.Errorf("%w: %q is not a clean path inside the repository", ErrCursorFile, rel)
@@ -246,6 +246,10 @@ func readIncluded(root, rel string) ([]byte, error) {
 	}
 	return content, nil
 }
+
+// shown is a path as a message shows it: bytes that are not UTF-8 as
+// U+FFFD.
+func shown(rel string) string { return strings.ToValidUTF8(rel, "\uFFFD") }
 
 // pathProblem says why the API cannot carry rel as a path, or "".
 func pathProblem(rel string) string {

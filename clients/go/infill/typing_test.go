@@ -82,6 +82,28 @@ func startPromptServer(t *testing.T) *promptServer {
 	return ps
 }
 
+// startPair starts two prompt servers: c talks to srv in mode (through
+// srv's interceptor when intercept), w to ref sending everything whole,
+// the reference prompts.
+func startPair(t *testing.T, mode infill.Transfer, intercept bool) (srv, ref *promptServer, c, w *infill.Client) {
+	t.Helper()
+	srv, ref = startPromptServer(t), startPromptServer(t)
+	cfg := infill.Config{Transfer: mode}
+	if intercept {
+		cfg.DialOptions = []grpc.DialOption{grpc.WithChainUnaryInterceptor(srv.intercept)}
+	}
+	var err error
+	if c, err = infill.Dial(srv.addr, cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if w, err = infill.Dial(ref.addr, infill.Config{Transfer: infill.TransferWhole}, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return srv, ref, c, w
+}
+
 // Typing in the cursor file sends each keystroke as an edit to the text
 // the server holds, in both digest modes; the server builds the prompt it
 // builds from the content. When the server no longer holds the text, the
@@ -89,18 +111,7 @@ func startPromptServer(t *testing.T) *promptServer {
 func TestTypingSendsEdits(t *testing.T) {
 	for name, mode := range map[string]infill.Transfer{"deltas": infill.TransferDeltas, "digests": infill.TransferDigests} {
 		t.Run(name, func(t *testing.T) {
-			edited, whole := startPromptServer(t), startPromptServer(t)
-			c, err := infill.Dial(edited.addr, infill.Config{Transfer: mode,
-				DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(edited.intercept)}}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			w, err := infill.Dial(whole.addr, infill.Config{Transfer: infill.TransferWhole}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
+			edited, whole, c, w := startPair(t, mode, true)
 
 			body := strings.Repeat("def f(x):\n    return x + 1\n\n", 60)
 			content := "import math\n\n" + body
@@ -184,17 +195,7 @@ func TestCallerEditsAreSent(t *testing.T) {
 	for name, mode := range map[string]infill.Transfer{"deltas": infill.TransferDeltas, "digests": infill.TransferDigests,
 		"whole": infill.TransferWhole} {
 		t.Run(name, func(t *testing.T) {
-			srv, ref := startPromptServer(t), startPromptServer(t)
-			c, err := infill.Dial(srv.addr, infill.Config{Transfer: mode}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			w, err := infill.Dial(ref.addr, infill.Config{Transfer: infill.TransferWhole}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
+			srv, ref, c, w := startPair(t, mode, false)
 			body := strings.Repeat("def g(y):\n    return y * 2\n\n", 40)
 			c0 := "import os\n\n" + body
 			c1 := "import os\nimport sys\n\n" + body
