@@ -151,6 +151,11 @@ func TestShrinkMatchesFresh(t *testing.T) {
 		all = append(all, File{Path: fmt.Sprintf("q%d/__init__.py", i), HasContent: true,
 			Content: fmt.Sprintf("from p.m%d import helper_%d\n\ndef setup():\n    return helper_%d(%d)\n", i, i, i, i)})
 	}
+	// One Go package: its files are each other's context by directory.
+	for i := range 20 {
+		all = append(all, File{Path: fmt.Sprintf("g/f%d.go", i), HasContent: true,
+			Content: fmt.Sprintf("package g\n\nfunc F%d(x int) int {\n\treturn F%d(x) + %d\n}\n", i, (i+1)%20, i)})
+	}
 	b := newTestBuilder(t, 4096)
 	defer b.Close()
 	steps := []struct {
@@ -161,6 +166,8 @@ func TestShrinkMatchesFresh(t *testing.T) {
 		{nil},
 		{[]int{130, 5, 6, 7, 140}},
 		{[]int{130, 7}},
+		{nil},
+		{[]int{150, 151}}, // two files of the Go package
 	}
 	for n, s := range steps {
 		var files []File

@@ -136,8 +136,8 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 		return status.Error(codes.FailedPrecondition, "the server holds no benchmarks (configure --humaneval-dir or --execrepobench-*)")
 	}
 	samples := max(int(req.GetSamples()), 1)
-	if samples > s.cfg.Eval.MaxSamples {
-		return invalid("samples", fmt.Sprintf("%d exceeds the limit of %d", req.GetSamples(), s.cfg.Eval.MaxSamples))
+	if err := s.checkSamples(samples); err != nil {
+		return err
 	}
 	ks := passKs // reported where every task has enough samples
 	if len(req.GetK()) > 0 {
@@ -360,8 +360,8 @@ func (s *Server) toJob(req *infillv1.EvaluateRequest, pc *pipelineCompleter) (ev
 	if job.Samples == 0 {
 		job.Samples = 1
 	}
-	if job.Samples > s.cfg.Eval.MaxSamples {
-		return evaluator.Job{}, invalid("samples", fmt.Sprintf("%d exceeds the limit of %d", job.Samples, s.cfg.Eval.MaxSamples))
+	if err := s.checkSamples(job.Samples); err != nil {
+		return evaluator.Job{}, err
 	}
 	key := taskKey(t)
 	pc.mu.Lock()
@@ -374,6 +374,15 @@ func (s *Server) toJob(req *infillv1.EvaluateRequest, pc *pipelineCompleter) (ev
 		pc.perTask[key] = genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: job.Samples}
 	}
 	return job, nil
+}
+
+// checkSamples bounds the samples one task may ask for, in Evaluate and
+// RunBenchmark alike.
+func (s *Server) checkSamples(n int) error {
+	if n > s.cfg.Eval.MaxSamples {
+		return invalid("samples", fmt.Sprintf("%d exceeds the limit of %d", n, s.cfg.Eval.MaxSamples))
+	}
+	return nil
 }
 
 func taskKey(t evaluator.Task) string { return t.Benchmark + "\x00" + t.ID }
@@ -399,20 +408,15 @@ func (s *Server) repoDir(name string) (string, error) {
 	if err != nil {
 		return "", invalid("task.repository.repository", fmt.Sprintf("%q: %v", name, err))
 	}
-	for _, root := range s.cfg.Eval.RepoRoots {
-		r, err := filepath.EvalSymlinks(root)
-		if err != nil {
-			continue
-		}
-		if rel, err := filepath.Rel(r, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return real, nil
-		}
+	if !underAny(real, s.cfg.Eval.RepoRoots) {
+		return "", outside
 	}
-	return "", outside
+	return real, nil
 }
 
 // underAny reports whether the clean path dir lies in one of roots, as
-// written or with links resolved (a root may itself be a link).
+// written or with links resolved (a root may itself be a link). For a dir
+// with links resolved, "as written" can only match a root that has none.
 func underAny(dir string, roots []string) bool {
 	for _, root := range roots {
 		cands := []string{filepath.Clean(root)}

@@ -206,14 +206,15 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 	} else {
 		err = r.local(ctx, src)
 	}
-	if cmd.Context().Err() != nil {
-		// Interrupted: say what is safe on disk, then exit 130.
+	onDisk := func() { // what is safe on disk when a run stops early
 		fmt.Fprintf(env.Stderr, "%d samples are in %s; run the same command again to go on\n", len(r.results), resultsPath)
+	}
+	if cmd.Context().Err() != nil {
+		onDisk() // interrupted: exit 130
 		return err
 	}
 	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		// --timeout ran out: the results so far are kept, as on Ctrl-C.
-		fmt.Fprintf(env.Stderr, "%d samples are in %s; run the same command again to go on\n", len(r.results), resultsPath)
+		onDisk() // --timeout ran out: the results so far are kept, as on Ctrl-C
 		return status.Errorf(codes.DeadlineExceeded, "the run did not finish within --timeout %v", g.timeout)
 	}
 	if err != nil {
