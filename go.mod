@@ -6,6 +6,7 @@ require (
 	github.com/cheggaaa/pb/v3 v3.1.7
 	github.com/dlclark/regexp2 v1.12.0
 	github.com/ollama/ollama v0.24.0
+	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10
 	github.com/smacker/go-tree-sitter v0.0.0-20240827094217-dd81d9e9be82
 	github.com/spf13/cobra v1.7.0
 	github.com/x448/float16 v0.8.4
@@ -47,6 +48,7 @@ require (
 )
 
 tool (
+	github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc
 	google.golang.org/protobuf/cmd/protoc-gen-go
 )

@@ -157,6 +157,8 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	if err != nil {
 		return nil, err
 	}
+	req.Files = b.own(req.Files, digests, prev, same)
+	req.RepoName, req.Cursor.Path = strings.Clone(req.RepoName), req.Files[ti].Path
 	list := nextList(prev, same, req.Files, digests, b.snaps != nil)
 	if list != prev {
 		b.lists.put(req.RepoName, list)
@@ -445,6 +447,45 @@ func (b *Builder) checkFiles(req Request, prev *fileList) (int, []string, bool, 
 		return 0, nil, false, bad
 	}
 	return ti, digests, same, nil
+}
+
+// own returns a copy of files whose strings are the Builder's own, and
+// makes digests' strings its own too: equal strings it holds already (the
+// previous list's paths, languages and digests, the store's texts) where
+// there are some, else copies. Everything the Builder keeps past a call
+// comes from these, so a caller may pass strings that share a larger
+// buffer, as the server's decoder does (infillv1.Codec): a kept path or
+// text must not keep a whole request alive. files holds no edits here
+// (applyEdits turned them into content); files itself is left as it is.
+func (b *Builder) own(files []File, digests []string, prev *fileList, same bool) []File {
+	out := make([]File, len(files))
+	for i := range files {
+		f := &files[i]
+		o := &out[i]
+		o.HasContent = f.HasContent
+		if same {
+			o.Path, o.Language = prev.paths[i], prev.langs[i]
+		} else {
+			o.Path, o.Language = strings.Clone(f.Path), strings.Clone(f.Language)
+		}
+		switch {
+		case prev != nil && i < len(prev.digests) && digests[i] == prev.digests[i]:
+			digests[i] = prev.digests[i]
+		case !f.HasContent:
+			digests[i] = strings.Clone(digests[i])
+		} // else checkFiles computed the digest
+		if f.Digest != "" {
+			o.Digest = digests[i]
+		}
+		if f.HasContent {
+			if t, ok := b.store.text(digests[i]); ok {
+				o.Content = t
+			} else {
+				o.Content = strings.Clone(f.Content)
+			}
+		}
+	}
+	return out
 }
 
 // checkFile checks request file i (f) and records its path in seen: a

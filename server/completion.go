@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/inference"
@@ -161,6 +163,9 @@ func (s *Server) complete(ctx context.Context, req completionRequest, stream inf
 const maxIDBytes = 256
 
 func (s *Server) validate(req completionRequest) error {
+	if err := checkText(req); err != nil {
+		return err
+	}
 	repo, cur := req.GetRepository(), req.GetCursor()
 	switch {
 	case repo == nil || len(repo.GetFiles()) == 0 && repo.GetBase() == "":
@@ -191,6 +196,69 @@ func (s *Server) validate(req completionRequest) error {
 		}
 	}
 	return nil
+}
+
+// checkText checks that every string of req is UTF-8, as proto3 strings
+// must be. infillv1.Codec decodes the completion requests without the
+// check proto.Unmarshal makes (which gRPC answers INTERNAL, naming no
+// field); a string that is not UTF-8 would otherwise reach the prompt, the
+// logs, and responses that then fail to encode. TestInvalidUTF8 sets each
+// string field of both requests in turn, so a new one must be added here.
+func checkText(req completionRequest) error {
+	repo, cur, gen := req.GetRepository(), req.GetCursor(), req.GetGeneration()
+	for _, t := range [...]struct{ field, s string }{
+		{"repository.name", repo.GetName()}, {"repository.base", repo.GetBase()},
+		{"cursor.path", cur.GetPath()}, {"model", req.GetModel()},
+		{"client_id", req.GetClientId()}, {"session_id", req.GetSessionId()},
+	} {
+		if !utf8.ValidString(t.s) {
+			return notText(t.field, t.s)
+		}
+	}
+	for i, f := range repo.GetFiles() {
+		field := func(name string) string { return "repository.files[" + strconv.Itoa(i) + "]." + name }
+		for _, t := range [...]struct{ name, s string }{
+			{"path", f.GetPath()}, {"content", f.GetContent()}, {"digest", f.GetDigest()}, {"language", f.GetLanguage()},
+		} {
+			if !utf8.ValidString(t.s) {
+				return notText(field(t.name), t.s)
+			}
+		}
+		for k, e := range f.GetEdits() {
+			if !utf8.ValidString(e.GetText()) {
+				return notText(field("edits["+strconv.Itoa(k)+"].text"), e.GetText())
+			}
+		}
+	}
+	for i, p := range repo.GetRemoved() {
+		if !utf8.ValidString(p) {
+			return notText("repository.removed["+strconv.Itoa(i)+"]", p)
+		}
+	}
+	for i, p := range gen.GetStop() {
+		if !utf8.ValidString(p) {
+			return notText("generation.stop["+strconv.Itoa(i)+"]", p)
+		}
+	}
+	return nil
+}
+
+// notText is the error for field, whose value s is not UTF-8.
+func notText(field, s string) error {
+	return invalid(field, fmt.Sprintf("not valid UTF-8 (at byte %d); proto3 strings must be UTF-8", invalidAt(s)))
+}
+
+// invalidAt returns the offset of the first byte of s that does not
+// begin a valid UTF-8 sequence.
+func invalidAt(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				return i
+			}
+		}
+	}
+	return len(s)
 }
 
 func invalid(field, reason string) error {

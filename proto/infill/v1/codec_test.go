@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
@@ -92,4 +95,92 @@ func TestCodecAfterChange(t *testing.T) {
 		}
 		in.Repository.Files[0].Content = proto.String(in.Repository.Files[0].GetContent() + "y = 2\n")
 	}
+}
+
+// dropUnknown clears the unknown fields of m and the messages in it, which
+// the generated decoder does not keep inside a Duration.
+func dropUnknown(m proto.Message) proto.Message {
+	var walk func(protoreflect.Message)
+	walk = func(m protoreflect.Message) {
+		m.SetUnknown(nil)
+		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			switch {
+			case fd.Kind() != protoreflect.MessageKind:
+			case fd.IsList():
+				for i := 0; i < v.List().Len(); i++ {
+					walk(v.List().Get(i).Message())
+				}
+			default:
+				walk(v.Message())
+			}
+			return true
+		})
+	}
+	walk(m.ProtoReflect())
+	return m
+}
+
+// FuzzCodecDecodesAsProto checks the completion requests' generated
+// decoder against proto.Unmarshal on any bytes: what proto.Unmarshal
+// accepts, Codec decodes to an equal message and encodes to the same
+// bytes; a field sent with the wrong
+// wire type, which proto.Unmarshal keeps as an unknown field, is the one
+// thing Codec refuses instead. Unknown fields are not compared: the
+// decoder drops those inside a Duration, and nothing reads them. Of what
+// proto.Unmarshal refuses, Codec accepts strings that are not UTF-8 (the
+// server checks them) and malformed groups among unknown fields (skipped
+// alike); nothing is asked of those bytes but that they decode without
+// a panic.
+func FuzzCodecDecodesAsProto(f *testing.F) {
+	for _, m := range []proto.Message{
+		request(100),
+		&infillv1.CompleteRequest{
+			Repository: &infillv1.Repository{Name: "r", Base: "snap:x", Removed: []string{"c.py"}, Files: []*infillv1.File{
+				{Path: "a.py", Digest: "sha256:00", Language: "python", Edits: []*infillv1.Edit{{Start: 1, End: 2, Text: "é"}}}}},
+			Cursor:        &infillv1.Cursor{Path: "a.py", Line: 3, Column: 4, Offset: 5, Encoding: infillv1.PositionEncoding_POSITION_ENCODING_UTF8},
+			Generation:    &infillv1.GenerationOptions{MaxTokens: 9, Temperature: proto.Float32(0.5), Seed: proto.Int64(-1), Stop: []string{"\n"}},
+			TokenBudget:   100,
+			Model:         "m",
+			ClientId:      "c",
+			SessionId:     "s",
+			LatencyBudget: durationpb.New(1500 * time.Millisecond),
+			ContextDetail: infillv1.ContextDetail_CONTEXT_DETAIL_FULL,
+		},
+	} {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("\x0a\x05\x12\x03\x0a\x01\xff")) // a path that is not UTF-8
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, empty := range []proto.Message{&infillv1.CompleteRequest{}, &infillv1.StreamCompleteRequest{}} {
+			want, got := proto.Clone(empty), proto.Clone(empty)
+			werr := proto.Unmarshal(b, want)
+			gerr := infillv1.Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, got)
+			switch {
+			case werr == nil && gerr != nil:
+				if !strings.Contains(gerr.Error(), "wrong wireType") {
+					t.Fatalf("%T: proto.Unmarshal accepts what Codec refuses: %v", empty, gerr)
+				}
+			case werr == nil && !proto.Equal(dropUnknown(got), dropUnknown(want)):
+				t.Fatalf("%T: decoded messages differ:\n%v\n%v", empty, got, want)
+			case werr == nil:
+				// And Codec encodes what it decoded as proto.Marshal does.
+				wb, err := proto.Marshal(want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gb, err := infillv1.Codec().Marshal(got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(gb.Materialize(), wb) {
+					t.Fatalf("%T: encodings differ", empty)
+				}
+				gb.Free()
+			}
+		}
+	})
 }
