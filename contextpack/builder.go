@@ -143,6 +143,7 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 		return nil, &ArgumentError{Field: "generation.max_tokens", Reason: "must be >= 0"}
 	}
 	var err error
+	sent := req.Files
 	if req.Files, err = b.applyEdits(req.Files); err != nil {
 		return nil, err
 	}
@@ -157,7 +158,9 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	if err != nil {
 		return nil, err
 	}
-	req.Files = b.own(req.Files, digests, prev, same)
+	// A list applyEdits or expand made is this call's; the caller's is not.
+	mine := len(sent) == 0 || len(req.Files) == 0 || &req.Files[0] != &sent[0]
+	req.Files = b.own(req.Files, mine, digests, prev, same)
 	req.RepoName, req.Cursor.Path = strings.Clone(req.RepoName), req.Files[ti].Path
 	list := nextList(prev, same, req.Files, digests, b.snaps != nil)
 	if list != prev {
@@ -449,20 +452,23 @@ func (b *Builder) checkFiles(req Request, prev *fileList) (int, []string, bool, 
 	return ti, digests, same, nil
 }
 
-// own returns a copy of files whose strings are the Builder's own, and
-// makes digests' strings its own too: equal strings it holds already (the
-// previous list's paths, languages and digests, the store's texts) where
-// there are some, else copies. Everything the Builder keeps past a call
-// comes from these, so a caller may pass strings that share a larger
-// buffer, as the server's decoder does (infillv1.Codec): a kept path or
-// text must not keep a whole request alive. files holds no edits here
-// (applyEdits turned them into content); files itself is left as it is.
-func (b *Builder) own(files []File, digests []string, prev *fileList, same bool) []File {
-	out := make([]File, len(files))
+// own returns files with every string the Builder may keep past this call
+// made its own, and makes digests' strings its own too: equal strings it
+// holds already (the previous list's paths, languages and digests, the
+// store's texts, texts applyEdits made) where there are some, else copies.
+// Everything the Builder keeps comes from these, so a caller may pass
+// strings that share a larger buffer, as the server's decoder does
+// (infillv1.Codec): a kept path or text must not keep a whole request
+// alive. files holds no edits here (applyEdits turned them into content).
+// It is changed in place when mine (a list this call made), else copied.
+func (b *Builder) own(files []File, mine bool, digests []string, prev *fileList, same bool) []File {
+	out := files
+	if !mine {
+		out = make([]File, len(files))
+	}
 	for i := range files {
-		f := &files[i]
-		o := &out[i]
-		o.HasContent = f.HasContent
+		f := files[i]
+		o := File{HasContent: f.HasContent, ownText: f.ownText}
 		if same {
 			o.Path, o.Language = prev.paths[i], prev.langs[i]
 		} else {
@@ -477,13 +483,17 @@ func (b *Builder) own(files []File, digests []string, prev *fileList, same bool)
 		if f.Digest != "" {
 			o.Digest = digests[i]
 		}
-		if f.HasContent {
+		if f.HasContent && !f.ownText {
 			if t, ok := b.store.text(digests[i]); ok {
 				o.Content = t
 			} else {
 				o.Content = strings.Clone(f.Content)
 			}
+			o.ownText = true
+		} else {
+			o.Content = f.Content
 		}
+		out[i] = o
 	}
 	return out
 }

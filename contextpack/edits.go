@@ -58,7 +58,7 @@ func (b *Builder) applyEdits(files []File) ([]File, error) {
 		if out == nil {
 			out = slices.Clone(files)
 		}
-		out[i] = File{Path: f.Path, Content: text, HasContent: true, Language: f.Language}
+		out[i] = File{Path: f.Path, Content: text, HasContent: true, Language: f.Language, ownText: true}
 	}
 	if len(missing) > 0 {
 		return nil, missingContent(files, missing)

@@ -47,6 +47,8 @@ type File struct {
 	// Edits change the text Digest names, in order, each applied to the
 	// text the ones before it left (at most MaxEdits).
 	Edits []Edit
+
+	ownText bool // Content is the Builder's own (applyEdits made it, or own copied it)
 }
 
 // Cursor is the insertion point; Line and Column are 0-based.
