@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -71,17 +70,7 @@ func BenchmarkCompleteDigests(b *testing.B) {
 				if stream {
 					sreq := infill.StreamRequest(digests)
 					call = func() error {
-						st, err := client.StreamComplete(ctx, sreq)
-						if err != nil {
-							return err
-						}
-						for {
-							if _, err := st.Recv(); err == io.EOF {
-								return nil
-							} else if err != nil {
-								return err
-							}
-						}
+						return drain(client.StreamComplete(ctx, sreq))
 					}
 				}
 				b.SetBytes(int64(proto.Size(digests)))

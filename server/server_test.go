@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -116,6 +117,18 @@ func startFakeLog(t testing.TB, b server.PromptBuilder, be server.Backend, log *
 		srv.Shutdown(context.Background())
 	})
 	return infillv1.NewCompletionServiceClient(conn), srv
+}
+
+// drain reads a stream to its end: nil once it ends well, else the
+// call's or the stream's error.
+func drain(st grpc.ServerStreamingClient[infillv1.StreamCompleteResponse], err error) error {
+	for err == nil {
+		_, err = st.Recv()
+	}
+	if err == io.EOF {
+		return nil
+	}
+	return err
 }
 
 func TestErrorMapping(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -111,17 +110,7 @@ func TestInvalidUTF8(t *testing.T) {
 			_, err := client.Complete(ctx, &infillv1.CompleteRequest{}, codec)
 			return err
 		}
-		st, err := client.StreamComplete(ctx, &infillv1.StreamCompleteRequest{}, codec)
-		if err != nil {
-			return err
-		}
-		for {
-			if _, err := st.Recv(); err == io.EOF {
-				return nil
-			} else if err != nil {
-				return err
-			}
-		}
+		return drain(client.StreamComplete(ctx, &infillv1.StreamCompleteRequest{}, codec))
 	}
 	for _, empty := range []proto.Message{&infillv1.CompleteRequest{}, &infillv1.StreamCompleteRequest{}} {
 		name := string(empty.ProtoReflect().Descriptor().Name())
