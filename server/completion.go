@@ -194,9 +194,22 @@ func (s *Server) validate(req completionRequest) error {
 		case f.Content != nil && len(f.GetEdits()) > 0:
 			return invalid(fmt.Sprintf("repository.files[%d]", i), "has both content and edits; edits apply to a digest")
 		}
+		for k, e := range f.GetEdits() {
+			if e.GetStart() > maxOffset || e.GetEnd() > maxOffset {
+				return invalid(fmt.Sprintf("repository.files[%d].edits[%d]", i, k),
+					fmt.Sprintf("range [%d, %d) is past the end of any text", e.GetStart(), e.GetEnd()))
+			}
+		}
+	}
+	if cur.GetOffset() > maxOffset {
+		return invalid("cursor.offset", fmt.Sprintf("%d is past the end of any text", cur.GetOffset()))
 	}
 	return nil
 }
+
+// maxOffset bounds byte offsets from a request, which contextpack takes as
+// ints: no text comes near it (a message is at most MaxRecvMsgBytes).
+const maxOffset = 1 << 62
 
 // checkText checks that every string of req is UTF-8, as proto3 strings
 // must be. infillv1.Codec decodes the completion requests without the
@@ -286,7 +299,7 @@ func toContextRequest(req completionRequest) contextpack.Request {
 		Base:     repo.GetBase(),
 		Removed:  repo.GetRemoved(),
 		Cursor: contextpack.Cursor{Path: cur.GetPath(), Line: int(cur.GetLine()), Column: int(cur.GetColumn()),
-			Offset: int(min(cur.GetOffset(), 1<<62)), Encoding: enc},
+			Offset: int(min(cur.GetOffset(), maxOffset)), Encoding: enc},
 	}
 }
 
@@ -299,7 +312,7 @@ func ContextFiles(fs []*infillv1.File) []contextpack.File {
 		if es := f.GetEdits(); len(es) > 0 {
 			files[i].Edits = make([]contextpack.Edit, len(es))
 			for k, e := range es {
-				files[i].Edits[k] = contextpack.Edit{Start: int(min(e.GetStart(), 1<<62)), End: int(min(e.GetEnd(), 1<<62)), Text: e.GetText()}
+				files[i].Edits[k] = contextpack.Edit{Start: int(min(e.GetStart(), maxOffset)), End: int(min(e.GetEnd(), maxOffset)), Text: e.GetText()}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -204,6 +205,13 @@ func TestValidation(t *testing.T) {
 			ClientId: strings.Repeat("c", 257)}, "client_id: 257 bytes"},
 		"long session_id": {&infillv1.CompleteRequest{Repository: request(1).Repository, Cursor: request(1).Cursor,
 			SessionId: strings.Repeat("s", 1<<20)}, "session_id"},
+		// Offsets beyond an int are named as sent, not as converted.
+		"huge edit": {&infillv1.CompleteRequest{Repository: &infillv1.Repository{Files: []*infillv1.File{
+			request(1).Repository.Files[0], {Path: "b", Digest: contextpack.Digest("x"), Edits: []*infillv1.Edit{{}, {Start: 3, End: math.MaxUint64}}}}},
+			Cursor: request(1).Cursor}, "repository.files[1].edits[1]: range [3, 18446744073709551615) is past the end of any text"},
+		"huge offset": {&infillv1.CompleteRequest{Repository: request(1).Repository,
+			Cursor: &infillv1.Cursor{Path: request(1).Cursor.Path, Offset: 1<<62 + 1, Encoding: infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET}},
+			"cursor.offset: 4611686018427387905 is past the end of any text"},
 	} {
 		_, err := client.Complete(context.Background(), tc.req)
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), tc.want) {
