@@ -475,7 +475,7 @@ func (b *Builder) own(files []File, mine bool, digests []string, prev *fileList,
 			o.Path, o.Language = strings.Clone(f.Path), strings.Clone(f.Language)
 		}
 		switch {
-		case prev != nil && i < len(prev.digests) && digests[i] == prev.digests[i]:
+		case same && digests[i] == prev.digests[i]:
 			digests[i] = prev.digests[i]
 		case !f.HasContent:
 			digests[i] = strings.Clone(digests[i])

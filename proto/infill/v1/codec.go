@@ -50,28 +50,16 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 		return nil, err
 	}
 	if e, ok := v.(vtEncoder); ok {
-		return encodeVT(e)
+		return encode(e.SizeVT(), func(b []byte) ([]byte, error) {
+			_, err := e.MarshalToSizedBufferVT(b)
+			return b, err
+		})
 	}
 	// Size computes and caches every submessage's size afresh (a caller may
 	// have changed the message since it was last sent); the marshal then
 	// reuses them.
-	size := proto.Size(m)
 	opts := proto.MarshalOptions{UseCachedSize: true}
-	if mem.IsBelowBufferPoolingThreshold(size) {
-		b, err := opts.Marshal(m)
-		if err != nil {
-			return nil, err
-		}
-		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
-	}
-	buf := bufferPool.Get(size)
-	b, err := opts.MarshalAppend((*buf)[:0], m)
-	if err != nil {
-		bufferPool.Put(buf)
-		return nil, err
-	}
-	*buf = b
-	return mem.BufferSlice{mem.NewBuffer(buf, bufferPool)}, nil
+	return encode(proto.Size(m), func(b []byte) ([]byte, error) { return opts.MarshalAppend(b[:0], m) })
 }
 
 // vtEncoder is implemented by the completion requests too (buf.gen.yaml):
@@ -84,21 +72,23 @@ type vtEncoder interface {
 	MarshalToSizedBufferVT([]byte) (int, error)
 }
 
-func encodeVT(m vtEncoder) (mem.BufferSlice, error) {
-	size := m.SizeVT()
+// encode returns what write leaves in a buffer of size bytes, taken from
+// the pool when the message is large enough to pool.
+func encode(size int, write func([]byte) ([]byte, error)) (mem.BufferSlice, error) {
 	if mem.IsBelowBufferPoolingThreshold(size) {
-		b := make([]byte, size)
-		if _, err := m.MarshalToSizedBufferVT(b); err != nil {
+		b, err := write(make([]byte, size))
+		if err != nil {
 			return nil, err
 		}
 		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
 	}
 	buf := bufferPool.Get(size)
-	*buf = (*buf)[:size]
-	if _, err := m.MarshalToSizedBufferVT(*buf); err != nil {
+	b, err := write((*buf)[:size])
+	if err != nil {
 		bufferPool.Put(buf)
 		return nil, err
 	}
+	*buf = b
 	return mem.BufferSlice{mem.NewBuffer(buf, bufferPool)}, nil
 }
 
