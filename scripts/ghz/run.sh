@@ -151,7 +151,7 @@ largest="${ns[-1]}"
   echo "num_ctx=$num_ctx"
   echo "max_tokens=$max_tokens"
   echo "source=$goroot/src ($(go env GOVERSION))"
-  echo "fake=fakeollama: $fake_tokens tokens; 0 ms, or ${paced_prompt_delay} + ${fake_tokens} × ${paced_token_delay} (paced)"
+  echo "fake=fakeollama: $fake_tokens tokens; 0 ms, or ${paced_prompt_delay} + ${fake_tokens} × ${paced_token_delay} (paced, on a fixed schedule; one row chained)"
   echo "others=load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
   if ((quick)); then echo "mode_flag=--quick"; else echo "mode_flag="; fi
 } >"$run/meta.txt"
@@ -337,6 +337,14 @@ if ((do_fake)); then
       fi
     fi
   done
+  stop_pid "$server_pid"
+  stop_pid "$fake_pid"
+  # The same pace chained (each token token-delay after the previous write),
+  # as the fake paced before NOTES item 17: the difference is how much later
+  # the fake's own tokens come when infill relays them on these shared cores.
+  start_fake paced-chained -tokens "$fake_tokens" -token-delay "$paced_token_delay" -prompt-delay "$paced_prompt_delay" -schedule chained
+  start_server "$grpc_fake_port" "$fake_url" fake-paced-chained
+  pair "$label, chained" "$grpc_fake_port" "$fake_url" "n$largest" digest "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
   phase_end "$label, pair"
   stop_pid "$server_pid"
   stop_pid "$fake_pid"

@@ -4,13 +4,22 @@
 // pace, so what remains of a measured latency is infill (and the client).
 // It is never used by tests, which run the real Ollama.
 //
+// The pace is a fixed schedule by default: token i is written at
+// prompt-delay + (i+1) × token-delay after the request arrived, whenever the
+// previous write happened, as a backend whose speed is its own (a GPU)
+// produces tokens. -schedule chained waits token-delay after each write
+// instead, so any time the fake's process waits for a CPU is added to
+// every later token; on a machine whose few cores the fake shares with the
+// server and the client, that measures the fake's scheduling under their
+// load (scripts/ghz/NOTES.md, item 17).
+//
 // Endpoints: GET|HEAD /api/version (health), POST /api/generate (streamed
 // NDJSON or one message, honouring num_predict and client cancellation),
 // POST /api/show and GET /api/tags (model checks), and GET /fake/last, the
 // last generate request as received (prompt sha256, options), which the
 // benchmark uses to prove that it sends Ollama exactly what infill sends.
 //
-//	fakeollama -listen 127.0.0.1:11499 -tokens 16 -token-delay 0 -prompt-delay 0
+//	fakeollama -listen 127.0.0.1:11499 -tokens 16 -token-delay 0 -prompt-delay 0 [-schedule fixed|chained]
 package main
 
 import (
@@ -40,6 +49,7 @@ type config struct {
 	tokens      int
 	tokenDelay  time.Duration
 	promptDelay time.Duration
+	chained     bool // each delay after the previous write, not on a fixed schedule
 	version     string
 }
 
@@ -50,7 +60,16 @@ func main() {
 	flag.DurationVar(&c.tokenDelay, "token-delay", 0, "delay before each token")
 	flag.DurationVar(&c.promptDelay, "prompt-delay", 0, "delay before the first token (prompt evaluation)")
 	flag.StringVar(&c.version, "version", "0.24.0", "version reported by /api/version")
+	schedule := flag.String("schedule", "fixed", "fixed: token i at prompt-delay + (i+1) × token-delay after the request; chained: token-delay after each write")
 	flag.Parse()
+	switch *schedule {
+	case "fixed":
+	case "chained":
+		c.chained = true
+	default:
+		fmt.Fprintf(os.Stderr, "fakeollama: -schedule %q: want fixed or chained\n", *schedule)
+		os.Exit(2)
+	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "fakeollama:", err)
 		os.Exit(1)
@@ -78,7 +97,7 @@ func run(c config) error {
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
-	log.Printf("fakeollama: listening on %s (tokens %d, token delay %v, prompt delay %v)", lis.Addr(), c.tokens, c.tokenDelay, c.promptDelay)
+	log.Printf("fakeollama: listening on %s (tokens %d, token delay %v, prompt delay %v, chained %v)", lis.Addr(), c.tokens, c.tokenDelay, c.promptDelay, c.chained)
 	select {
 	case err := <-errc:
 		return err
@@ -167,7 +186,12 @@ func (f *fake) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	stream := req.Stream == nil || *req.Stream
 	ctx := r.Context()
-	wait := func(d time.Duration) bool {
+	// wait returns at start+at (fixed schedule) or after d (chained), or
+	// false when the client went away. A late write is not made up for.
+	wait := func(at, d time.Duration) bool {
+		if !f.cfg.chained {
+			d = time.Until(start.Add(at))
+		}
 		if d <= 0 {
 			return ctx.Err() == nil
 		}
@@ -180,7 +204,7 @@ func (f *fake) generate(w http.ResponseWriter, r *http.Request) {
 			return false
 		}
 	}
-	if !wait(f.cfg.promptDelay) {
+	if !wait(f.cfg.promptDelay, f.cfg.promptDelay) {
 		return
 	}
 	promptDone := time.Now()
@@ -189,7 +213,7 @@ func (f *fake) generate(w http.ResponseWriter, r *http.Request) {
 	flusher, _ := w.(http.Flusher)
 	var text strings.Builder
 	for i := 0; i < n; i++ {
-		if !wait(f.cfg.tokenDelay) {
+		if !wait(f.cfg.promptDelay+time.Duration(i+1)*f.cfg.tokenDelay, f.cfg.tokenDelay) {
 			return
 		}
 		tok := words[i%len(words)]
