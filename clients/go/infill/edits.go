@@ -18,10 +18,18 @@ type lastText struct {
 // DiffEdit returns the one edit (File.edits) that turns from into to: what
 // lies between their common prefix and common suffix, both ending on
 // character boundaries. The client sends keystrokes this way; it is
-// exported for callers that build requests themselves.
+// exported for callers that build requests themselves. It runs on every
+// keystroke over the whole file, so it compares 64 bytes at a time (string
+// equality is vectorised) before going byte by byte: 35 KB took 50 µs
+// byte by byte. contextpack's editBetween does the same on the server;
+// this package does not import contextpack (cgo, tree-sitter).
 func DiffEdit(from, to string) *infillv1.Edit {
+	const chunk = 64
 	n := min(len(from), len(to))
 	p := 0
+	for p+chunk <= n && from[p:p+chunk] == to[p:p+chunk] {
+		p += chunk
+	}
 	for p < n && from[p] == to[p] {
 		p++
 	}
@@ -29,6 +37,9 @@ func DiffEdit(from, to string) *infillv1.Edit {
 		p--
 	}
 	s := 0
+	for s+chunk <= n-p && from[len(from)-s-chunk:len(from)-s] == to[len(to)-s-chunk:len(to)-s] {
+		s += chunk
+	}
 	for s < n-p && from[len(from)-1-s] == to[len(to)-1-s] {
 		s++
 	}

@@ -19,8 +19,12 @@ func TestDiffEdit(t *testing.T) {
 		}
 		return sb.String()
 	}
-	for i := range 2000 {
-		from := word(r.IntN(12))
+	for i := range 4000 {
+		n := r.IntN(12)
+		if i%2 == 1 {
+			n = r.IntN(400) // past the 64-byte blocks DiffEdit compares first
+		}
+		from := word(n)
 		to := from
 		for range 1 + r.IntN(2) { // one or two changes somewhere
 			rs := []rune(to)
@@ -45,5 +49,18 @@ func TestDiffEdit(t *testing.T) {
 	e := DiffEdit(big, big[:6500]+"x"+big[6500:])
 	if e.GetStart() != 6500 || e.GetEnd() != 6500 || e.GetText() != "x" {
 		t.Fatalf("keystroke edit %v", e)
+	}
+}
+
+// BenchmarkDiffEdit is one keystroke in the middle of a 36 KB file, what
+// the client computes for every request while typing.
+func BenchmarkDiffEdit(b *testing.B) {
+	from := strings.Repeat("\tif err := check(value); err != nil {\n\t\treturn err\n\t}\n", 36<<10/52)
+	to := from[:len(from)/2] + "x" + from[len(from)/2:]
+	b.SetBytes(int64(len(from)))
+	for b.Loop() {
+		if e := DiffEdit(from, to); e.GetText() != "x" {
+			b.Fatal(e)
+		}
 	}
 }
