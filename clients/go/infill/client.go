@@ -42,6 +42,7 @@ type Client struct {
 	held  *digestSet
 	snaps perRepo[clientSnap] // the latest snapshot per repository
 	texts perRepo[lastText]   // the cursor file's last text per repository
+	memo  *digestMemo         // the digest of each path's last content
 
 	// sleep waits between attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -106,6 +107,7 @@ func newClient(conn grpc.ClientConnInterface, cfg Config, log *zap.Logger) *Clie
 		cfg:   cfg,
 		log:   log,
 		held:  newDigestSet(cfg.DigestCacheSize),
+		memo:  &digestMemo{max: defaultMemoBytes},
 		sleep: sleepCtx,
 		rand:  rand.Float64,
 	}

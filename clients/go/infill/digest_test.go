@@ -232,3 +232,44 @@ func TestDigestSetBounded(t *testing.T) {
 		t.Errorf("set over its bound: %v", s.m)
 	}
 }
+
+// digestMemo gives each file's digest whether its content is the string
+// it saw before, an equal copy or new text under the same path, and stays
+// within its bound.
+func TestDigestMemo(t *testing.T) {
+	dm := &digestMemo{max: 100}
+	file := func(path, content string) *infillv1.File {
+		return &infillv1.File{Path: path, Content: proto.String(content)}
+	}
+	check := func(step string, files ...*infillv1.File) {
+		t.Helper()
+		got := dm.digests(files)
+		for i, f := range files {
+			want := ""
+			if f.Content != nil {
+				want = Digest(f.GetContent())
+			}
+			if got[i] != want {
+				t.Errorf("%s: file %d (%s) digest %q; want %q", step, i, f.GetPath(), got[i], want)
+			}
+		}
+		if dm.bytes > dm.max {
+			t.Errorf("%s: memo holds %d bytes, over its bound %d", step, dm.bytes, dm.max)
+		}
+	}
+	a := strings.Repeat("a", 30)
+	check("first", file("a", a), file("b", "bb"), &infillv1.File{Path: "d", Digest: "sha256:x"})
+	check("same strings", file("a", a), file("b", "bb"))
+	check("equal copy", file("a", strings.Clone(a)), file("b", "bb"))
+	check("new text, same path", file("a", a+"x"), file("b", "bb"))
+	check("back to the old text", file("a", a), file("b", "b"))
+	if e := dm.m["a"]; e.content != a || e.digest != Digest(a) {
+		t.Errorf("memo for a holds %q, %q", e.content, e.digest)
+	}
+	check("past the bound", file("c", strings.Repeat("c", 60)), file("e", strings.Repeat("e", 60)))
+	check("larger than the bound", file("f", strings.Repeat("f", 101)))
+	if _, ok := dm.m["f"]; ok {
+		t.Error("memo kept content larger than its bound")
+	}
+	check("empty content", file("g", ""), file("a", a))
+}

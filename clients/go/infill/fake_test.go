@@ -57,7 +57,7 @@ func (f *fakeServer) StreamComplete(req *infillv1.StreamCompleteRequest, st grpc
 
 // serve starts srv on an in-memory listener and returns a dial option
 // reaching it.
-func serve(t *testing.T, srv infillv1.CompletionServiceServer, opts ...grpc.ServerOption) grpc.DialOption {
+func serve(t testing.TB, srv infillv1.CompletionServiceServer, opts ...grpc.ServerOption) grpc.DialOption {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	s := grpc.NewServer(opts...)
@@ -77,7 +77,7 @@ func serve(t *testing.T, srv infillv1.CompletionServiceServer, opts ...grpc.Serv
 }
 
 // newTestClient dials srv in memory. Backoff sleeps are recorded, not slept.
-func newTestClient(t *testing.T, srv infillv1.CompletionServiceServer, cfg Config) (*Client, *[]time.Duration) {
+func newTestClient(t testing.TB, srv infillv1.CompletionServiceServer, cfg Config) (*Client, *[]time.Duration) {
 	t.Helper()
 	cfg.DialOptions = append(cfg.DialOptions, serve(t, srv))
 	c, err := Dial("passthrough:///bufnet", cfg, nil)

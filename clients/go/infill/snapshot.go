@@ -79,14 +79,15 @@ func (p *perRepo[T]) forget(repo string, stale func(T) bool) {
 	}
 }
 
-// wholeList is each file's digest and language as the server will see it.
-func wholeList(files []*infillv1.File) map[string]fileKey {
+// wholeList is each file's digest and language as the server will see it;
+// sums holds the digests of the files' content (digestMemo.digests).
+func wholeList(files []*infillv1.File, sums []string) map[string]fileKey {
 	m := make(map[string]fileKey, len(files))
-	for _, f := range files {
+	for i, f := range files {
 		d := f.GetDigest()
 		switch {
 		case f.Content != nil:
-			d = Digest(f.GetContent())
+			d = sums[i]
 		case len(f.GetEdits()) > 0:
 			// The caller's edits: the text they make is not known here, so
 			// no snapshot's file matches it ("" is no digest).
