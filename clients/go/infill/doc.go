@@ -53,7 +53,10 @@
 // already sent in an accepted call goes as "sha256:<hex>" (see Digest).
 // The cursor file, once the server holds an earlier text of it from this
 // client, goes as one edit to that text (File.edits), so a keystroke
-// costs a few bytes, not the file.
+// costs a few bytes, not the file. To find what changed, the client
+// hashes only content it has not seen under that path before: passing the
+// whole repository on every call, as the same strings or as equal copies,
+// costs a comparison per file, not a hash (up to 64 MiB of content held).
 // When the server no longer holds a base (FAILED_PRECONDITION with a
 // google.rpc.PreconditionFailure violation of type "SNAPSHOT"; see
 // UnknownSnapshot) the client sends the whole list; when it lacks content
