@@ -220,7 +220,9 @@ func (c *Client) prepare(repo *infillv1.Repository, cursor string, forced map[st
 			}
 			var d string
 			if p.whole != nil {
-				d = p.whole[f.GetPath()].digest // the content's: files is the whole list's subset
+				// files may be a subset of the whole list (changedFiles), so
+				// look the digest up by path rather than by index.
+				d = p.whole[f.GetPath()].digest
 			} else {
 				d = sums[k]
 			}
