@@ -81,6 +81,8 @@ type Request struct {
 	// Temperature; nil means greedy.
 	Temperature *float32
 	TopP        *float32
+	// TopK keeps the k most likely tokens; nil or 0: no limit.
+	TopK *int
 	// Seed of candidate 0; candidate i uses Seed+i. nil: 0.
 	Seed *int64
 	// Stop strings applied on top of the model's stop set.

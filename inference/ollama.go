@@ -221,6 +221,9 @@ func (o *Ollama) CheckOptions(req *Request) error {
 	if p := req.TopP; p != nil && !(*p > 0 && *p <= 1) {
 		return bad("top_p", "%v outside (0, 1]", *p)
 	}
+	if k := req.TopK; k != nil && *k < 0 {
+		return bad("top_k", "%d is negative", *k)
+	}
 	for i, s := range req.Stop {
 		if s == "" {
 			return bad(fmt.Sprintf("stop[%d]", i), "is empty")
@@ -257,6 +260,9 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	}
 	if req.TopP != nil {
 		opts["top_p"] = *req.TopP
+	}
+	if req.TopK != nil && *req.TopK > 0 {
+		opts["top_k"] = *req.TopK
 	}
 	stream, no := true, false
 	greq := &api.GenerateRequest{

@@ -3,32 +3,22 @@ package server
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"time"
-	"unicode/utf8"
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/inference"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
-	"go.uber.org/zap"
+	"github.com/infill-dev/infill/server/pipeline"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // PromptBuilder assembles prompts (contextpack.Builder).
-type PromptBuilder interface {
-	Build(ctx context.Context, req contextpack.Request) (*contextpack.Prompt, error)
-}
+type PromptBuilder = pipeline.Builder
 
-// Backend generates completions (inference.Ollama).
+// Backend generates completions (inference.Ollama) and answers health
+// probes.
 type Backend interface {
 	Pinger
-	Generate(ctx context.Context, req inference.Request, onDelta inference.DeltaFunc) (*inference.Result, error)
-	Model(name string) string
-	ContextTokens(model string) int
-	MaxTokens(n int) int
-	// CheckOptions reports generation options out of range
-	// (*inference.OptionError) before any work is done for a request.
-	CheckOptions(req *inference.Request) error
+	pipeline.Backend
 }
 
 type completionService struct {
@@ -63,219 +53,116 @@ func (c *completionService) StreamComplete(req *infillv1.StreamCompleteRequest, 
 	return stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Done{Done: resp}})
 }
 
-// complete runs one completion; with a stream it sends the start and text
-// deltas as they come.
+// complete decodes req, runs it through the pipeline and encodes the
+// result; with a stream it sends the start and text deltas as they come.
 func (s *Server) complete(ctx context.Context, req completionRequest, stream infillv1.CompletionService_StreamCompleteServer) (*infillv1.CompleteResponse, error) {
-	start := time.Now()
-	if err := s.validate(req); err != nil {
-		return nil, err
-	}
-	model := s.deps.Backend.Model(req.GetModel())
-	gen := req.GetGeneration()
-	ireq := inference.Request{
-		Model:      model,
-		MaxTokens:  int(gen.GetMaxTokens()),
-		Stop:       gen.GetStop(),
-		Candidates: int(gen.GetCandidates()),
-	}
-	if gen != nil { // optional fields: presence matters, so no getters
-		ireq.Temperature, ireq.TopP, ireq.Seed = gen.Temperature, gen.TopP, gen.Seed
-	}
-	if err := s.deps.Backend.CheckOptions(&ireq); err != nil {
-		return nil, err
-	}
-	maxTokens := s.deps.Backend.MaxTokens(ireq.MaxTokens)
-	budget := s.deps.Backend.ContextTokens(model)
-	if b := int(req.GetTokenBudget()); b > 0 && b < budget {
-		budget = b
-	}
-	creq := toContextRequest(req)
-	creq.TokenBudget, creq.MaxNewTokens = budget, maxTokens
-	prompt, err := s.deps.Builder.Build(ctx, creq)
+	preq, err := decodeCompletion(req)
 	if err != nil {
 		return nil, err
 	}
-	assembly := time.Since(start)
-	id := requestID(ctx)
-	s.log.Debug("prompt", zap.String("request_id", id), zap.Int("tokens", prompt.Tokens), zap.String("text", prompt.Text))
-	manifest := toManifest(prompt.Manifest, req.GetContextDetail())
-
+	detail := req.GetContextDetail()
+	var st pipeline.Stream
 	if stream != nil {
-		if err := stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Start{Start: &infillv1.StreamStart{
-			Model: model, Context: manifest, RequestId: id, ContextAssembly: durationpb.New(assembly),
-			RepositorySnapshot: prompt.Snapshot,
-		}}}); err != nil {
-			return nil, err
+		startDetail := detail
+		st.OnStart = func(b pipeline.Start) error {
+			return stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Start{Start: &infillv1.StreamStart{
+				Model: b.Model, Context: toManifest(b.Manifest, startDetail), RequestId: b.RequestID,
+				ContextAssembly: durationpb.New(b.Assembly), RepositorySnapshot: b.Snapshot,
+			}}})
+		}
+		st.OnDelta = func(i int, text string) error {
+			return stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Delta{
+				Delta: &infillv1.TextDelta{CandidateIndex: uint32(i), Text: text}}})
 		}
 		// The start listed the sources; the final response does not repeat them.
-		manifest = toManifest(prompt.Manifest, infillv1.ContextDetail_CONTEXT_DETAIL_NONE)
+		detail = infillv1.ContextDetail_CONTEXT_DETAIL_NONE
 	}
-	var ttft time.Duration
-	onDelta := func(i int, text string) error {
-		if ttft == 0 {
-			ttft = time.Since(start)
-		}
-		if stream == nil {
-			return nil
-		}
-		return stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Delta{
-			Delta: &infillv1.TextDelta{CandidateIndex: uint32(i), Text: text}}})
-	}
-	ireq.Prompt, ireq.PromptTokens, ireq.MaxTokens = prompt.Text, prompt.Tokens, maxTokens
-	if lb := req.GetLatencyBudget(); lb != nil {
-		if ireq.Budget = lb.AsDuration() - assembly; ireq.Budget <= 0 {
-			ireq.Budget = time.Nanosecond // spent already: return what there is
-		}
-	}
-	res, err := s.deps.Backend.Generate(ctx, ireq, onDelta)
+	res, err := s.pipe.Complete(ctx, preq, st)
 	if err != nil {
 		return nil, err
 	}
-	// Ollama v0.24.0 reports the whole prompt in prompt_eval_count, also
-	// when its KV cache served most of it (measured: 1,604 tokens both cold
-	// and warm), so the count can be checked against the plan.
-	if prompt.Manifest.CheckEvaluated(res.PromptEvalTokens) {
-		manifest.Warnings = prompt.Manifest.Warnings
-	}
+	return toResponse(res, detail), nil
+}
+
+// toResponse encodes a pipeline result with the sources detail asks for.
+func toResponse(res *pipeline.Result, detail infillv1.ContextDetail) *infillv1.CompleteResponse {
 	return &infillv1.CompleteResponse{
 		Candidates: toCandidates(res.Candidates),
 		Usage: &infillv1.Usage{
-			PromptTokens:        uint32(res.PromptEvalTokens),
-			CompletionTokens:    uint32(res.CompletionTokens()),
-			PlannedPromptTokens: uint32(prompt.Tokens),
+			PromptTokens:        uint32(res.PromptTokens),
+			CompletionTokens:    uint32(res.CompletionTokens),
+			PlannedPromptTokens: uint32(res.PlannedPromptTokens),
 		},
 		Timings: &infillv1.Timings{
-			ContextAssembly:  durationpb.New(assembly),
-			TimeToFirstToken: durationpb.New(ttft),
-			Total:            durationpb.New(time.Since(start)),
+			ContextAssembly:  durationpb.New(res.Assembly),
+			TimeToFirstToken: durationpb.New(res.TimeToFirstToken),
+			Total:            durationpb.New(res.Total),
 			PromptEval:       durationpb.New(res.PromptEval),
 		},
 		Model:              res.Model,
-		Context:            manifest,
-		RequestId:          id,
-		RepositorySnapshot: prompt.Snapshot,
-	}, nil
+		Context:            toManifest(res.Manifest, detail),
+		RequestId:          res.RequestID,
+		RepositorySnapshot: res.Snapshot,
+	}
 }
 
-// validate checks the shape of a request; the domain packages check the
-// meaning (cursor inside the file, options in range).
-// maxIDBytes bounds client_id and session_id, which every call logs.
-const maxIDBytes = 256
-
-func (s *Server) validate(req completionRequest) error {
-	if err := checkText(req); err != nil {
-		return err
-	}
+// decodeCompletion checks what only the wire form can get wrong (missing
+// messages, unknown enum values, offsets beyond an int) and converts req
+// for the pipeline, which validates the rest.
+func decodeCompletion(req completionRequest) (*pipeline.Request, error) {
 	repo, cur := req.GetRepository(), req.GetCursor()
 	switch {
-	case repo == nil || len(repo.GetFiles()) == 0 && repo.GetBase() == "":
-		return invalid("repository.files", "at least one file (the one with the cursor) is required")
-	case len(repo.GetFiles()) > s.cfg.MaxFiles:
-		return invalid("repository.files", fmt.Sprintf("%d files exceed the limit of %d", len(repo.GetFiles()), s.cfg.MaxFiles))
+	case repo == nil:
+		return nil, invalid("repository.files", "at least one file (the one with the cursor) is required")
 	case cur == nil:
-		return invalid("cursor", "required")
+		return nil, invalid("cursor", "required")
 	case req.GetLatencyBudget() != nil && (req.GetLatencyBudget().CheckValid() != nil || req.GetLatencyBudget().AsDuration() < 0):
-		return invalid("latency_budget", "must be a valid, non-negative duration")
+		return nil, invalid("latency_budget", "must be a valid, non-negative duration")
 	case infillv1.ContextDetail_name[int32(req.GetContextDetail())] == "":
-		return invalid("context_detail", fmt.Sprintf("unknown value %d", req.GetContextDetail()))
+		return nil, invalid("context_detail", fmt.Sprintf("unknown value %d", req.GetContextDetail()))
 	case infillv1.PositionEncoding_name[int32(cur.GetEncoding())] == "":
-		return invalid("cursor.encoding", fmt.Sprintf("unknown value %d", cur.GetEncoding()))
-	case len(req.GetClientId()) > maxIDBytes:
-		return invalid("client_id", fmt.Sprintf("%d bytes, more than %d", len(req.GetClientId()), maxIDBytes))
-	case len(req.GetSessionId()) > maxIDBytes:
-		return invalid("session_id", fmt.Sprintf("%d bytes, more than %d", len(req.GetSessionId()), maxIDBytes))
+		return nil, invalid("cursor.encoding", fmt.Sprintf("unknown value %d", cur.GetEncoding()))
+	case cur.GetOffset() > maxOffset:
+		return nil, invalid("cursor.offset", fmt.Sprintf("%d is past the end of any text", cur.GetOffset()))
 	}
 	for i, f := range repo.GetFiles() {
-		switch {
-		case f.Content == nil && f.GetDigest() == "":
-			return invalid(fmt.Sprintf("repository.files[%d]", i), "needs content or digest")
-		case f.Content != nil && f.GetDigest() != "":
-			return invalid(fmt.Sprintf("repository.files[%d]", i), "has both content and digest; send one")
-		case f.Content != nil && len(f.GetEdits()) > 0:
-			return invalid(fmt.Sprintf("repository.files[%d]", i), "has both content and edits; edits apply to a digest")
-		}
 		for k, e := range f.GetEdits() {
 			if e.GetStart() > maxOffset || e.GetEnd() > maxOffset {
-				return invalid(fmt.Sprintf("repository.files[%d].edits[%d]", i, k),
+				return nil, invalid(fmt.Sprintf("repository.files[%d].edits[%d]", i, k),
 					fmt.Sprintf("range [%d, %d) is past the end of any text", e.GetStart(), e.GetEnd()))
 			}
 		}
 	}
-	if cur.GetOffset() > maxOffset {
-		return invalid("cursor.offset", fmt.Sprintf("%d is past the end of any text", cur.GetOffset()))
+	gen := req.GetGeneration()
+	preq := &pipeline.Request{
+		Context:     toContextRequest(req),
+		TokenBudget: int(req.GetTokenBudget()),
+		Generation: pipeline.Generation{
+			MaxTokens:  int(gen.GetMaxTokens()),
+			Stop:       gen.GetStop(),
+			Candidates: int(gen.GetCandidates()),
+		},
+		Model:     req.GetModel(),
+		ClientID:  req.GetClientId(),
+		SessionID: req.GetSessionId(),
+		Surface:   "grpc",
 	}
-	return nil
+	if gen != nil { // optional fields: presence matters, so no getters
+		preq.Generation.Temperature, preq.Generation.TopP, preq.Generation.Seed = gen.Temperature, gen.TopP, gen.Seed
+	}
+	if lb := req.GetLatencyBudget(); lb != nil {
+		d := lb.AsDuration()
+		preq.LatencyBudget = &d
+	}
+	return preq, nil
 }
 
 // maxOffset bounds byte offsets from a request, which contextpack takes as
 // ints: no text comes near it (a message is at most MaxRecvMsgBytes).
 const maxOffset = 1 << 62
 
-// checkText checks that every string of req is UTF-8, as proto3 strings
-// must be. infillv1.Codec decodes the completion requests without the
-// check proto.Unmarshal makes (which gRPC answers INTERNAL, naming no
-// field); a string that is not UTF-8 would otherwise reach the prompt, the
-// logs, and responses that then fail to encode. TestInvalidUTF8 sets each
-// string field of both requests in turn, so a new one must be added here.
-func checkText(req completionRequest) error {
-	repo, cur, gen := req.GetRepository(), req.GetCursor(), req.GetGeneration()
-	for _, t := range [...]struct{ field, s string }{
-		{"repository.name", repo.GetName()}, {"repository.base", repo.GetBase()},
-		{"cursor.path", cur.GetPath()}, {"model", req.GetModel()},
-		{"client_id", req.GetClientId()}, {"session_id", req.GetSessionId()},
-	} {
-		if !utf8.ValidString(t.s) {
-			return notText(t.field, t.s)
-		}
-	}
-	for i, f := range repo.GetFiles() {
-		field := func(name string) string { return "repository.files[" + strconv.Itoa(i) + "]." + name }
-		for _, t := range [...]struct{ name, s string }{
-			{"path", f.GetPath()}, {"content", f.GetContent()}, {"digest", f.GetDigest()}, {"language", f.GetLanguage()},
-		} {
-			if !utf8.ValidString(t.s) {
-				return notText(field(t.name), t.s)
-			}
-		}
-		for k, e := range f.GetEdits() {
-			if !utf8.ValidString(e.GetText()) {
-				return notText(field("edits["+strconv.Itoa(k)+"].text"), e.GetText())
-			}
-		}
-	}
-	for i, p := range repo.GetRemoved() {
-		if !utf8.ValidString(p) {
-			return notText("repository.removed["+strconv.Itoa(i)+"]", p)
-		}
-	}
-	for i, p := range gen.GetStop() {
-		if !utf8.ValidString(p) {
-			return notText("generation.stop["+strconv.Itoa(i)+"]", p)
-		}
-	}
-	return nil
-}
-
-// notText is the error for field, whose value s is not UTF-8.
-func notText(field, s string) error {
-	return invalid(field, fmt.Sprintf("not valid UTF-8 (at byte %d); proto3 strings must be UTF-8", invalidAt(s)))
-}
-
-// invalidAt returns the offset of the first byte of s that does not
-// begin a valid UTF-8 sequence.
-func invalidAt(s string) int {
-	for i, r := range s {
-		if r == utf8.RuneError {
-			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
-				return i
-			}
-		}
-	}
-	return len(s)
-}
-
 func invalid(field, reason string) error {
-	return toStatus(nil, &contextpack.ArgumentError{Field: field, Reason: reason})
+	return toStatus(nil, pipeline.Invalid(field, reason))
 }
 
 func toContextRequest(req completionRequest) contextpack.Request {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/server/httpapi"
 )
 
 // Config configures the server. Flags and environment are read only in
@@ -16,6 +17,11 @@ import (
 type Config struct {
 	// ListenAddr is the gRPC listen address.
 	ListenAddr string
+	// HTTPListenAddr is the HTTP surfaces' listen address; "" serves none.
+	HTTPListenAddr string
+	// HTTP configures the HTTP surfaces; its body limit is MaxRecvMsgBytes
+	// and its model figures come from the backend.
+	HTTP httpapi.Config
 	// MaxRecvMsgBytes caps one request (a repository's files travel in it).
 	MaxRecvMsgBytes int
 	MaxSendMsgBytes int
@@ -49,6 +55,8 @@ type EvalConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		ListenAddr:      "127.0.0.1:50051",
+		HTTPListenAddr:  "127.0.0.1:8012",
+		HTTP:            httpapi.DefaultConfig(),
 		MaxRecvMsgBytes: 64 << 20,
 		MaxSendMsgBytes: 16 << 20,
 		MaxFiles:        20000,

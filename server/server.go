@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"github.com/infill-dev/infill/server/httpapi"
+	"github.com/infill-dev/infill/server/pipeline"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -39,6 +43,9 @@ type Deps struct {
 	Executor evaluator.Executor
 	// Benchmarks are the named benchmarks RunBenchmark can run; may be nil.
 	Benchmarks Benchmarks
+	// Workspaces are repositories read from the server's disk for the HTTP
+	// surfaces (--workspace); may be nil.
+	Workspaces httpapi.Workspaces
 }
 
 // Server is a configured gRPC server.
@@ -46,8 +53,10 @@ type Server struct {
 	cfg    Config
 	log    *zap.Logger
 	grpc   *grpc.Server
+	http   *http.Server
 	health *health.Server
 	deps   Deps
+	pipe   *pipeline.Pipeline
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -69,7 +78,11 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{cfg: cfg, log: log, deps: deps, health: health.NewServer(), stop: make(chan struct{})}
+	pipe, err := pipeline.New(pipeline.Config{MaxFiles: cfg.MaxFiles, MaxIDBytes: maxIDBytes}, deps.Builder, deps.Backend, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, deps: deps, pipe: pipe, health: health.NewServer(), stop: make(chan struct{})}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes),
@@ -80,6 +93,21 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 		grpc.ChainUnaryInterceptor(unaryRecover(log)),
 		grpc.ChainStreamInterceptor(streamRecover(log)),
 	)
+	hcfg := cfg.HTTP
+	hcfg.MaxBodyBytes = int64(cfg.MaxRecvMsgBytes)
+	hcfg.DefaultModel = deps.Backend.Model("")
+	hcfg.ContextTokens = deps.Backend.ContextTokens("")
+	hh, err := httpapi.New(hcfg, pipe, deps.Workspaces, log.Named("http"))
+	if err != nil {
+		return nil, err
+	}
+	s.http = &http.Server{
+		Handler:           hh,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
 	infillv1.RegisterCompletionServiceServer(s.grpc, &completionService{s: s})
 	infillv1.RegisterEvaluationServiceServer(s.grpc, &evaluationService{s: s})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -102,14 +130,33 @@ func (s *Server) Serve(lis net.Listener) error {
 	return s.grpc.Serve(lis)
 }
 
-// Shutdown marks the server NOT_SERVING, lets calls in flight finish for up
-// to ShutdownGrace (or ctx), then stops hard.
+// ServeHTTP serves the HTTP surfaces (llama.cpp, Ollama, OpenAI and Tabby
+// dialects) on lis until Shutdown, over the same pipeline as gRPC.
+func (s *Server) ServeHTTP(lis net.Listener) error {
+	s.log.Info("serving HTTP", zap.String("addr", lis.Addr().String()))
+	if err := s.http.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown marks the server NOT_SERVING, lets calls in flight (gRPC and
+// HTTP) finish for up to ShutdownGrace (or ctx), then stops hard.
 func (s *Server) Shutdown(ctx context.Context) {
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.watchWG.Wait()
 	s.health.Shutdown()
 	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
+	go func() {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); s.grpc.GracefulStop() }()
+		// An HTTP Shutdown waits for handlers to return; closing the
+		// connections when the grace ends (below) cancels them.
+		_ = s.http.Shutdown(context.Background())
+		wg.Wait()
+		close(done)
+	}()
 	t := time.NewTimer(s.cfg.ShutdownGrace)
 	defer t.Stop()
 	select {
@@ -127,6 +174,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 // and waits for them to return unless ctx ends first.
 func (s *Server) hardStop(ctx context.Context, done <-chan struct{}) {
 	s.grpc.Stop()
+	_ = s.http.Close()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -169,7 +217,8 @@ func (s *Server) watchHealth() {
 	}
 }
 
-type requestIDKey struct{}
+// maxIDBytes bounds client_id and session_id, which every call logs.
+const maxIDBytes = 256
 
 func newRequestID() string {
 	var b [8]byte
@@ -177,10 +226,7 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
+func requestID(ctx context.Context) string { return pipeline.RequestID(ctx) }
 
 func peerAddr(ctx context.Context) string {
 	if p, ok := peer.FromContext(ctx); ok {
@@ -210,7 +256,7 @@ type rpcInfoKey struct{}
 func (h rpcLog) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
 	ri := &rpcInfo{id: newRequestID(), method: info.FullMethodName}
 	ctx = context.WithValue(ctx, rpcInfoKey{}, ri)
-	return context.WithValue(ctx, requestIDKey{}, ri.id)
+	return pipeline.WithRequestID(ctx, ri.id)
 }
 
 func (h rpcLog) HandleRPC(ctx context.Context, st stats.RPCStats) {

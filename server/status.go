@@ -1,15 +1,9 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
-	"github.com/infill-dev/infill/contextpack"
-	"github.com/infill-dev/infill/evaluator"
-	"github.com/infill-dev/infill/evaluator/dataset"
-	"github.com/infill-dev/infill/evaluator/sandbox"
-	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/server/pipeline"
 	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -17,8 +11,8 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 )
 
-// toStatus maps a domain error to a gRPC status. It is the only place where
-// domain errors become status codes.
+// toStatus maps a domain error to a gRPC status: pipeline.Classify sorts
+// the error, and this is the one table from its kinds to codes.
 func toStatus(log *zap.Logger, err error) error {
 	if err == nil {
 		return nil
@@ -26,58 +20,42 @@ func toStatus(log *zap.Logger, err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err // already a status (validation in this package)
 	}
-	var ae *contextpack.ArgumentError
-	var me *contextpack.MissingContentError
-	var se *contextpack.UnknownSnapshotError
-	var oe *inference.OptionError
-	switch {
-	case errors.As(err, &ae):
-		return withDetails(codes.InvalidArgument, err.Error(), &errdetails.BadRequest{
-			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: ae.Field, Description: ae.Reason}},
+	c := pipeline.Classify(err)
+	switch c.Kind {
+	case pipeline.KindInvalidArgument:
+		if c.Field == "" {
+			return status.Error(codes.InvalidArgument, c.Message)
+		}
+		return withDetails(codes.InvalidArgument, c.Message, &errdetails.BadRequest{
+			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: c.Field, Description: c.Reason}},
 		})
-	case errors.As(err, &me):
-		return withDetails(codes.FailedPrecondition, err.Error(), missingContent(me.Paths))
-	case errors.As(err, &se):
-		return withDetails(codes.FailedPrecondition, err.Error(), &errdetails.PreconditionFailure{
-			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "SNAPSHOT", Subject: se.ID,
+	case pipeline.KindMissingContent:
+		return withDetails(codes.FailedPrecondition, c.Message, missingContent(c.Paths))
+	case pipeline.KindUnknownSnapshot:
+		return withDetails(codes.FailedPrecondition, c.Message, &errdetails.PreconditionFailure{
+			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "SNAPSHOT", Subject: c.Subject,
 				Description: "the server does not hold this repository snapshot: send the whole file list without base"}},
 		})
-	case errors.As(err, &oe):
-		return withDetails(codes.InvalidArgument, err.Error(), &errdetails.BadRequest{
-			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "generation." + oe.Field, Description: oe.Reason}},
-		})
-	case errors.Is(err, contextpack.ErrBudget):
-		return withDetails(codes.InvalidArgument, err.Error(), &errdetails.BadRequest{
-			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "token_budget", Description: err.Error()}},
-		})
-	case errors.Is(err, contextpack.ErrInvalidArgument), errors.Is(err, inference.ErrInvalidRequest):
-		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, evaluator.ErrInvalidTask), errors.Is(err, evaluator.ErrNoCompleter):
-		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, evaluator.ErrRepoNotAllowed):
-		return status.Error(codes.PermissionDenied, err.Error())
-	case errors.Is(err, dataset.ErrUnknownBenchmark):
-		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, evaluator.ErrJournalBusy):
-		return status.Error(codes.Aborted, err.Error())
-	case errors.Is(err, dataset.ErrInvalidData), errors.Is(err, evaluator.ErrCorruptJournal),
-		errors.Is(err, sandbox.ErrUnavailable):
-		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, inference.ErrPromptTooLong):
-		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, inference.ErrModelNotFound):
-		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, inference.ErrUnavailable), errors.Is(err, inference.ErrIncomplete):
-		return status.Error(codes.Unavailable, err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "request cancelled by the client")
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "deadline exceeded")
+	case pipeline.KindInternal:
+		if log != nil {
+			log.Error("unclassified error", zap.Error(err))
+		}
+		return status.Error(codes.Internal, "internal error: "+c.Message)
 	}
-	if log != nil {
-		log.Error("unclassified error", zap.Error(err))
-	}
-	return status.Error(codes.Internal, "internal error: "+err.Error())
+	return status.Error(kindCodes[c.Kind], c.Message)
+}
+
+// kindCodes maps the kinds that carry no details.
+var kindCodes = map[pipeline.Kind]codes.Code{
+	pipeline.KindFailedPrecondition: codes.FailedPrecondition,
+	pipeline.KindNotFound:           codes.NotFound,
+	pipeline.KindPermissionDenied:   codes.PermissionDenied,
+	pipeline.KindAborted:            codes.Aborted,
+	pipeline.KindUnavailable:        codes.Unavailable,
+	pipeline.KindResourceExhausted:  codes.ResourceExhausted,
+	pipeline.KindCanceled:           codes.Canceled,
+	pipeline.KindDeadlineExceeded:   codes.DeadlineExceeded,
+	pipeline.KindUnauthenticated:    codes.Unauthenticated,
 }
 
 // maxMissingListed bounds the bytes of paths listed in a MISSING_CONTENT

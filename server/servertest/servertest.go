@@ -34,8 +34,10 @@ import (
 
 // Server is a running infill server.
 type Server struct {
-	// Addr is its loopback host:port.
+	// Addr is its gRPC loopback host:port.
 	Addr string
+	// HTTPAddr is its HTTP surfaces' loopback host:port.
+	HTTPAddr string
 	// Model is the backend model it uses by default.
 	Model string
 	// Backend is the Ollama it talks to (Stop/Restart it to test outages).
@@ -133,8 +135,8 @@ func StartLocal(t testing.TB, backend server.Backend) *Server {
 	cfg.ListenAddr = "127.0.0.1:0"
 	cfg.HealthInterval = 100 * time.Millisecond
 	log := zaptest.NewLogger(t)
-	addr := serve(t, cfg, server.Deps{Builder: newBuilder(t, cfg.Context, log), Backend: backend}, log)
-	return &Server{Addr: addr, Model: backend.Model("")}
+	addr, haddr := serve(t, cfg, server.Deps{Builder: newBuilder(t, cfg.Context, log), Backend: backend}, log)
+	return &Server{Addr: addr, HTTPAddr: haddr, Model: backend.Model("")}
 }
 
 func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *Server {
@@ -160,7 +162,8 @@ func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *
 	if deps != nil {
 		deps(&d)
 	}
-	return &Server{Addr: serve(t, cfg, d, log), Model: b.Model, Backend: b}
+	addr, haddr := serve(t, cfg, d, log)
+	return &Server{Addr: addr, HTTPAddr: haddr, Model: b.Model, Backend: b}
 }
 
 // newBuilder is the server's contextpack Builder, closed when the test
@@ -179,9 +182,9 @@ func newBuilder(t testing.TB, cfg contextpack.Config, log *zap.Logger) *contextp
 	return builder
 }
 
-// serve runs the server until the test ends and returns its address once
-// it reports SERVING.
-func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger) string {
+// serve runs the server, gRPC and HTTP, until the test ends and returns
+// their addresses once it reports SERVING.
+func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger) (addr, httpAddr string) {
 	t.Helper()
 	srv, err := server.New(cfg, d, log)
 	if err != nil {
@@ -191,18 +194,25 @@ func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
+	hlis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(lis) }()
+	go func() { served <- srv.ServeHTTP(hlis) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
+		for range 2 {
+			if err := <-served; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
 		}
 	})
 	waitServing(t, lis.Addr().String())
-	return lis.Addr().String()
+	return lis.Addr().String(), hlis.Addr().String()
 }
 
 // waitServing waits until health reports the completion service SERVING

@@ -42,6 +42,7 @@ func run(args []string) error {
 	}
 	fs := flag.NewFlagSet("infill-server", flag.ContinueOnError)
 	fs.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address")
+	fs.StringVar(&cfg.HTTPListenAddr, "http-listen", cfg.HTTPListenAddr, "HTTP listen address for editor plugins (llama.cpp /infill, Ollama /api/generate, OpenAI and Tabby /v1/completions); empty: none")
 	fs.StringVar(&cfg.Inference.URL, "ollama-url", cfg.Inference.URL, "Ollama server URL (default from OLLAMA_HOST)")
 	fs.StringVar(&cfg.Inference.DefaultModel, "model", cfg.Inference.DefaultModel, "default model (a Qwen2.5-Coder base model)")
 	fs.IntVar(&cfg.Inference.ContextTokens, "num-ctx", cfg.Inference.ContextTokens, "num_ctx sent with every request (fixed: changing it reloads the model)")
@@ -128,18 +129,32 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	var hlis net.Listener
+	if cfg.HTTPListenAddr != "" {
+		if hlis, err = net.Listen("tcp", cfg.HTTPListenAddr); err != nil {
+			_ = lis.Close()
+			return fmt.Errorf("--http-listen: %w", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(lis) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		log.Info("signal received, shutting down")
+	if hlis != nil {
+		go func() { errc <- srv.ServeHTTP(hlis) }()
+	}
+	shutdown := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+5*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
+	}
+	select {
+	case err := <-errc:
+		shutdown()
+		return err
+	case <-ctx.Done():
+		log.Info("signal received, shutting down")
+		shutdown()
 		return nil
 	}
 }

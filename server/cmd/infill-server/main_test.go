@@ -30,7 +30,7 @@ func TestSIGTERMShutsDownCleanly(t *testing.T) {
 	addr := freeAddr(t)
 	done := make(chan error, 1)
 	go func() {
-		done <- run([]string{"--listen", addr, "--ollama-url", "http://" + freeAddr(t),
+		done <- run([]string{"--listen", addr, "--http-listen", freeAddr(t), "--ollama-url", "http://" + freeAddr(t),
 			"--shutdown-grace", "2s", "--log-level", "warn"})
 	}()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -82,7 +82,7 @@ func TestBadConfigIsAnError(t *testing.T) {
 		{"--execrepobench-jsonl", "a.jsonl"},
 		{"--log-level", "loud"},
 	} {
-		if err := run(append(args, "--listen", freeAddr(t))); err == nil {
+		if err := run(append(args, "--listen", freeAddr(t), "--http-listen", freeAddr(t))); err == nil {
 			t.Errorf("%v: no error", args)
 		}
 	}

@@ -1,0 +1,203 @@
+// Package httpapi owns infill's HTTP surfaces: the request and response
+// dialects of the completion servers editors' plugins already talk to
+// (llama.cpp server's /infill, Ollama's /api/generate, OpenAI-style and
+// Tabby's /v1/completions), served from the same process as the gRPC API.
+//
+// Each dialect is a thin adapter: it decodes its JSON into a
+// pipeline.Request (through fimRequest, which every dialect shares: prefix,
+// suffix, the file's path, extra snippets, and workspace files when the
+// server reads a repository from its own disk), calls the one completion
+// pipeline, maps errors with the one table in errors.go and encodes its own
+// response shape. The handler adds what every surface gets: a request id
+// (X-Request-Id), a body size limit (413), methods (405), one log line per
+// request (never code) and panic recovery.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/infill-dev/infill/server/pipeline"
+	"go.uber.org/zap"
+)
+
+// Completer runs completions (pipeline.Pipeline).
+type Completer interface {
+	Complete(ctx context.Context, req *pipeline.Request, st pipeline.Stream) (*pipeline.Result, error)
+}
+
+// Config configures the HTTP surfaces.
+type Config struct {
+	// MaxBodyBytes caps a request body (413 beyond it).
+	MaxBodyBytes int64
+	// DefaultModel is the model reported by the discovery endpoints
+	// (/v1/models, /props, /api/tags) and used when a request names none.
+	DefaultModel string
+	// ContextTokens is the model's context size, reported where a plugin
+	// reads it (n_ctx).
+	ContextTokens int
+	// Version is reported by the version endpoints.
+	Version string
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{MaxBodyBytes: 64 << 20, DefaultModel: "qwen2.5-coder:1.5b-base", ContextTokens: 8192, Version: "dev"}
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if c.MaxBodyBytes < 1<<10 {
+		return fmt.Errorf("httpapi: MaxBodyBytes %d < 1 KiB", c.MaxBodyBytes)
+	}
+	if c.DefaultModel == "" || c.ContextTokens < 1 {
+		return errors.New("httpapi: DefaultModel and ContextTokens are required")
+	}
+	return nil
+}
+
+// Handler serves every HTTP surface.
+type Handler struct {
+	cfg  Config
+	pipe Completer
+	ws   Workspaces
+	log  *zap.Logger
+	mux  *http.ServeMux
+}
+
+// New returns the handler for all surfaces; ws may be nil (no workspace
+// mode), log may be nil.
+func New(cfg Config, pipe Completer, ws Workspaces, log *zap.Logger) (*Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if pipe == nil {
+		return nil, errors.New("httpapi: a Completer is required")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	h := &Handler{cfg: cfg, pipe: pipe, ws: ws, log: log, mux: http.NewServeMux()}
+	h.routes()
+	return h, nil
+}
+
+// routes registers every surface. Each dialect's file adds its own in a
+// register function called here.
+func (h *Handler) routes() {
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, dialectOf(r), errNotFound(r.URL.Path))
+	})
+}
+
+// route registers path for the methods given; any other method is 405 in
+// the dialect's error style.
+func (h *Handler) route(path string, d dialect, methods map[string]http.HandlerFunc) {
+	h.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		setDialect(r, d)
+		if f, ok := methods[r.Method]; ok {
+			f(w, r)
+			return
+		}
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		writeError(w, r, d, &httpError{status: http.StatusMethodNotAllowed,
+			msg: fmt.Sprintf("method %s is not allowed on %s", r.Method, path)})
+	})
+}
+
+// ServeHTTP gives the request its id and size limit, recovers a panic and
+// logs one line when the request has ended.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := newRequestID()
+	info := &requestInfo{}
+	ctx := pipeline.WithRequestID(context.WithValue(r.Context(), requestInfoKey{}, info), id)
+	r = r.WithContext(ctx)
+	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+	rw := &responseWriter{ResponseWriter: w}
+	rw.Header().Set("X-Request-Id", id)
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.log.Error("panic in HTTP handler", zap.String("request_id", id), zap.String("path", r.URL.Path), zap.Any("panic", p))
+			if !rw.wrote {
+				writeError(rw, r, info.dialect, &httpError{status: http.StatusInternalServerError, msg: "internal error (request " + id + ")"})
+			}
+		}
+		fields := []zap.Field{
+			zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.String("surface", info.dialect.String()),
+			zap.String("request_id", id), zap.Int("status", rw.statusCode()), zap.Duration("duration", time.Since(start)),
+			zap.Int64("bytes_out", rw.n), zap.String("peer", r.RemoteAddr), zap.String("user_agent", r.UserAgent()),
+		}
+		if info.err != nil && rw.statusCode() >= 500 {
+			h.log.Warn("http", append(fields, zap.Error(info.err))...)
+			return
+		}
+		h.log.Info("http", fields...)
+	}()
+	h.mux.ServeHTTP(rw, r)
+}
+
+// responseWriter records the status and size for the log line and keeps
+// http.Flusher for streams.
+type responseWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+	n      int64
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
+}
+
+func (w *responseWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *responseWriter) statusCode() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// requestInfo carries what the log line needs from inside the handlers.
+type requestInfo struct {
+	dialect dialect
+	err     error
+}
+
+type requestInfoKey struct{}
+
+func infoOf(r *http.Request) *requestInfo {
+	if i, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+		return i
+	}
+	return &requestInfo{}
+}
+
+func setDialect(r *http.Request, d dialect) { infoOf(r).dialect = d }
+func dialectOf(r *http.Request) dialect     { return infoOf(r).dialect }

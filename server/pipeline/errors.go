@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+
+	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/inference"
+)
+
+// Kind is what went wrong with a call, independent of transport; each
+// surface maps kinds to its own codes in one table (gRPC codes, HTTP
+// statuses).
+type Kind int
+
+// Error kinds, named after the gRPC codes they map to.
+const (
+	KindInternal Kind = iota
+	KindInvalidArgument
+	// KindMissingContent: digests the server does not hold (Paths lists
+	// them); the client resends their content.
+	KindMissingContent
+	// KindUnknownSnapshot: a base the server does not hold (Subject).
+	KindUnknownSnapshot
+	KindFailedPrecondition
+	KindNotFound
+	KindPermissionDenied
+	KindAborted
+	KindUnavailable
+	KindResourceExhausted
+	KindCanceled
+	KindDeadlineExceeded
+	KindUnauthenticated
+)
+
+// Classified is an error's kind plus what a surface needs to report it.
+type Classified struct {
+	Kind Kind
+	// Message is safe to show the client.
+	Message string
+	// Field names the request field at fault (InvalidArgument), as in the
+	// gRPC API.
+	Field, Reason string
+	// Paths are the files to resend (KindMissingContent).
+	Paths []string
+	// Subject is the unknown snapshot (KindUnknownSnapshot).
+	Subject string
+}
+
+// Classify maps a domain error to its kind. It is the one place where the
+// domain packages' errors are sorted; the transports only translate kinds.
+func Classify(err error) Classified {
+	c := Classified{Kind: KindInternal, Message: err.Error()}
+	var ae *contextpack.ArgumentError
+	var me *contextpack.MissingContentError
+	var se *contextpack.UnknownSnapshotError
+	var oe *inference.OptionError
+	switch {
+	case errors.As(err, &ae):
+		c.Kind, c.Field, c.Reason = KindInvalidArgument, ae.Field, ae.Reason
+	case errors.As(err, &me):
+		c.Kind, c.Paths = KindMissingContent, me.Paths
+	case errors.As(err, &se):
+		c.Kind, c.Subject = KindUnknownSnapshot, se.ID
+	case errors.As(err, &oe):
+		c.Kind, c.Field, c.Reason = KindInvalidArgument, "generation."+oe.Field, oe.Reason
+	case errors.Is(err, contextpack.ErrBudget):
+		c.Kind, c.Field, c.Reason = KindInvalidArgument, "token_budget", err.Error()
+	case errors.Is(err, contextpack.ErrInvalidArgument), errors.Is(err, inference.ErrInvalidRequest),
+		errors.Is(err, evaluator.ErrInvalidTask), errors.Is(err, evaluator.ErrNoCompleter):
+		c.Kind = KindInvalidArgument
+	case errors.Is(err, evaluator.ErrRepoNotAllowed):
+		c.Kind = KindPermissionDenied
+	case errors.Is(err, dataset.ErrUnknownBenchmark), errors.Is(err, inference.ErrModelNotFound):
+		c.Kind = KindNotFound
+	case errors.Is(err, evaluator.ErrJournalBusy):
+		c.Kind = KindAborted
+	case errors.Is(err, dataset.ErrInvalidData), errors.Is(err, evaluator.ErrCorruptJournal),
+		errors.Is(err, sandbox.ErrUnavailable), errors.Is(err, inference.ErrPromptTooLong):
+		c.Kind = KindFailedPrecondition
+	case errors.Is(err, inference.ErrUnavailable), errors.Is(err, inference.ErrIncomplete):
+		c.Kind = KindUnavailable
+	case errors.Is(err, context.Canceled):
+		c.Kind, c.Message = KindCanceled, "request cancelled by the client"
+	case errors.Is(err, context.DeadlineExceeded):
+		c.Kind, c.Message = KindDeadlineExceeded, "deadline exceeded"
+	}
+	return c
+}
