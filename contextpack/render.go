@@ -131,5 +131,6 @@ func (as *assembly) render() (*Prompt, error) {
 	if a.note != "" {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("%s: %s; no scope headers or definitions from it", as.t.path, a.note))
 	}
-	return &Prompt{Text: sb.String(), Tokens: tokens, Manifest: m}, nil
+	return &Prompt{Text: sb.String(), Tokens: tokens, Manifest: m,
+		Cursor: CursorText{Path: as.t.path, Text: a.content, Offset: as.off}}, nil
 }

@@ -166,7 +166,23 @@ type Prompt struct {
 	// Snapshot names the request's whole file list (after Base, Files and
 	// Removed): a later Request.Base.
 	Snapshot string
+	// Cursor is the cursor file's whole text and the cursor's byte offset
+	// in it, as the request resolved them (after edits).
+	Cursor CursorText
 }
+
+// CursorText is a cursor file's text split at the cursor.
+type CursorText struct {
+	Path   string
+	Text   string
+	Offset int
+}
+
+// Prefix is the text before the cursor.
+func (c CursorText) Prefix() string { return c.Text[:c.Offset] }
+
+// Suffix is the text after the cursor.
+func (c CursorText) Suffix() string { return c.Text[c.Offset:] }
 
 // ErrInvalidArgument is the class of errors caused by a malformed request
 // (bad cursor, unknown file, duplicate path). Test with errors.Is.

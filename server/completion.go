@@ -37,6 +37,7 @@ type completionRequest interface {
 	GetSessionId() string
 	GetLatencyBudget() *durationpb.Duration
 	GetContextDetail() infillv1.ContextDetail
+	GetRequestClass() infillv1.RequestClass
 }
 
 func (c *completionService) Complete(ctx context.Context, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
@@ -98,11 +99,13 @@ func toResponse(res *pipeline.Result, detail infillv1.ContextDetail) *infillv1.C
 			TimeToFirstToken: durationpb.New(res.TimeToFirstToken),
 			Total:            durationpb.New(res.Total),
 			PromptEval:       durationpb.New(res.PromptEval),
+			QueueWait:        durationpb.New(res.QueueWait),
 		},
 		Model:              res.Model,
 		Context:            toManifest(res.Manifest, detail),
 		RequestId:          res.RequestID,
 		RepositorySnapshot: res.Snapshot,
+		Reused:             res.Reused,
 	}
 }
 
@@ -120,6 +123,8 @@ func decodeCompletion(req completionRequest) (*pipeline.Request, error) {
 		return nil, invalid("latency_budget", "must be a valid, non-negative duration")
 	case infillv1.ContextDetail_name[int32(req.GetContextDetail())] == "":
 		return nil, invalid("context_detail", fmt.Sprintf("unknown value %d", req.GetContextDetail()))
+	case infillv1.RequestClass_name[int32(req.GetRequestClass())] == "":
+		return nil, invalid("request_class", fmt.Sprintf("unknown value %d", req.GetRequestClass()))
 	case infillv1.PositionEncoding_name[int32(cur.GetEncoding())] == "":
 		return nil, invalid("cursor.encoding", fmt.Sprintf("unknown value %d", cur.GetEncoding()))
 	case cur.GetOffset() > maxOffset:
@@ -149,6 +154,13 @@ func decodeCompletion(req completionRequest) (*pipeline.Request, error) {
 	}
 	if gen != nil { // optional fields: presence matters, so no getters
 		preq.Generation.Temperature, preq.Generation.TopP, preq.Generation.Seed = gen.Temperature, gen.TopP, gen.Seed
+		if gen.TopK != nil {
+			k := int(*gen.TopK)
+			preq.Generation.TopK = &k
+		}
+	}
+	if req.GetRequestClass() == infillv1.RequestClass_REQUEST_CLASS_EVALUATION {
+		preq.Class = pipeline.Evaluation
 	}
 	if lb := req.GetLatencyBudget(); lb != nil {
 		d := lb.AsDuration()

@@ -10,6 +10,7 @@ import (
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/server/httpapi"
+	"github.com/infill-dev/infill/server/pipeline"
 )
 
 // Config configures the server. Flags and environment are read only in
@@ -31,9 +32,12 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// HealthInterval is how often the backend is probed.
 	HealthInterval time.Duration
-	Inference      inference.Config
-	Context        contextpack.Config
-	Eval           EvalConfig
+	// Admission bounds the generations sent to the backend at once and
+	// the requests waiting for it.
+	Admission pipeline.AdmissionConfig
+	Inference inference.Config
+	Context   contextpack.Config
+	Eval      EvalConfig
 }
 
 // EvalConfig configures the EvaluationService.
@@ -62,6 +66,7 @@ func DefaultConfig() Config {
 		MaxFiles:        20000,
 		ShutdownGrace:   10 * time.Second,
 		HealthInterval:  2 * time.Second,
+		Admission:       pipeline.DefaultAdmissionConfig(),
 		Inference:       inference.DefaultConfig(),
 		Context:         contextpack.DefaultConfig(),
 		Eval:            EvalConfig{Workers: runtime.NumCPU(), MaxSamples: 200},
@@ -91,7 +96,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("server: Eval.RepoRoots entry %q is not absolute", r))
 		}
 	}
-	errs = append(errs, c.Inference.Validate(), c.Context.Validate())
+	errs = append(errs, c.Admission.Validate(), c.Inference.Validate(), c.Context.Validate())
 	// A request that asks for the default number of tokens must leave room
 	// for a prompt, or every such request would fail.
 	need := c.Inference.DefaultMaxTokens + c.Context.MinPromptTokens

@@ -302,6 +302,7 @@ func (p *pipelineCompleter) Complete(ctx context.Context, t evaluator.Task, samp
 		Generation:    opts,
 		Model:         g.model,
 		ContextDetail: infillv1.ContextDetail_CONTEXT_DETAIL_NONE, // only the text is graded
+		RequestClass:  infillv1.RequestClass_REQUEST_CLASS_EVALUATION,
 	}, nil)
 	if err != nil {
 		return evaluator.Completion{}, err

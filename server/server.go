@@ -78,7 +78,9 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	pipe, err := pipeline.New(pipeline.Config{MaxFiles: cfg.MaxFiles, MaxIDBytes: maxIDBytes}, deps.Builder, deps.Backend, log)
+	pcfg := pipeline.DefaultConfig()
+	pcfg.MaxFiles, pcfg.MaxIDBytes, pcfg.Admission = cfg.MaxFiles, maxIDBytes, cfg.Admission
+	pipe, err := pipeline.New(pcfg, deps.Builder, deps.Backend, log)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/infill-dev/infill/server/pipeline"
 	"go.uber.org/zap"
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // toStatus maps a domain error to a gRPC status: pipeline.Classify sorts
@@ -35,6 +37,10 @@ func toStatus(log *zap.Logger, err error) error {
 		return withDetails(codes.FailedPrecondition, c.Message, &errdetails.PreconditionFailure{
 			Violations: []*errdetails.PreconditionFailure_Violation{{Type: "SNAPSHOT", Subject: c.Subject,
 				Description: "the server does not hold this repository snapshot: send the whole file list without base"}},
+		})
+	case pipeline.KindResourceExhausted:
+		return withDetails(codes.ResourceExhausted, c.Message, &errdetails.RetryInfo{
+			RetryDelay: durationpb.New(max(c.RetryAfter, time.Millisecond)),
 		})
 	case pipeline.KindInternal:
 		if log != nil {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/evaluator"
@@ -48,6 +49,8 @@ type Classified struct {
 	Paths []string
 	// Subject is the unknown snapshot (KindUnknownSnapshot).
 	Subject string
+	// RetryAfter is when to try again (KindResourceExhausted).
+	RetryAfter time.Duration
 }
 
 // Classify maps a domain error to its kind. It is the one place where the
@@ -58,7 +61,12 @@ func Classify(err error) Classified {
 	var me *contextpack.MissingContentError
 	var se *contextpack.UnknownSnapshotError
 	var oe *inference.OptionError
+	var ov *OverloadError
 	switch {
+	case errors.As(err, &ov):
+		c.Kind, c.RetryAfter = KindResourceExhausted, ov.RetryAfter
+	case errors.Is(err, ErrSuperseded):
+		c.Kind = KindCanceled
 	case errors.As(err, &ae):
 		c.Kind, c.Field, c.Reason = KindInvalidArgument, ae.Field, ae.Reason
 	case errors.As(err, &me):

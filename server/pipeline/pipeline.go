@@ -11,6 +11,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,23 +36,30 @@ type Backend interface {
 	CheckOptions(req *inference.Request) error
 }
 
-// Config bounds what one request may ask for.
+// Config bounds what one request may ask for and how many run at once.
 type Config struct {
 	// MaxFiles caps files per request.
 	MaxFiles int
 	// MaxIDBytes bounds client and session ids, which every call logs.
 	MaxIDBytes int
+	// MaxSessions bounds the sessions whose last completion is kept for
+	// typed-through reuse.
+	MaxSessions int
+	Admission   AdmissionConfig
 }
 
 // DefaultConfig returns the defaults.
-func DefaultConfig() Config { return Config{MaxFiles: 20000, MaxIDBytes: 256} }
+func DefaultConfig() Config {
+	return Config{MaxFiles: 20000, MaxIDBytes: 256, MaxSessions: 4096, Admission: DefaultAdmissionConfig()}
+}
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
-	if c.MaxFiles < 1 || c.MaxIDBytes < 1 {
-		return fmt.Errorf("pipeline: MaxFiles (%d) and MaxIDBytes (%d) must be >= 1", c.MaxFiles, c.MaxIDBytes)
+	if c.MaxFiles < 1 || c.MaxIDBytes < 1 || c.MaxSessions < 1 {
+		return fmt.Errorf("pipeline: MaxFiles (%d), MaxIDBytes (%d) and MaxSessions (%d) must be >= 1",
+			c.MaxFiles, c.MaxIDBytes, c.MaxSessions)
 	}
-	return nil
+	return c.Admission.Validate()
 }
 
 // Class is the kind of traffic a request belongs to.
@@ -141,16 +149,22 @@ type Result struct {
 	// backend's count disagreed with the plan.
 	Manifest contextpack.Manifest
 	// Snapshot names the request's whole file list (a later base).
-	Snapshot                                      string
-	Assembly, TimeToFirstToken, Total, PromptEval time.Duration
+	Snapshot string
+	// Reused says the text is the rest of the session's previous
+	// completion, which the user typed the start of: no backend call.
+	Reused bool
+	// QueueWait is how long the request waited for a backend slot.
+	Assembly, QueueWait, TimeToFirstToken, Total, PromptEval time.Duration
 }
 
 // Pipeline runs completions. Safe for concurrent use.
 type Pipeline struct {
-	cfg     Config
-	builder Builder
-	backend Backend
-	log     *zap.Logger
+	cfg      Config
+	builder  Builder
+	backend  Backend
+	log      *zap.Logger
+	gate     *gate
+	sessions *sessions
 }
 
 // New returns a pipeline over builder and backend; log may be nil.
@@ -164,7 +178,8 @@ func New(cfg Config, builder Builder, backend Backend, log *zap.Logger) (*Pipeli
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Pipeline{cfg: cfg, builder: builder, backend: backend, log: log}, nil
+	return &Pipeline{cfg: cfg, builder: builder, backend: backend, log: log,
+		gate: newGate(cfg.Admission), sessions: newSessions(cfg.MaxSessions)}, nil
 }
 
 // Backend returns the backend the pipeline generates with.
@@ -173,11 +188,32 @@ func (p *Pipeline) Backend() Backend { return p.backend }
 // Complete runs one completion. With a Stream it reports the start and the
 // text as it is generated. ctx carries the caller's cancellation into the
 // backend: a cancelled ctx stops generation at once and returns ctx.Err().
+//
+// A request that names a session cancels the session's call still in
+// flight (latest wins), and is answered without the backend when the user
+// typed the start of the session's last completion (typed-through). Every
+// other request waits for a backend slot (admission); one that cannot
+// start before its deadline or latency budget is refused at once with an
+// *OverloadError.
 func (p *Pipeline) Complete(ctx context.Context, req *Request, st Stream) (*Result, error) {
 	start := time.Now()
 	if err := p.validate(req); err != nil {
 		return nil, err
 	}
+	key := sessionKey(req)
+	if key != "" {
+		var end func()
+		ctx, end = p.sessions.begin(ctx, key)
+		defer end()
+	}
+	res, err := p.complete(ctx, req, st, key, start)
+	if err != nil && errors.Is(context.Cause(ctx), ErrSuperseded) && errors.Is(err, context.Canceled) {
+		return nil, ErrSuperseded
+	}
+	return res, err
+}
+
+func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key string, start time.Time) (*Result, error) {
 	model := p.backend.Model(req.Model)
 	g := req.Generation
 	ireq := inference.Request{
@@ -207,10 +243,38 @@ func (p *Pipeline) Complete(ctx context.Context, req *Request, st Stream) (*Resu
 			return nil, err
 		}
 	}
+	single := ireq.Candidates <= 1
+	if key != "" && single {
+		if e, rest, ok := p.sessions.typedThrough(key, model, prompt.Cursor); ok {
+			return p.reuse(ctx, e, rest, prompt, st, assembly, start)
+		}
+	}
+
+	// Admission: the latest useful start leaves the measured time to a
+	// first token before the deadline or the end of the latency budget.
+	var latest time.Time
+	if d, ok := ctx.Deadline(); ok {
+		latest = d
+	}
+	if lb := req.LatencyBudget; lb != nil && (latest.IsZero() || start.Add(*lb).Before(latest)) {
+		latest = start.Add(*lb)
+	}
+	if !latest.IsZero() {
+		latest = latest.Add(-p.gate.expectedTTFT())
+	}
+	queued := time.Now()
+	t, err := p.gate.acquire(ctx, req.Class, latest)
+	if err != nil {
+		return nil, err
+	}
+	granted := time.Now()
+	wait := granted.Sub(queued)
+
 	var ttft time.Duration
 	onDelta := func(i int, text string) error {
 		if ttft == 0 {
 			ttft = time.Since(start)
+			t.firstToken()
 		}
 		if st.OnDelta == nil {
 			return nil
@@ -219,11 +283,19 @@ func (p *Pipeline) Complete(ctx context.Context, req *Request, st Stream) (*Resu
 	}
 	ireq.Prompt, ireq.PromptTokens, ireq.MaxTokens = prompt.Text, prompt.Tokens, maxTokens
 	if lb := req.LatencyBudget; lb != nil {
-		if ireq.Budget = *lb - assembly; ireq.Budget <= 0 {
+		if ireq.Budget = *lb - time.Since(start); ireq.Budget <= 0 {
 			ireq.Budget = time.Nanosecond // spent already: return what there is
 		}
 	}
+	done := false
+	defer func() {
+		if !done { // Generate panicked: the slot must not leak with it
+			t.release(false)
+		}
+	}()
 	res, err := p.backend.Generate(ctx, ireq, onDelta)
+	done = true
+	p.release(t, ttft == 0 && (err != nil || budgetHit(res)), granted)
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +305,13 @@ func (p *Pipeline) Complete(ctx context.Context, req *Request, st Stream) (*Resu
 	manifest := prompt.Manifest
 	manifest.Warnings = append([]string(nil), manifest.Warnings...)
 	manifest.CheckEvaluated(res.PromptEvalTokens)
+	if key != "" {
+		if c := res.Candidates; single && len(c) == 1 && c[0].Finish != inference.FinishBudget && c[0].Text != "" {
+			p.sessions.remember(&typedEntry{key: key, model: model, cursor: prompt.Cursor, completion: c[0].Text, finish: c[0].Finish})
+		} else {
+			p.sessions.forget(key)
+		}
+	}
 	return &Result{
 		RequestID:           id,
 		Model:               res.Model,
@@ -243,9 +322,53 @@ func (p *Pipeline) Complete(ctx context.Context, req *Request, st Stream) (*Resu
 		Manifest:            manifest,
 		Snapshot:            prompt.Snapshot,
 		Assembly:            assembly,
+		QueueWait:           wait,
 		TimeToFirstToken:    ttft,
 		Total:               time.Since(start),
 		PromptEval:          res.PromptEval,
+	}, nil
+}
+
+// budgetHit says whether a generation ended on its latency budget.
+func budgetHit(res *inference.Result) bool {
+	return res != nil && len(res.Candidates) > 0 && res.Candidates[len(res.Candidates)-1].Finish == inference.FinishBudget
+}
+
+// release gives the slot back. A request that ended before its first token
+// (cancelled, superseded, out of budget) leaves the backend evaluating its
+// prompt, which Ollama finishes whatever the client does: the slot stays
+// taken for the measured time to a first token, less what has passed,
+// capped by MaxHold, so that new work is not piled behind invisible work.
+func (p *Pipeline) release(t *ticket, abandoned bool, granted time.Time) {
+	if !abandoned {
+		t.release(true)
+		return
+	}
+	hold := min(p.gate.expectedTTFT()-time.Since(granted), p.cfg.Admission.MaxHold)
+	t.releaseAfter(hold)
+}
+
+// reuse answers a typed-through request: the rest of the session's last
+// completion, at once.
+func (p *Pipeline) reuse(ctx context.Context, e *typedEntry, rest string, prompt *contextpack.Prompt,
+	st Stream, assembly time.Duration, start time.Time) (*Result, error) {
+	if st.OnDelta != nil {
+		if err := st.OnDelta(0, rest); err != nil {
+			return nil, err
+		}
+	}
+	ttft := time.Since(start)
+	return &Result{
+		RequestID:           RequestID(ctx),
+		Model:               e.model,
+		Candidates:          []inference.Candidate{{Index: 0, Text: rest, Finish: e.finish}},
+		PlannedPromptTokens: prompt.Tokens,
+		Manifest:            prompt.Manifest,
+		Snapshot:            prompt.Snapshot,
+		Reused:              true,
+		Assembly:            assembly,
+		TimeToFirstToken:    ttft,
+		Total:               ttft,
 	}, nil
 }
 

@@ -85,6 +85,61 @@ func (PositionEncoding) EnumDescriptor() ([]byte, []int) {
 	return file_infill_v1_completion_proto_rawDescGZIP(), []int{0}
 }
 
+// RequestClass says what kind of traffic a request is. When the backend is
+// busy, interactive requests start before evaluation requests, and
+// evaluation still gets a guaranteed share of the starts.
+type RequestClass int32
+
+const (
+	// Same as REQUEST_CLASS_INTERACTIVE.
+	RequestClass_REQUEST_CLASS_UNSPECIFIED RequestClass = 0
+	// An editor waiting on a keystroke.
+	RequestClass_REQUEST_CLASS_INTERACTIVE RequestClass = 1
+	// A benchmark or evaluation harness.
+	RequestClass_REQUEST_CLASS_EVALUATION RequestClass = 2
+)
+
+// Enum value maps for RequestClass.
+var (
+	RequestClass_name = map[int32]string{
+		0: "REQUEST_CLASS_UNSPECIFIED",
+		1: "REQUEST_CLASS_INTERACTIVE",
+		2: "REQUEST_CLASS_EVALUATION",
+	}
+	RequestClass_value = map[string]int32{
+		"REQUEST_CLASS_UNSPECIFIED": 0,
+		"REQUEST_CLASS_INTERACTIVE": 1,
+		"REQUEST_CLASS_EVALUATION":  2,
+	}
+)
+
+func (x RequestClass) Enum() *RequestClass {
+	p := new(RequestClass)
+	*p = x
+	return p
+}
+
+func (x RequestClass) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RequestClass) Descriptor() protoreflect.EnumDescriptor {
+	return file_infill_v1_completion_proto_enumTypes[1].Descriptor()
+}
+
+func (RequestClass) Type() protoreflect.EnumType {
+	return &file_infill_v1_completion_proto_enumTypes[1]
+}
+
+func (x RequestClass) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RequestClass.Descriptor instead.
+func (RequestClass) EnumDescriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{1}
+}
+
 // ContextDetail says how much of the context manifest a response carries.
 // Budget figures and warnings are always there. Listing every candidate that
 // was considered costs the server and the client time on every call (about
@@ -129,11 +184,11 @@ func (x ContextDetail) String() string {
 }
 
 func (ContextDetail) Descriptor() protoreflect.EnumDescriptor {
-	return file_infill_v1_completion_proto_enumTypes[1].Descriptor()
+	return file_infill_v1_completion_proto_enumTypes[2].Descriptor()
 }
 
 func (ContextDetail) Type() protoreflect.EnumType {
-	return &file_infill_v1_completion_proto_enumTypes[1]
+	return &file_infill_v1_completion_proto_enumTypes[2]
 }
 
 func (x ContextDetail) Number() protoreflect.EnumNumber {
@@ -142,7 +197,7 @@ func (x ContextDetail) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ContextDetail.Descriptor instead.
 func (ContextDetail) EnumDescriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{1}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{2}
 }
 
 // FinishReason says why a candidate ended.
@@ -189,11 +244,11 @@ func (x FinishReason) String() string {
 }
 
 func (FinishReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_infill_v1_completion_proto_enumTypes[2].Descriptor()
+	return file_infill_v1_completion_proto_enumTypes[3].Descriptor()
 }
 
 func (FinishReason) Type() protoreflect.EnumType {
-	return &file_infill_v1_completion_proto_enumTypes[2]
+	return &file_infill_v1_completion_proto_enumTypes[3]
 }
 
 func (x FinishReason) Number() protoreflect.EnumNumber {
@@ -202,7 +257,7 @@ func (x FinishReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FinishReason.Descriptor instead.
 func (FinishReason) EnumDescriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{2}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{3}
 }
 
 // SourceKind is the role of a piece of context in the prompt.
@@ -255,11 +310,11 @@ func (x SourceKind) String() string {
 }
 
 func (SourceKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_infill_v1_completion_proto_enumTypes[3].Descriptor()
+	return file_infill_v1_completion_proto_enumTypes[4].Descriptor()
 }
 
 func (SourceKind) Type() protoreflect.EnumType {
-	return &file_infill_v1_completion_proto_enumTypes[3]
+	return &file_infill_v1_completion_proto_enumTypes[4]
 }
 
 func (x SourceKind) Number() protoreflect.EnumNumber {
@@ -268,7 +323,7 @@ func (x SourceKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SourceKind.Descriptor instead.
 func (SourceKind) EnumDescriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{3}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{4}
 }
 
 // File is one file of the repository, identified by its path relative to
@@ -607,7 +662,9 @@ type GenerationOptions struct {
 	// Extra stop strings (the model's own stop tokens always apply).
 	Stop []string `protobuf:"bytes,5,rep,name=stop,proto3" json:"stop,omitempty"`
 	// Number of candidates (0: 1). Made as separate backend requests.
-	Candidates    uint32 `protobuf:"varint,6,opt,name=candidates,proto3" json:"candidates,omitempty"`
+	Candidates uint32 `protobuf:"varint,6,opt,name=candidates,proto3" json:"candidates,omitempty"`
+	// Keep only the k most likely tokens when sampling; unset or 0: no limit.
+	TopK          *int32 `protobuf:"varint,7,opt,name=top_k,json=topK,proto3,oneof" json:"top_k,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -684,6 +741,13 @@ func (x *GenerationOptions) GetCandidates() uint32 {
 	return 0
 }
 
+func (x *GenerationOptions) GetTopK() int32 {
+	if x != nil && x.TopK != nil {
+		return *x.TopK
+	}
+	return 0
+}
+
 // CompleteRequest asks for completions at a cursor.
 type CompleteRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -694,8 +758,14 @@ type CompleteRequest struct {
 	TokenBudget uint32 `protobuf:"varint,4,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
 	// Model name on the backend ("" : server default).
 	Model string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
-	// Free-form identifiers of the calling client and editor session, for
-	// logs (at most 256 bytes each).
+	// Identifiers of the calling client and editor session (at most 256
+	// bytes each), logged. A session is one editor buffer's stream of
+	// keystrokes: a new request with the same client_id and a non-empty
+	// session_id cancels the session's request still queued or running
+	// (latest wins; it ends CANCELLED, saying it was superseded), and when
+	// the user typed the first characters of the session's last completion,
+	// the rest is answered at once without the backend (response.reused).
+	// Leave session_id empty for requests that must not cancel each other.
 	ClientId  string `protobuf:"bytes,6,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	SessionId string `protobuf:"bytes,7,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Latency budget: when it passes, generation stops and the partial result
@@ -704,6 +774,8 @@ type CompleteRequest struct {
 	// How much of the context manifest the response carries (default: the
 	// sources that went into the prompt).
 	ContextDetail ContextDetail `protobuf:"varint,9,opt,name=context_detail,json=contextDetail,proto3,enum=infill.v1.ContextDetail" json:"context_detail,omitempty"`
+	// Traffic class (default interactive).
+	RequestClass  RequestClass `protobuf:"varint,10,opt,name=request_class,json=requestClass,proto3,enum=infill.v1.RequestClass" json:"request_class,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -801,6 +873,13 @@ func (x *CompleteRequest) GetContextDetail() ContextDetail {
 	return ContextDetail_CONTEXT_DETAIL_UNSPECIFIED
 }
 
+func (x *CompleteRequest) GetRequestClass() RequestClass {
+	if x != nil {
+		return x.RequestClass
+	}
+	return RequestClass_REQUEST_CLASS_UNSPECIFIED
+}
+
 // StreamCompleteRequest is the streaming twin of CompleteRequest.
 type StreamCompleteRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -813,6 +892,7 @@ type StreamCompleteRequest struct {
 	SessionId     string                 `protobuf:"bytes,7,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	LatencyBudget *durationpb.Duration   `protobuf:"bytes,8,opt,name=latency_budget,json=latencyBudget,proto3" json:"latency_budget,omitempty"`
 	ContextDetail ContextDetail          `protobuf:"varint,9,opt,name=context_detail,json=contextDetail,proto3,enum=infill.v1.ContextDetail" json:"context_detail,omitempty"`
+	RequestClass  RequestClass           `protobuf:"varint,10,opt,name=request_class,json=requestClass,proto3,enum=infill.v1.RequestClass" json:"request_class,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -910,6 +990,13 @@ func (x *StreamCompleteRequest) GetContextDetail() ContextDetail {
 	return ContextDetail_CONTEXT_DETAIL_UNSPECIFIED
 }
 
+func (x *StreamCompleteRequest) GetRequestClass() RequestClass {
+	if x != nil {
+		return x.RequestClass
+	}
+	return RequestClass_REQUEST_CLASS_UNSPECIFIED
+}
+
 // Usage counts tokens as the backend reported them.
 type Usage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -981,7 +1068,9 @@ type Timings struct {
 	TimeToFirstToken *durationpb.Duration   `protobuf:"bytes,2,opt,name=time_to_first_token,json=timeToFirstToken,proto3" json:"time_to_first_token,omitempty"`
 	Total            *durationpb.Duration   `protobuf:"bytes,3,opt,name=total,proto3" json:"total,omitempty"`
 	// Backend-reported prompt evaluation time (first candidate).
-	PromptEval    *durationpb.Duration `protobuf:"bytes,4,opt,name=prompt_eval,json=promptEval,proto3" json:"prompt_eval,omitempty"`
+	PromptEval *durationpb.Duration `protobuf:"bytes,4,opt,name=prompt_eval,json=promptEval,proto3" json:"prompt_eval,omitempty"`
+	// Time spent waiting for a backend slot (admission).
+	QueueWait     *durationpb.Duration `protobuf:"bytes,5,opt,name=queue_wait,json=queueWait,proto3" json:"queue_wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1040,6 +1129,13 @@ func (x *Timings) GetTotal() *durationpb.Duration {
 func (x *Timings) GetPromptEval() *durationpb.Duration {
 	if x != nil {
 		return x.PromptEval
+	}
+	return nil
+}
+
+func (x *Timings) GetQueueWait() *durationpb.Duration {
+	if x != nil {
+		return x.QueueWait
 	}
 	return nil
 }
@@ -1312,8 +1408,11 @@ type CompleteResponse struct {
 	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The id of this request's whole file list, for Repository.base.
 	RepositorySnapshot string `protobuf:"bytes,7,opt,name=repository_snapshot,json=repositorySnapshot,proto3" json:"repository_snapshot,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The candidate is the rest of the session's previous completion, whose
+	// first characters the user typed: answered without the backend.
+	Reused        bool `protobuf:"varint,8,opt,name=reused,proto3" json:"reused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CompleteResponse) Reset() {
@@ -1393,6 +1492,13 @@ func (x *CompleteResponse) GetRepositorySnapshot() string {
 		return x.RepositorySnapshot
 	}
 	return ""
+}
+
+func (x *CompleteResponse) GetReused() bool {
+	if x != nil {
+		return x.Reused
+	}
+	return false
 }
 
 // StreamStart opens a stream, before any text.
@@ -1657,7 +1763,7 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x04line\x18\x02 \x01(\rR\x04line\x12\x16\n" +
 	"\x06column\x18\x03 \x01(\rR\x06column\x12\x16\n" +
 	"\x06offset\x18\x04 \x01(\x04R\x06offset\x127\n" +
-	"\bencoding\x18\x05 \x01(\x0e2\x1b.infill.v1.PositionEncodingR\bencoding\"\xe3\x01\n" +
+	"\bencoding\x18\x05 \x01(\x0e2\x1b.infill.v1.PositionEncodingR\bencoding\"\x87\x02\n" +
 	"\x11GenerationOptions\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\rR\tmaxTokens\x12%\n" +
@@ -1667,10 +1773,12 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x04stop\x18\x05 \x03(\tR\x04stop\x12\x1e\n" +
 	"\n" +
 	"candidates\x18\x06 \x01(\rR\n" +
-	"candidatesB\x0e\n" +
+	"candidates\x12\x18\n" +
+	"\x05top_k\x18\a \x01(\x05H\x03R\x04topK\x88\x01\x01B\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\a\n" +
-	"\x05_seed\"\xa9\x03\n" +
+	"\x05_seedB\b\n" +
+	"\x06_top_k\"\xe7\x03\n" +
 	"\x0fCompleteRequest\x125\n" +
 	"\n" +
 	"repository\x18\x01 \x01(\v2\x15.infill.v1.RepositoryR\n" +
@@ -1685,7 +1793,9 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\a \x01(\tR\tsessionId\x12@\n" +
 	"\x0elatency_budget\x18\b \x01(\v2\x19.google.protobuf.DurationR\rlatencyBudget\x12?\n" +
-	"\x0econtext_detail\x18\t \x01(\x0e2\x18.infill.v1.ContextDetailR\rcontextDetail\"\xaf\x03\n" +
+	"\x0econtext_detail\x18\t \x01(\x0e2\x18.infill.v1.ContextDetailR\rcontextDetail\x12<\n" +
+	"\rrequest_class\x18\n" +
+	" \x01(\x0e2\x17.infill.v1.RequestClassR\frequestClass\"\xed\x03\n" +
 	"\x15StreamCompleteRequest\x125\n" +
 	"\n" +
 	"repository\x18\x01 \x01(\v2\x15.infill.v1.RepositoryR\n" +
@@ -1700,17 +1810,21 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\a \x01(\tR\tsessionId\x12@\n" +
 	"\x0elatency_budget\x18\b \x01(\v2\x19.google.protobuf.DurationR\rlatencyBudget\x12?\n" +
-	"\x0econtext_detail\x18\t \x01(\x0e2\x18.infill.v1.ContextDetailR\rcontextDetail\"\x8d\x01\n" +
+	"\x0econtext_detail\x18\t \x01(\x0e2\x18.infill.v1.ContextDetailR\rcontextDetail\x12<\n" +
+	"\rrequest_class\x18\n" +
+	" \x01(\x0e2\x17.infill.v1.RequestClassR\frequestClass\"\x8d\x01\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\rR\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\rR\x10completionTokens\x122\n" +
-	"\x15planned_prompt_tokens\x18\x03 \x01(\rR\x13plannedPromptTokens\"\x86\x02\n" +
+	"\x15planned_prompt_tokens\x18\x03 \x01(\rR\x13plannedPromptTokens\"\xc0\x02\n" +
 	"\aTimings\x12D\n" +
 	"\x10context_assembly\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x0fcontextAssembly\x12H\n" +
 	"\x13time_to_first_token\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x10timeToFirstToken\x12/\n" +
 	"\x05total\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x05total\x12:\n" +
 	"\vprompt_eval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"promptEval\"\xa0\x01\n" +
+	"promptEval\x128\n" +
+	"\n" +
+	"queue_wait\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\tqueueWait\"\xa0\x01\n" +
 	"\tCandidate\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12<\n" +
@@ -1731,7 +1845,7 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x11generation_tokens\x18\x02 \x01(\rR\x10generationTokens\x12#\n" +
 	"\rprompt_tokens\x18\x03 \x01(\rR\fpromptTokens\x122\n" +
 	"\asources\x18\x04 \x03(\v2\x18.infill.v1.ContextSourceR\asources\x12\x1a\n" +
-	"\bwarnings\x18\x05 \x03(\tR\bwarnings\"\xba\x02\n" +
+	"\bwarnings\x18\x05 \x03(\tR\bwarnings\"\xd2\x02\n" +
 	"\x10CompleteResponse\x124\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2\x14.infill.v1.CandidateR\n" +
@@ -1742,7 +1856,8 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\acontext\x18\x05 \x01(\v2\x1a.infill.v1.ContextManifestR\acontext\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\x12/\n" +
-	"\x13repository_snapshot\x18\a \x01(\tR\x12repositorySnapshot\"\xef\x01\n" +
+	"\x13repository_snapshot\x18\a \x01(\tR\x12repositorySnapshot\x12\x16\n" +
+	"\x06reused\x18\b \x01(\bR\x06reused\"\xef\x01\n" +
 	"\vStreamStart\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x124\n" +
 	"\acontext\x18\x02 \x01(\v2\x1a.infill.v1.ContextManifestR\acontext\x12\x1d\n" +
@@ -1763,7 +1878,11 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x16POSITION_ENCODING_UTF8\x10\x01\x12\x1b\n" +
 	"\x17POSITION_ENCODING_UTF16\x10\x02\x12\x1b\n" +
 	"\x17POSITION_ENCODING_UTF32\x10\x03\x12!\n" +
-	"\x1dPOSITION_ENCODING_BYTE_OFFSET\x10\x04*~\n" +
+	"\x1dPOSITION_ENCODING_BYTE_OFFSET\x10\x04*j\n" +
+	"\fRequestClass\x12\x1d\n" +
+	"\x19REQUEST_CLASS_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19REQUEST_CLASS_INTERACTIVE\x10\x01\x12\x1c\n" +
+	"\x18REQUEST_CLASS_EVALUATION\x10\x02*~\n" +
 	"\rContextDetail\x12\x1e\n" +
 	"\x1aCONTEXT_DETAIL_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17CONTEXT_DETAIL_INCLUDED\x10\x01\x12\x17\n" +
@@ -1800,70 +1919,74 @@ func file_infill_v1_completion_proto_rawDescGZIP() []byte {
 	return file_infill_v1_completion_proto_rawDescData
 }
 
-var file_infill_v1_completion_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_infill_v1_completion_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
 var file_infill_v1_completion_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_infill_v1_completion_proto_goTypes = []any{
 	(PositionEncoding)(0),          // 0: infill.v1.PositionEncoding
-	(ContextDetail)(0),             // 1: infill.v1.ContextDetail
-	(FinishReason)(0),              // 2: infill.v1.FinishReason
-	(SourceKind)(0),                // 3: infill.v1.SourceKind
-	(*File)(nil),                   // 4: infill.v1.File
-	(*Edit)(nil),                   // 5: infill.v1.Edit
-	(*Repository)(nil),             // 6: infill.v1.Repository
-	(*Cursor)(nil),                 // 7: infill.v1.Cursor
-	(*GenerationOptions)(nil),      // 8: infill.v1.GenerationOptions
-	(*CompleteRequest)(nil),        // 9: infill.v1.CompleteRequest
-	(*StreamCompleteRequest)(nil),  // 10: infill.v1.StreamCompleteRequest
-	(*Usage)(nil),                  // 11: infill.v1.Usage
-	(*Timings)(nil),                // 12: infill.v1.Timings
-	(*Candidate)(nil),              // 13: infill.v1.Candidate
-	(*ContextSource)(nil),          // 14: infill.v1.ContextSource
-	(*ContextManifest)(nil),        // 15: infill.v1.ContextManifest
-	(*CompleteResponse)(nil),       // 16: infill.v1.CompleteResponse
-	(*StreamStart)(nil),            // 17: infill.v1.StreamStart
-	(*TextDelta)(nil),              // 18: infill.v1.TextDelta
-	(*StreamCompleteResponse)(nil), // 19: infill.v1.StreamCompleteResponse
-	(*durationpb.Duration)(nil),    // 20: google.protobuf.Duration
+	(RequestClass)(0),              // 1: infill.v1.RequestClass
+	(ContextDetail)(0),             // 2: infill.v1.ContextDetail
+	(FinishReason)(0),              // 3: infill.v1.FinishReason
+	(SourceKind)(0),                // 4: infill.v1.SourceKind
+	(*File)(nil),                   // 5: infill.v1.File
+	(*Edit)(nil),                   // 6: infill.v1.Edit
+	(*Repository)(nil),             // 7: infill.v1.Repository
+	(*Cursor)(nil),                 // 8: infill.v1.Cursor
+	(*GenerationOptions)(nil),      // 9: infill.v1.GenerationOptions
+	(*CompleteRequest)(nil),        // 10: infill.v1.CompleteRequest
+	(*StreamCompleteRequest)(nil),  // 11: infill.v1.StreamCompleteRequest
+	(*Usage)(nil),                  // 12: infill.v1.Usage
+	(*Timings)(nil),                // 13: infill.v1.Timings
+	(*Candidate)(nil),              // 14: infill.v1.Candidate
+	(*ContextSource)(nil),          // 15: infill.v1.ContextSource
+	(*ContextManifest)(nil),        // 16: infill.v1.ContextManifest
+	(*CompleteResponse)(nil),       // 17: infill.v1.CompleteResponse
+	(*StreamStart)(nil),            // 18: infill.v1.StreamStart
+	(*TextDelta)(nil),              // 19: infill.v1.TextDelta
+	(*StreamCompleteResponse)(nil), // 20: infill.v1.StreamCompleteResponse
+	(*durationpb.Duration)(nil),    // 21: google.protobuf.Duration
 }
 var file_infill_v1_completion_proto_depIdxs = []int32{
-	5,  // 0: infill.v1.File.edits:type_name -> infill.v1.Edit
-	4,  // 1: infill.v1.Repository.files:type_name -> infill.v1.File
+	6,  // 0: infill.v1.File.edits:type_name -> infill.v1.Edit
+	5,  // 1: infill.v1.Repository.files:type_name -> infill.v1.File
 	0,  // 2: infill.v1.Cursor.encoding:type_name -> infill.v1.PositionEncoding
-	6,  // 3: infill.v1.CompleteRequest.repository:type_name -> infill.v1.Repository
-	7,  // 4: infill.v1.CompleteRequest.cursor:type_name -> infill.v1.Cursor
-	8,  // 5: infill.v1.CompleteRequest.generation:type_name -> infill.v1.GenerationOptions
-	20, // 6: infill.v1.CompleteRequest.latency_budget:type_name -> google.protobuf.Duration
-	1,  // 7: infill.v1.CompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
-	6,  // 8: infill.v1.StreamCompleteRequest.repository:type_name -> infill.v1.Repository
-	7,  // 9: infill.v1.StreamCompleteRequest.cursor:type_name -> infill.v1.Cursor
-	8,  // 10: infill.v1.StreamCompleteRequest.generation:type_name -> infill.v1.GenerationOptions
-	20, // 11: infill.v1.StreamCompleteRequest.latency_budget:type_name -> google.protobuf.Duration
-	1,  // 12: infill.v1.StreamCompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
-	20, // 13: infill.v1.Timings.context_assembly:type_name -> google.protobuf.Duration
-	20, // 14: infill.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
-	20, // 15: infill.v1.Timings.total:type_name -> google.protobuf.Duration
-	20, // 16: infill.v1.Timings.prompt_eval:type_name -> google.protobuf.Duration
-	2,  // 17: infill.v1.Candidate.finish_reason:type_name -> infill.v1.FinishReason
-	3,  // 18: infill.v1.ContextSource.kind:type_name -> infill.v1.SourceKind
-	14, // 19: infill.v1.ContextManifest.sources:type_name -> infill.v1.ContextSource
-	13, // 20: infill.v1.CompleteResponse.candidates:type_name -> infill.v1.Candidate
-	11, // 21: infill.v1.CompleteResponse.usage:type_name -> infill.v1.Usage
-	12, // 22: infill.v1.CompleteResponse.timings:type_name -> infill.v1.Timings
-	15, // 23: infill.v1.CompleteResponse.context:type_name -> infill.v1.ContextManifest
-	15, // 24: infill.v1.StreamStart.context:type_name -> infill.v1.ContextManifest
-	20, // 25: infill.v1.StreamStart.context_assembly:type_name -> google.protobuf.Duration
-	17, // 26: infill.v1.StreamCompleteResponse.start:type_name -> infill.v1.StreamStart
-	18, // 27: infill.v1.StreamCompleteResponse.delta:type_name -> infill.v1.TextDelta
-	16, // 28: infill.v1.StreamCompleteResponse.done:type_name -> infill.v1.CompleteResponse
-	9,  // 29: infill.v1.CompletionService.Complete:input_type -> infill.v1.CompleteRequest
-	10, // 30: infill.v1.CompletionService.StreamComplete:input_type -> infill.v1.StreamCompleteRequest
-	16, // 31: infill.v1.CompletionService.Complete:output_type -> infill.v1.CompleteResponse
-	19, // 32: infill.v1.CompletionService.StreamComplete:output_type -> infill.v1.StreamCompleteResponse
-	31, // [31:33] is the sub-list for method output_type
-	29, // [29:31] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	7,  // 3: infill.v1.CompleteRequest.repository:type_name -> infill.v1.Repository
+	8,  // 4: infill.v1.CompleteRequest.cursor:type_name -> infill.v1.Cursor
+	9,  // 5: infill.v1.CompleteRequest.generation:type_name -> infill.v1.GenerationOptions
+	21, // 6: infill.v1.CompleteRequest.latency_budget:type_name -> google.protobuf.Duration
+	2,  // 7: infill.v1.CompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
+	1,  // 8: infill.v1.CompleteRequest.request_class:type_name -> infill.v1.RequestClass
+	7,  // 9: infill.v1.StreamCompleteRequest.repository:type_name -> infill.v1.Repository
+	8,  // 10: infill.v1.StreamCompleteRequest.cursor:type_name -> infill.v1.Cursor
+	9,  // 11: infill.v1.StreamCompleteRequest.generation:type_name -> infill.v1.GenerationOptions
+	21, // 12: infill.v1.StreamCompleteRequest.latency_budget:type_name -> google.protobuf.Duration
+	2,  // 13: infill.v1.StreamCompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
+	1,  // 14: infill.v1.StreamCompleteRequest.request_class:type_name -> infill.v1.RequestClass
+	21, // 15: infill.v1.Timings.context_assembly:type_name -> google.protobuf.Duration
+	21, // 16: infill.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
+	21, // 17: infill.v1.Timings.total:type_name -> google.protobuf.Duration
+	21, // 18: infill.v1.Timings.prompt_eval:type_name -> google.protobuf.Duration
+	21, // 19: infill.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
+	3,  // 20: infill.v1.Candidate.finish_reason:type_name -> infill.v1.FinishReason
+	4,  // 21: infill.v1.ContextSource.kind:type_name -> infill.v1.SourceKind
+	15, // 22: infill.v1.ContextManifest.sources:type_name -> infill.v1.ContextSource
+	14, // 23: infill.v1.CompleteResponse.candidates:type_name -> infill.v1.Candidate
+	12, // 24: infill.v1.CompleteResponse.usage:type_name -> infill.v1.Usage
+	13, // 25: infill.v1.CompleteResponse.timings:type_name -> infill.v1.Timings
+	16, // 26: infill.v1.CompleteResponse.context:type_name -> infill.v1.ContextManifest
+	16, // 27: infill.v1.StreamStart.context:type_name -> infill.v1.ContextManifest
+	21, // 28: infill.v1.StreamStart.context_assembly:type_name -> google.protobuf.Duration
+	18, // 29: infill.v1.StreamCompleteResponse.start:type_name -> infill.v1.StreamStart
+	19, // 30: infill.v1.StreamCompleteResponse.delta:type_name -> infill.v1.TextDelta
+	17, // 31: infill.v1.StreamCompleteResponse.done:type_name -> infill.v1.CompleteResponse
+	10, // 32: infill.v1.CompletionService.Complete:input_type -> infill.v1.CompleteRequest
+	11, // 33: infill.v1.CompletionService.StreamComplete:input_type -> infill.v1.StreamCompleteRequest
+	17, // 34: infill.v1.CompletionService.Complete:output_type -> infill.v1.CompleteResponse
+	20, // 35: infill.v1.CompletionService.StreamComplete:output_type -> infill.v1.StreamCompleteResponse
+	34, // [34:36] is the sub-list for method output_type
+	32, // [32:34] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_infill_v1_completion_proto_init() }
@@ -1883,7 +2006,7 @@ func file_infill_v1_completion_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_infill_v1_completion_proto_rawDesc), len(file_infill_v1_completion_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      5,
 			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,

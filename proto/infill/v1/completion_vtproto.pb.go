@@ -304,6 +304,11 @@ func (m *GenerationOptions) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.TopK != nil {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.TopK))
+		i--
+		dAtA[i] = 0x38
+	}
 	if m.Candidates != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Candidates))
 		i--
@@ -372,6 +377,11 @@ func (m *CompleteRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.RequestClass != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RequestClass))
+		i--
+		dAtA[i] = 0x50
 	}
 	if m.ContextDetail != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ContextDetail))
@@ -476,6 +486,11 @@ func (m *StreamCompleteRequest) MarshalToSizedBufferVT(dAtA []byte) (int, error)
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.RequestClass != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RequestClass))
+		i--
+		dAtA[i] = 0x50
 	}
 	if m.ContextDetail != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ContextDetail))
@@ -686,6 +701,9 @@ func (m *GenerationOptions) SizeVT() (n int) {
 	if m.Candidates != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.Candidates))
 	}
+	if m.TopK != nil {
+		n += 1 + protohelpers.SizeOfVarint(uint64(*m.TopK))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -730,6 +748,9 @@ func (m *CompleteRequest) SizeVT() (n int) {
 	if m.ContextDetail != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.ContextDetail))
 	}
+	if m.RequestClass != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.RequestClass))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -773,6 +794,9 @@ func (m *StreamCompleteRequest) SizeVT() (n int) {
 	}
 	if m.ContextDetail != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.ContextDetail))
+	}
+	if m.RequestClass != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.RequestClass))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -1636,6 +1660,26 @@ func (m *GenerationOptions) UnmarshalVTUnsafe(dAtA []byte) error {
 					break
 				}
 			}
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TopK", wireType)
+			}
+			var v int32
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.TopK = &v
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -1977,6 +2021,25 @@ func (m *CompleteRequest) UnmarshalVTUnsafe(dAtA []byte) error {
 					break
 				}
 			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestClass", wireType)
+			}
+			m.RequestClass = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestClass |= RequestClass(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -2314,6 +2377,25 @@ func (m *StreamCompleteRequest) UnmarshalVTUnsafe(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.ContextDetail |= ContextDetail(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RequestClass", wireType)
+			}
+			m.RequestClass = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.RequestClass |= RequestClass(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

@@ -1,0 +1,315 @@
+package pipeline
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// AdmissionConfig bounds the generations sent to the backend.
+type AdmissionConfig struct {
+	// Slots is the number of generations in flight at the backend: its
+	// parallelism (Ollama's OLLAMA_NUM_PARALLEL, 1 by default). More would
+	// wait in the backend's own queue, where infill can neither order nor
+	// shed them, and where cancelling them wedges Ollama v0.24.0.
+	Slots int
+	// QueueLength bounds the requests waiting per class; a request beyond
+	// it is refused at once.
+	QueueLength int
+	// EvalShare guarantees evaluation traffic one start in every EvalShare
+	// while both classes wait, so an editor goes first but a benchmark
+	// is never starved.
+	EvalShare int
+	// MaxHold caps how long a request abandoned while the backend was still
+	// evaluating its prompt keeps its slot (the backend finishes that
+	// evaluation whatever the client does).
+	MaxHold time.Duration
+}
+
+// DefaultAdmissionConfig returns the defaults for one local Ollama.
+func DefaultAdmissionConfig() AdmissionConfig {
+	return AdmissionConfig{Slots: 1, QueueLength: 64, EvalShare: 4, MaxHold: 10 * time.Second}
+}
+
+// Validate reports a configuration that cannot work.
+func (c AdmissionConfig) Validate() error {
+	if c.Slots < 1 || c.QueueLength < 0 || c.EvalShare < 1 || c.MaxHold < 0 {
+		return fmt.Errorf("pipeline: admission needs Slots >= 1, QueueLength >= 0, EvalShare >= 1, MaxHold >= 0 (got %+v)", c)
+	}
+	return nil
+}
+
+// OverloadError refuses a request that cannot start in time, or finds its
+// queue full: the caller should retry after RetryAfter.
+type OverloadError struct {
+	Reason     string
+	RetryAfter time.Duration
+}
+
+func (e *OverloadError) Error() string { return "overloaded: " + e.Reason }
+
+// ErrOverloaded matches every *OverloadError with errors.Is.
+var ErrOverloaded = errors.New("overloaded")
+
+// Is makes errors.Is(err, ErrOverloaded) true.
+func (e *OverloadError) Is(target error) bool { return target == ErrOverloaded }
+
+// gate admits generations to one backend: at most Slots at once, waiting
+// requests ordered by class and then deadline. Its estimates (how long a
+// slot is held, how long the backend takes to the first token) are
+// exponentially weighted averages of what it measured.
+type gate struct {
+	cfg AdmissionConfig
+	now func() time.Time
+
+	mu      sync.Mutex
+	running int
+	queues  [2]waitQueue // by Class
+	seq     uint64
+	// evalSkipped counts interactive starts since evaluation last started
+	// while evaluation waited.
+	evalSkipped int
+	hold, ttft  ewma
+}
+
+func newGate(cfg AdmissionConfig) *gate {
+	return &gate{cfg: cfg, now: time.Now,
+		hold: ewma{value: 500 * time.Millisecond}, ttft: ewma{value: 200 * time.Millisecond}}
+}
+
+// ticket is one admitted request's slot.
+type ticket struct {
+	g       *gate
+	granted time.Time
+	first   time.Duration // time to the first token after the grant; 0 before it
+	once    sync.Once
+}
+
+// waiter is a queued request.
+type waiter struct {
+	class    Class
+	deadline time.Time // latest start; zero: none
+	seq      uint64
+	index    int // in its queue's heap; -1 once out of it
+	ready    chan *ticket
+}
+
+// acquire waits for a slot. latest is the latest useful start (zero:
+// none): a request that the measured queue cannot start by then is
+// refused at once, and one still waiting then is refused then.
+func (g *gate) acquire(ctx context.Context, class Class, latest time.Time) (*ticket, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	now := g.now()
+	if g.running < g.cfg.Slots && g.queues[Interactive].Len() == 0 && g.queues[Evaluation].Len() == 0 {
+		g.running++
+		g.mu.Unlock()
+		return &ticket{g: g, granted: now}, nil
+	}
+	wait := g.estimateLocked(class, latest)
+	if q := &g.queues[class]; q.Len() >= g.cfg.QueueLength {
+		g.mu.Unlock()
+		return nil, &OverloadError{Reason: fmt.Sprintf("%d %s requests already waiting", g.cfg.QueueLength, class), RetryAfter: wait}
+	}
+	if !latest.IsZero() && now.Add(wait).After(latest) {
+		g.mu.Unlock()
+		return nil, &OverloadError{Reason: fmt.Sprintf("the backend cannot start it before its deadline (expected wait %v)",
+			wait.Round(time.Millisecond)), RetryAfter: wait}
+	}
+	g.seq++
+	w := &waiter{class: class, deadline: latest, seq: g.seq, ready: make(chan *ticket, 1)}
+	heap.Push(&g.queues[class], w)
+	g.mu.Unlock()
+
+	var expired <-chan time.Time
+	if !latest.IsZero() {
+		t := time.NewTimer(latest.Sub(now))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case t := <-w.ready:
+		return t, nil
+	case <-ctx.Done():
+		if t := g.leave(w); t != nil {
+			t.release(false) // granted as it gave up: pass the slot on
+		}
+		return nil, ctx.Err()
+	case <-expired:
+		if t := g.leave(w); t != nil {
+			return t, nil // granted just in time
+		}
+		return nil, &OverloadError{Reason: "it could not start before its deadline", RetryAfter: g.estimate(class)}
+	}
+}
+
+// leave takes w out of its queue; when it was granted meanwhile, it
+// returns the ticket.
+func (g *gate) leave(w *waiter) *ticket {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w.index >= 0 {
+		heap.Remove(&g.queues[w.class], w.index)
+		return nil
+	}
+	return <-w.ready
+}
+
+// estimate is the wait a new request of class would have now.
+func (g *gate) estimate(class Class) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.estimateLocked(class, time.Time{})
+}
+
+// estimateLocked is the expected wait of a new request of class with
+// latest start latest, from the measured hold time of a slot: half a hold
+// until the first slot frees (on average), then a hold for each further
+// round of Slots requests that would start before it.
+func (g *gate) estimateLocked(class Class, latest time.Time) time.Duration {
+	if g.running < g.cfg.Slots && g.queues[Interactive].Len()+g.queues[Evaluation].Len() == 0 {
+		return 0
+	}
+	ahead := 0
+	for _, w := range g.queues[class].ws {
+		if latest.IsZero() || (!w.deadline.IsZero() && !w.deadline.After(latest)) {
+			ahead++
+		}
+	}
+	if class == Evaluation {
+		ahead += g.queues[Interactive].Len()
+	}
+	hold := g.hold.get()
+	return hold/2 + time.Duration(ahead/g.cfg.Slots)*hold
+}
+
+// firstToken records the time from the grant to the first token.
+func (t *ticket) firstToken() {
+	t.g.mu.Lock()
+	defer t.g.mu.Unlock()
+	if t.first == 0 {
+		t.first = max(t.g.now().Sub(t.granted), time.Nanosecond)
+		t.g.ttft.add(t.first)
+	}
+}
+
+// expectedTTFT is the measured time from a grant to the first token.
+func (g *gate) expectedTTFT() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ttft.get()
+}
+
+// release gives the slot back. measured says whether the hold time is a
+// sample of a generation's (not of a request that gave up at once).
+func (t *ticket) release(measured bool) {
+	t.once.Do(func() {
+		g := t.g
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if measured {
+			g.hold.add(g.now().Sub(t.granted))
+		}
+		g.running--
+		g.grantLocked()
+	})
+}
+
+// releaseAfter keeps the slot for d more (the backend is still busy with
+// an abandoned request), then releases it.
+func (t *ticket) releaseAfter(d time.Duration) {
+	if d <= 0 {
+		t.release(true)
+		return
+	}
+	time.AfterFunc(d, func() { t.release(true) })
+}
+
+// grantLocked hands free slots to waiters: interactive first, except that
+// evaluation gets one start in every EvalShare while both wait.
+func (g *gate) grantLocked() {
+	for g.running < g.cfg.Slots {
+		qi, qe := &g.queues[Interactive], &g.queues[Evaluation]
+		var q *waitQueue
+		switch {
+		case qi.Len() > 0 && qe.Len() > 0:
+			if g.evalSkipped >= g.cfg.EvalShare-1 {
+				q, g.evalSkipped = qe, 0
+			} else {
+				q = qi
+				g.evalSkipped++
+			}
+		case qi.Len() > 0:
+			q = qi
+		case qe.Len() > 0:
+			q, g.evalSkipped = qe, 0
+		default:
+			return
+		}
+		w := heap.Pop(q).(*waiter)
+		g.running++
+		w.ready <- &ticket{g: g, granted: g.now()}
+	}
+}
+
+// stats reports slots in use and requests waiting per class.
+func (g *gate) stats() (running int, queued [2]int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running, [2]int{g.queues[0].Len(), g.queues[1].Len()}
+}
+
+// waitQueue is a heap of waiters: earliest latest start first, no
+// deadline last, then arrival order.
+type waitQueue struct{ ws []*waiter }
+
+func (q *waitQueue) Len() int { return len(q.ws) }
+func (q *waitQueue) Less(i, j int) bool {
+	a, b := q.ws[i], q.ws[j]
+	switch {
+	case a.deadline.IsZero() != b.deadline.IsZero():
+		return !a.deadline.IsZero()
+	case !a.deadline.Equal(b.deadline):
+		return a.deadline.Before(b.deadline)
+	}
+	return a.seq < b.seq
+}
+func (q *waitQueue) Swap(i, j int) {
+	q.ws[i], q.ws[j] = q.ws[j], q.ws[i]
+	q.ws[i].index, q.ws[j].index = i, j
+}
+func (q *waitQueue) Push(x any) {
+	w := x.(*waiter)
+	w.index = len(q.ws)
+	q.ws = append(q.ws, w)
+}
+func (q *waitQueue) Pop() any {
+	n := len(q.ws) - 1
+	w := q.ws[n]
+	q.ws[n], q.ws = nil, q.ws[:n]
+	w.index = -1
+	return w
+}
+
+// ewma is an exponentially weighted moving average of durations.
+type ewma struct {
+	value time.Duration
+	n     int
+}
+
+func (e *ewma) add(d time.Duration) {
+	const alpha = 0.2
+	if e.n == 0 {
+		e.value = d
+	} else {
+		e.value = time.Duration(alpha*float64(d) + (1-alpha)*float64(e.value))
+	}
+	e.n++
+}
+
+func (e *ewma) get() time.Duration { return e.value }

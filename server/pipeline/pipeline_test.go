@@ -1,0 +1,368 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/inference"
+	"go.uber.org/goleak"
+	"go.uber.org/zap/zaptest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// scriptBackend answers every request with text after it is released
+// (release nil: at once); it counts requests and remembers their order.
+type scriptBackend struct {
+	text    string
+	release chan struct{}
+	calls   atomic.Int32
+	mu      sync.Mutex
+	order   []string // the prompts, in the order generation started
+	started chan string
+}
+
+func (b *scriptBackend) Model(n string) string {
+	if n == "" {
+		return "m"
+	}
+	return n
+}
+func (b *scriptBackend) ContextTokens(string) int              { return 4096 }
+func (b *scriptBackend) MaxTokens(n int) int                   { return max(n, 16) }
+func (b *scriptBackend) CheckOptions(*inference.Request) error { return nil }
+func (b *scriptBackend) Generate(ctx context.Context, req inference.Request, d inference.DeltaFunc) (*inference.Result, error) {
+	b.calls.Add(1)
+	b.mu.Lock()
+	b.order = append(b.order, req.Prompt)
+	b.mu.Unlock()
+	if b.started != nil {
+		b.started <- req.Prompt
+	}
+	if b.release != nil {
+		select {
+		case <-b.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if err := d(0, b.text); err != nil {
+		return nil, err
+	}
+	return &inference.Result{Model: req.Model, PromptEvalTokens: req.PromptTokens,
+		Candidates: []inference.Candidate{{Text: b.text, Finish: inference.FinishStop, Tokens: 3}}}, nil
+}
+
+// textBuilder makes the prompt the cursor file's text and reports the
+// cursor, as contextpack does.
+type textBuilder struct{}
+
+func (textBuilder) Build(ctx context.Context, req contextpack.Request) (*contextpack.Prompt, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, f := range req.Files {
+		if f.Path == req.Cursor.Path {
+			return &contextpack.Prompt{Text: f.Content, Tokens: 10, Manifest: contextpack.Manifest{PromptTokens: 10},
+				Cursor: contextpack.CursorText{Path: f.Path, Text: f.Content, Offset: req.Cursor.Offset}}, nil
+		}
+	}
+	return nil, &contextpack.ArgumentError{Field: "cursor.path", Reason: "not in files"}
+}
+
+func newTestPipeline(t *testing.T, be Backend, adm AdmissionConfig) *Pipeline {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Admission = adm
+	p, err := New(cfg, textBuilder{}, be, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// req is a request whose cursor file is text with the cursor at its end.
+func req(text string) *Request {
+	return &Request{Context: contextpack.Request{
+		Files:  []contextpack.File{{Path: "a.py", Content: text, HasContent: true}},
+		Cursor: contextpack.Cursor{Path: "a.py", Offset: len(text), Encoding: contextpack.EncodingByteOffset},
+	}}
+}
+
+func withSession(r *Request, id string) *Request { r.ClientID, r.SessionID = "c", id; return r }
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func TestSupersede(t *testing.T) {
+	be := &scriptBackend{text: "xyz", release: make(chan struct{})}
+	p := newTestPipeline(t, be, DefaultAdmissionConfig())
+	first := make(chan error, 1)
+	go func() {
+		_, err := p.Complete(context.Background(), withSession(req("def f("), "s1"), Stream{})
+		first <- err
+	}()
+	waitFor(t, "the first call at the backend", func() bool { return be.calls.Load() == 1 })
+	// Another session does not cancel it.
+	other := make(chan error, 1)
+	go func() {
+		_, err := p.Complete(context.Background(), withSession(req("x = "), "s2"), Stream{})
+		other <- err
+	}()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		close(be.release)
+	}()
+	res, err := p.Complete(context.Background(), withSession(req("def f(a"), "s1"), Stream{})
+	if err != nil || res.Candidates[0].Text != "xyz" {
+		t.Fatalf("second call: %v %+v", err, res)
+	}
+	if err := <-first; !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("first call: %v, want ErrSuperseded", err)
+	}
+	if c := Classify(ErrSuperseded); c.Kind != KindCanceled || !strings.Contains(c.Message, "superseded") {
+		t.Errorf("classified %+v", c)
+	}
+	if err := <-other; err != nil {
+		t.Fatalf("other session: %v", err)
+	}
+}
+
+func TestTypedThrough(t *testing.T) {
+	be := &scriptBackend{text: "return a + b\n"}
+	p := newTestPipeline(t, be, DefaultAdmissionConfig())
+	ctx := context.Background()
+	base := "def add(a, b):\n    "
+	suffix := "\n\nprint(add(1, 2))\n"
+	at := func(prefix string) *Request {
+		r := withSession(req(prefix+suffix), "s")
+		r.Context.Cursor.Offset = len(prefix)
+		return r
+	}
+	if res, err := p.Complete(ctx, at(base), Stream{}); err != nil || res.Reused {
+		t.Fatalf("first: %v %+v", err, res)
+	}
+	var streamed []string
+	for i, typed := range []string{"r", "ret", "return a"} {
+		res, err := p.Complete(ctx, at(base+typed), Stream{OnDelta: func(_ int, s string) error { streamed = append(streamed, s); return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.TrimPrefix("return a + b\n", typed)
+		if !res.Reused || res.Candidates[0].Text != want || streamed[i] != want {
+			t.Fatalf("typed %q: reused %v text %q streamed %q", typed, res.Reused, res.Candidates[0].Text, streamed)
+		}
+	}
+	if n := be.calls.Load(); n != 1 {
+		t.Fatalf("backend calls %d, want 1", n)
+	}
+	// Typing something else drops the entry: the backend is asked, and the
+	// old completion is not offered again afterwards.
+	if res, err := p.Complete(ctx, at(base+"x"), Stream{}); err != nil || res.Reused {
+		t.Fatalf("other text: %v %+v", err, res)
+	}
+	if n := be.calls.Load(); n != 2 {
+		t.Fatalf("backend calls %d, want 2", n)
+	}
+	// A different suffix, path or session is never typed-through.
+	for name, r := range map[string]*Request{
+		"suffix":  withSession(req(base+"xr"+"\nother\n"), "s"),
+		"session": withSession(req(base+"xr"+suffix), "t"),
+		"none":    req(base + "xr" + suffix),
+	} {
+		r.Context.Cursor.Offset = len(base + "xr")
+		if res, err := p.Complete(ctx, r, Stream{}); err != nil || res.Reused {
+			t.Errorf("%s: %v, reused %v", name, err, res != nil && res.Reused)
+		}
+	}
+}
+
+// A request whose deadline the queue cannot meet is refused at once, as is
+// one that finds its class's queue full.
+func TestAdmissionSheds(t *testing.T) {
+	be := &scriptBackend{text: "x", release: make(chan struct{})}
+	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 1, EvalShare: 4, MaxHold: time.Second})
+	p.gate.hold.add(2 * time.Second) // measured: a generation holds its slot 2 s
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(be.release)
+	wg.Add(1)
+	go func() { defer wg.Done(); _, _ = p.Complete(context.Background(), req("a"), Stream{}) }()
+	waitFor(t, "the slot taken", func() bool { r, _ := p.gate.stats(); return r == 1 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := p.Complete(ctx, req("b"), Stream{})
+	var oe *OverloadError
+	if !errors.As(err, &oe) || oe.RetryAfter < time.Second || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("short deadline: %v after %v", err, time.Since(start))
+	}
+	if c := Classify(err); c.Kind != KindResourceExhausted || c.RetryAfter != oe.RetryAfter {
+		t.Errorf("classified %+v", c)
+	}
+	lb := 100 * time.Millisecond
+	r := req("c")
+	r.LatencyBudget = &lb
+	if _, err := p.Complete(context.Background(), r, Stream{}); !errors.As(err, &oe) {
+		t.Fatalf("short latency budget: %v", err)
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); _, _ = p.Complete(context.Background(), req("d"), Stream{}) }()
+	waitFor(t, "one queued", func() bool { _, q := p.gate.stats(); return q[Interactive] == 1 })
+	start = time.Now()
+	if _, err := p.Complete(context.Background(), req("e"), Stream{}); !errors.As(err, &oe) || !strings.Contains(err.Error(), "already waiting") {
+		t.Fatalf("full queue: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Millisecond {
+		t.Logf("full queue answered in %v", d) // a property, not a timing assertion: logged
+	}
+	if n := be.calls.Load(); n != 1 {
+		t.Fatalf("backend calls %d: a refused request reached the backend", n)
+	}
+}
+
+// Interactive requests start first; evaluation gets one start in every
+// EvalShare while both wait; within a class the earliest deadline goes
+// first.
+func TestAdmissionOrder(t *testing.T) {
+	be := &scriptBackend{text: "x", release: make(chan struct{}), started: make(chan string, 64)}
+	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 64, EvalShare: 3, MaxHold: time.Second})
+	var wg sync.WaitGroup
+	run := func(name string, class Class, timeout time.Duration) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			r := req(name)
+			r.Class = class
+			if _, err := p.Complete(ctx, r, Stream{}); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}()
+	}
+	run("first", Interactive, 0)
+	<-be.started
+	queue := func(name string, class Class, timeout time.Duration, n int) {
+		run(name, class, timeout)
+		waitFor(t, name+" queued", func() bool { _, q := p.gate.stats(); return q[0]+q[1] == n })
+	}
+	queue("e1", Evaluation, 0, 1)
+	queue("e2", Evaluation, 0, 2)
+	queue("i-late", Interactive, time.Hour, 3)
+	queue("i-none", Interactive, 0, 4)
+	queue("i-soon", Interactive, 30*time.Minute, 5)
+	queue("i-last", Interactive, 0, 6)
+	var got []string
+	for range 6 {
+		be.release <- struct{}{}
+		got = append(got, <-be.started)
+	}
+	be.release <- struct{}{}
+	wg.Wait()
+	want := "i-soon i-late e1 i-none i-last e2"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("start order %v, want %s", got, want)
+	}
+}
+
+// A request abandoned before its first token keeps its slot for the
+// measured time to a first token (the backend still evaluates its prompt);
+// one abandoned while queued gives up its place at once.
+func TestAbandonedHoldsSlot(t *testing.T) {
+	be := &scriptBackend{text: "x", release: make(chan struct{})}
+	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 8, EvalShare: 4, MaxHold: time.Second})
+	p.gate.ttft.add(300 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := p.Complete(ctx, req("a"), Stream{}); done <- err }()
+	waitFor(t, "at the backend", func() bool { return be.calls.Load() == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	if r, _ := p.gate.stats(); r != 1 {
+		t.Fatalf("slot released at once after an abandoned prompt evaluation (running %d)", r)
+	}
+	waitFor(t, "the held slot released", func() bool { r, _ := p.gate.stats(); return r == 0 })
+
+	// Cancelled while waiting: leaves the queue.
+	be.release = make(chan struct{})
+	go func() { _, _ = p.Complete(context.Background(), req("b"), Stream{}) }()
+	waitFor(t, "b at the backend", func() bool { return be.calls.Load() == 2 })
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go func() { _, err := p.Complete(ctx2, req("c"), Stream{}); done <- err }()
+	waitFor(t, "c queued", func() bool { _, q := p.gate.stats(); return q[0] == 1 })
+	cancel2()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled in queue: %v", err)
+	}
+	if _, q := p.gate.stats(); q[0] != 0 {
+		t.Fatalf("queue %v after the cancel", q)
+	}
+	close(be.release)
+	waitFor(t, "all released", func() bool { r, _ := p.gate.stats(); return r == 0 })
+}
+
+func TestValidate(t *testing.T) {
+	p := newTestPipeline(t, &scriptBackend{}, DefaultAdmissionConfig())
+	neg := -time.Second
+	for name, tc := range map[string]struct {
+		r    *Request
+		want string
+	}{
+		"no files":   {&Request{}, "repository.files"},
+		"no cursor":  {&Request{Context: contextpack.Request{Files: req("a").Context.Files}}, "cursor.path"},
+		"budget":     {func() *Request { r := req("a"); r.LatencyBudget = &neg; return r }(), "latency_budget"},
+		"long id":    {func() *Request { r := req("a"); r.SessionID = strings.Repeat("s", 300); return r }(), "session_id"},
+		"bad utf8":   {func() *Request { r := req("a"); r.Model = "\xff"; return r }(), "model"},
+		"both":       {func() *Request { r := req("a"); r.Context.Files[0].Digest = "sha256:x"; return r }(), "has both"},
+		"stop utf-8": {func() *Request { r := req("a"); r.Generation.Stop = []string{"ok", "\xc3"}; return r }(), "generation.stop[1]"},
+	} {
+		_, err := p.Complete(context.Background(), tc.r, Stream{})
+		if c := Classify(err); c.Kind != KindInvalidArgument || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v (%v), want InvalidArgument naming %s", name, err, c.Kind, tc.want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Kind
+	}{
+		{&contextpack.ArgumentError{Field: "f", Reason: "r"}, KindInvalidArgument},
+		{&contextpack.MissingContentError{Paths: []string{"a"}}, KindMissingContent},
+		{&contextpack.UnknownSnapshotError{ID: "x"}, KindUnknownSnapshot},
+		{fmt.Errorf("%w: x", inference.ErrPromptTooLong), KindFailedPrecondition},
+		{&inference.ModelError{Model: "m"}, KindNotFound},
+		{fmt.Errorf("%w: x", inference.ErrUnavailable), KindUnavailable},
+		{&OverloadError{Reason: "r", RetryAfter: time.Second}, KindResourceExhausted},
+		{context.Canceled, KindCanceled},
+		{context.DeadlineExceeded, KindDeadlineExceeded},
+		{errors.New("mystery"), KindInternal},
+	} {
+		if got := Classify(tc.err).Kind; got != tc.want {
+			t.Errorf("%v: kind %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
