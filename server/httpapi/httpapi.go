@@ -88,6 +88,7 @@ func New(cfg Config, pipe Completer, ws Workspaces, log *zap.Logger) (*Handler, 
 // routes registers every surface. Each dialect's file adds its own in a
 // register function called here.
 func (h *Handler) routes() {
+	h.registerV1()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, dialectOf(r), errNotFound(r.URL.Path))
 	})
