@@ -376,17 +376,22 @@ func (h *Handler) streamFailed(w http.ResponseWriter, r *http.Request, sw *sseWr
 		return
 	}
 	p := toProblem(err)
+	e := streamError{Message: p.msg, Type: p.typ}
+	if p.param != "" {
+		e.Param = &p.param
+	}
 	_ = sw.event(struct {
 		Error streamError `json:"error"`
-	}{streamError{Message: p.msg, Type: p.typ, Code: p.status}})
+	}{e})
 }
 
-// streamError is an error event's body: OpenAI's error object, with the
-// HTTP status the error would have had as its code.
+// streamError is an error event's body: OpenAI's error object (code is
+// always null).
 type streamError struct {
-	Message string `json:"message"`
-	Type    string `json:"type"`
-	Code    int    `json:"code"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
 }
 
 // sseWriter writes server-sent events, sending the headers with the first.
