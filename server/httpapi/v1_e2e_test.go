@@ -86,11 +86,12 @@ func readStream(t *testing.T, body []byte) (text map[int]string, finish map[int]
 
 func validFinish(s string) bool { return s == "stop" || s == "length" }
 
-// TestV1EndToEnd sends every request body recorded from a plugin (the
-// model renamed to the test backend's, max_tokens lowered to keep the run
-// short), streamed or not as the plugin sends it, through the real server
-// and backend, and reads each answer by that plugin's rule; then the same
-// completion both ways in each dialect.
+// TestV1EndToEnd runs the /v1 surfaces against one real server and
+// backend (each start costs a model load): every request body recorded
+// from a plugin (the model renamed to the test backend's, max_tokens
+// lowered to keep the run short), streamed or not as the plugin sends it,
+// read by that plugin's rule; the same completion both ways in each
+// dialect; the official OpenAI Go client; a cancelled stream.
 func TestV1EndToEnd(t *testing.T) {
 	// Tabby's bodies name no max_tokens: the server's default, lowered.
 	srv := servertest.StartWith(t, servertest.Options{Config: func(c *server.Config) { c.Inference.DefaultMaxTokens = 24 }})
@@ -170,14 +171,15 @@ func TestV1EndToEnd(t *testing.T) {
 			t.Errorf("event: %d %s", resp.StatusCode, out)
 		}
 	})
+	t.Run("openai-go client", func(t *testing.T) { testOpenAIGoClient(t, srv) })
+	t.Run("cancel stops generation", func(t *testing.T) { testCancelStopsGeneration(t, srv) })
 }
 
-// TestOpenAIGoClient drives /v1/completions with the official OpenAI Go
+// testOpenAIGoClient drives /v1/completions with the official OpenAI Go
 // client (github.com/openai/openai-go/v3): fill-in-the-middle with suffix,
 // not streamed and streamed (greedy, so both give the same text), usage in
 // the stream, and an error the client decodes.
-func TestOpenAIGoClient(t *testing.T) {
-	srv := servertest.Start(t)
+func testOpenAIGoClient(t *testing.T, srv *servertest.Server) {
 	ctx := context.Background()
 	client := openai.NewClient(option.WithBaseURL("http://"+srv.HTTPAddr+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	params := openai.CompletionNewParams{
@@ -230,13 +232,12 @@ func TestOpenAIGoClient(t *testing.T) {
 	}
 }
 
-// TestOpenAICancelStopsGeneration shows that a client closing a stream
+// testCancelStopsGeneration shows that a client closing a stream
 // stops generation at the backend: Ollama serves one request at a time
 // here, so if the cancelled long generation went on, the next request
 // would wait behind it (as TestCancelStopsGeneration in package server
 // shows for gRPC). Two durations from the same run are compared.
-func TestOpenAICancelStopsGeneration(t *testing.T) {
-	srv := servertest.Start(t)
+func testCancelStopsGeneration(t *testing.T, srv *servertest.Server) {
 	const long = 240
 	req := func(n int, stream bool) map[string]any {
 		return map[string]any{"model": srv.Model, "prompt": pyPrefix, "suffix": pySuffix, "max_tokens": n, "stream": stream}
