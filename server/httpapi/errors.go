@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/infill-dev/infill/server/pipeline"
 )
@@ -67,10 +69,11 @@ var kindStatus = map[pipeline.Kind]int{
 // problem is an error ready to write: status, a message safe for the
 // client, an OpenAI-style type and the field at fault.
 type problem struct {
-	status int
-	msg    string
-	typ    string
-	param  string
+	status     int
+	msg        string
+	typ        string
+	param      string
+	retryAfter time.Duration
 }
 
 func toProblem(err error) problem {
@@ -79,7 +82,7 @@ func toProblem(err error) problem {
 		return problem{status: he.status, msg: he.msg, typ: errorType(he.status), param: he.param}
 	}
 	c := pipeline.Classify(err)
-	p := problem{status: kindStatus[c.Kind], msg: c.Message, param: c.Field}
+	p := problem{status: kindStatus[c.Kind], msg: c.Message, param: c.Field, retryAfter: c.RetryAfter}
 	if c.Kind == pipeline.KindInternal {
 		p.msg = "internal error"
 	}
@@ -114,6 +117,9 @@ func writeError(w http.ResponseWriter, r *http.Request, d dialect, err error) {
 	if p.status >= 500 {
 		infoOf(r).err = err
 	}
+	if p.retryAfter > 0 { // whole seconds, rounded up, as HTTP has them
+		w.Header().Set("Retry-After", strconv.Itoa(int((p.retryAfter+time.Second-1)/time.Second)))
+	}
 	var body any
 	switch d {
 	case dialectOllama:
@@ -126,9 +132,6 @@ func writeError(w http.ResponseWriter, r *http.Request, d dialect, err error) {
 			e["param"] = p.param
 		}
 		body = map[string]any{"error": e}
-	}
-	if p.status == http.StatusMethodNotAllowed {
-		w.Header().Set("Allow", "POST")
 	}
 	writeJSON(w, p.status, body)
 }

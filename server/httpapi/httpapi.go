@@ -17,7 +17,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/infill-dev/infill/server/pipeline"
@@ -107,8 +110,10 @@ func (h *Handler) route(path string, d dialect, methods map[string]http.HandlerF
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		allowed := slices.Sorted(maps.Keys(methods))
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		writeError(w, r, d, &httpError{status: http.StatusMethodNotAllowed,
-			msg: fmt.Sprintf("method %s is not allowed on %s", r.Method, path)})
+			msg: fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, path, strings.Join(allowed, ", "))})
 	})
 }
 
