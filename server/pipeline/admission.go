@@ -36,8 +36,8 @@ func DefaultAdmissionConfig() AdmissionConfig {
 
 // Validate reports a configuration that cannot work.
 func (c AdmissionConfig) Validate() error {
-	if c.Slots < 1 || c.QueueLength < 0 || c.EvalShare < 1 || c.MaxHold < 0 {
-		return fmt.Errorf("pipeline: admission needs Slots >= 1, QueueLength >= 0, EvalShare >= 1, MaxHold >= 0 (got %+v)", c)
+	if c.Slots < 0 || c.QueueLength < 0 || c.EvalShare < 1 || c.MaxHold < 0 {
+		return fmt.Errorf("pipeline: admission needs Slots >= 0, QueueLength >= 0, EvalShare >= 1, MaxHold >= 0 (got %+v)", c)
 	}
 	return nil
 }
@@ -106,6 +106,11 @@ func (g *gate) acquire(ctx context.Context, class Class, latest time.Time) (*tic
 	}
 	g.mu.Lock()
 	now := g.now()
+	if g.cfg.Slots == 0 { // admission off: count only
+		g.running++
+		g.mu.Unlock()
+		return &ticket{g: g, granted: now}, nil
+	}
 	if g.running < g.cfg.Slots && g.queues[Interactive].Len() == 0 && g.queues[Evaluation].Len() == 0 {
 		g.running++
 		g.mu.Unlock()
@@ -185,7 +190,7 @@ func (g *gate) estimateLocked(class Class, latest time.Time) time.Duration {
 		ahead += g.queues[Interactive].Len()
 	}
 	hold := g.hold.get()
-	return hold/2 + time.Duration(ahead/g.cfg.Slots)*hold
+	return hold/2 + time.Duration(ahead/max(g.cfg.Slots, 1))*hold
 }
 
 // firstToken records the time from the grant to the first token.
@@ -233,7 +238,7 @@ func (t *ticket) releaseAfter(d time.Duration) {
 // grantLocked hands free slots to waiters: interactive first, except that
 // evaluation gets one start in every EvalShare while both wait.
 func (g *gate) grantLocked() {
-	for g.running < g.cfg.Slots {
+	for g.cfg.Slots > 0 && g.running < g.cfg.Slots {
 		qi, qe := &g.queues[Interactive], &g.queues[Evaluation]
 		var q *waitQueue
 		switch {

@@ -366,3 +366,22 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// Slots 0 turns admission off: every request reaches the backend at once.
+func TestAdmissionOff(t *testing.T) {
+	be := &scriptBackend{text: "x", release: make(chan struct{})}
+	p := newTestPipeline(t, be, AdmissionConfig{Slots: 0, QueueLength: 0, EvalShare: 1})
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := p.Complete(context.Background(), req("a"), Stream{}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	waitFor(t, "all five at the backend", func() bool { return be.calls.Load() == 5 })
+	close(be.release)
+	wg.Wait()
+}
