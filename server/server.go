@@ -161,6 +161,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}()
 	t := time.NewTimer(s.cfg.ShutdownGrace)
 	defer t.Stop()
+	defer s.pipe.Close() // after the calls: their abandoned requests' probes
 	select {
 	case <-done:
 		s.log.Info("stopped gracefully")

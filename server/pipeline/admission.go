@@ -25,7 +25,7 @@ type AdmissionConfig struct {
 	EvalShare int
 	// MaxHold caps how long a request abandoned while the backend was still
 	// evaluating its prompt keeps its slot (the backend finishes that
-	// evaluation whatever the client does).
+	// evaluation whatever the client does; a probe tells when it is over).
 	MaxHold time.Duration
 }
 
@@ -223,16 +223,6 @@ func (t *ticket) release(measured bool) {
 		g.running--
 		g.grantLocked()
 	})
-}
-
-// releaseAfter keeps the slot for d more (the backend is still busy with
-// an abandoned request), then releases it.
-func (t *ticket) releaseAfter(d time.Duration) {
-	if d <= 0 {
-		t.release(true)
-		return
-	}
-	time.AfterFunc(d, func() { t.release(true) })
 }
 
 // grantLocked hands free slots to waiters: interactive first, except that

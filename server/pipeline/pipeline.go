@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/infill-dev/infill/contextpack"
@@ -165,6 +167,13 @@ type Pipeline struct {
 	log      *zap.Logger
 	gate     *gate
 	sessions *sessions
+
+	// Probes of abandoned requests run in the background until Close.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	bgMu     sync.Mutex
+	bg       sync.WaitGroup
+	closed   bool
 }
 
 // New returns a pipeline over builder and backend; log may be nil.
@@ -178,8 +187,10 @@ func New(cfg Config, builder Builder, backend Backend, log *zap.Logger) (*Pipeli
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Pipeline{cfg: cfg, builder: builder, backend: backend, log: log,
-		gate: newGate(cfg.Admission), sessions: newSessions(cfg.MaxSessions)}, nil
+	p := &Pipeline{cfg: cfg, builder: builder, backend: backend, log: log,
+		gate: newGate(cfg.Admission), sessions: newSessions(cfg.MaxSessions)}
+	p.bgCtx, p.bgCancel = context.WithCancel(context.Background())
+	return p, nil
 }
 
 // Backend returns the backend the pipeline generates with.
@@ -295,7 +306,7 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 	}()
 	res, err := p.backend.Generate(ctx, ireq, onDelta)
 	done = true
-	p.release(t, ttft == 0 && (err != nil || budgetHit(res)), granted)
+	p.release(t, ttft == 0 && (err != nil || budgetHit(res)), ireq)
 	if err != nil {
 		return nil, err
 	}
@@ -335,17 +346,52 @@ func budgetHit(res *inference.Result) bool {
 }
 
 // release gives the slot back. A request that ended before its first token
-// (cancelled, superseded, out of budget) leaves the backend evaluating its
-// prompt, which Ollama finishes whatever the client does: the slot stays
-// taken for the measured time to a first token, less what has passed,
-// capped by MaxHold, so that new work is not piled behind invisible work.
-func (p *Pipeline) release(t *ticket, abandoned bool, granted time.Time) {
+// (cancelled, superseded, out of budget) may leave the backend evaluating
+// its prompt: Ollama v0.24.0 goes on with an evaluation under way after the
+// client went away (scripts/admission/abandon.go measures it; it gives no
+// sign of being busy). The slot stays taken until a probe says the backend
+// is free: the prompt's cursor-independent head (the repository context,
+// up to and including <|fim_prefix|>), for one token. The backend starts it
+// only once the abandoned evaluation is over; the head is a token-exact
+// prefix of the prompt (it ends with a special token),
+// so what the probe evaluates is what the session's next keystroke needs
+// in the cache anyway, and the cache keeps the head for it. The probe is
+// bounded by MaxHold.
+func (p *Pipeline) release(t *ticket, abandoned bool, ireq inference.Request) {
 	if !abandoned {
 		t.release(true)
 		return
 	}
-	hold := min(p.gate.expectedTTFT()-time.Since(granted), p.cfg.Admission.MaxHold)
-	t.releaseAfter(hold)
+	p.bgMu.Lock()
+	defer p.bgMu.Unlock()
+	if p.closed {
+		t.release(false)
+		return
+	}
+	p.bg.Add(1)
+	go func() {
+		defer p.bg.Done()
+		ctx, cancel := context.WithTimeout(p.bgCtx, p.cfg.Admission.MaxHold)
+		defer cancel()
+		probe := ireq
+		probe.MaxTokens, probe.Candidates, probe.Budget, probe.Stop = 1, 1, 0, nil
+		if i := strings.Index(probe.Prompt, contextpack.FIMPrefix); i >= 0 {
+			probe.Prompt = probe.Prompt[:i+len(contextpack.FIMPrefix)]
+		}
+		begin := time.Now()
+		_, err := p.backend.Generate(ctx, probe, func(int, string) error { return nil })
+		p.log.Debug("abandoned request's slot released", zap.Duration("probe", time.Since(begin)), zap.Error(err))
+		t.release(false)
+	}()
+}
+
+// Close stops the probes of abandoned requests and waits for them.
+func (p *Pipeline) Close() {
+	p.bgMu.Lock()
+	p.closed = true
+	p.bgMu.Unlock()
+	p.bgCancel()
+	p.bg.Wait()
 }
 
 // reuse answers a typed-through request: the rest of the session's last

@@ -85,6 +85,7 @@ func newTestPipeline(t *testing.T, be Backend, adm AdmissionConfig) *Pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(p.Close)
 	return p
 }
 
@@ -285,33 +286,36 @@ func TestAdmissionOrder(t *testing.T) {
 	}
 }
 
-// A request abandoned before its first token keeps its slot for the
-// measured time to a first token (the backend still evaluates its prompt);
-// one abandoned while queued gives up its place at once.
+// A request abandoned before its first token keeps its slot until a probe
+// (its prompt again, for one token) returns: the backend is still
+// evaluating the prompt. One abandoned while queued gives up its place at
+// once.
 func TestAbandonedHoldsSlot(t *testing.T) {
-	be := &scriptBackend{text: "x", release: make(chan struct{})}
-	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 8, EvalShare: 4, MaxHold: time.Second})
-	p.gate.ttft.add(300 * time.Millisecond)
+	be := &scriptBackend{text: "x", release: make(chan struct{}), started: make(chan string, 8)}
+	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 8, EvalShare: 4, MaxHold: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { _, err := p.Complete(ctx, req("a"), Stream{}); done <- err }()
-	waitFor(t, "at the backend", func() bool { return be.calls.Load() == 1 })
+	go func() { _, err := p.Complete(ctx, req("abandoned"), Stream{}); done <- err }()
+	<-be.started
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
 	}
-	if r, _ := p.gate.stats(); r != 1 {
-		t.Fatalf("slot released at once after an abandoned prompt evaluation (running %d)", r)
+	if probe := <-be.started; probe != "abandoned" {
+		t.Fatalf("probe sent %q, want the abandoned prompt", probe)
 	}
-	waitFor(t, "the held slot released", func() bool { r, _ := p.gate.stats(); return r == 0 })
+	next := make(chan error, 1)
+	go func() { _, err := p.Complete(context.Background(), req("next"), Stream{}); next <- err }()
+	waitFor(t, "next queued behind the probe", func() bool { _, q := p.gate.stats(); return q[0] == 1 })
+	be.release <- struct{}{} // the probe returns: the backend is free
+	if got := <-be.started; got != "next" {
+		t.Fatalf("started %q after the probe, want next", got)
+	}
 
-	// Cancelled while waiting: leaves the queue.
-	be.release = make(chan struct{})
-	go func() { _, _ = p.Complete(context.Background(), req("b"), Stream{}) }()
-	waitFor(t, "b at the backend", func() bool { return be.calls.Load() == 2 })
+	// Cancelled while waiting: leaves the queue, and no probe is sent.
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	go func() { _, err := p.Complete(ctx2, req("c"), Stream{}); done <- err }()
-	waitFor(t, "c queued", func() bool { _, q := p.gate.stats(); return q[0] == 1 })
+	go func() { _, err := p.Complete(ctx2, req("queued"), Stream{}); done <- err }()
+	waitFor(t, "queued", func() bool { _, q := p.gate.stats(); return q[0] == 1 })
 	cancel2()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled in queue: %v", err)
@@ -320,7 +324,13 @@ func TestAbandonedHoldsSlot(t *testing.T) {
 		t.Fatalf("queue %v after the cancel", q)
 	}
 	close(be.release)
+	if err := <-next; err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "all released", func() bool { r, _ := p.gate.stats(); return r == 0 })
+	if n := be.calls.Load(); n != 3 {
+		t.Fatalf("backend calls %d, want 3 (abandoned, probe, next)", n)
+	}
 }
 
 func TestValidate(t *testing.T) {
