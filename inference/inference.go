@@ -92,6 +92,25 @@ type Request struct {
 	// Budget is a latency budget: when it passes, generation stops and the
 	// partial result is returned with FinishBudget. Zero means none.
 	Budget time.Duration
+	// LineBudget, when positive, ends generation at the first text holding
+	// a newline that arrives once LineBudget has passed since the
+	// candidate's first text (llama.cpp server's t_max_predict_ms): the
+	// first line is always whole, and the text ends with that newline. The
+	// candidate finishes with FinishBudget.
+	LineBudget time.Duration
+	// MinIndent, when positive, ends generation at the first line after the
+	// first whose indentation (spaces and tabs) is less than MinIndent; a
+	// blank line counts as indentation 0. The text keeps that line's
+	// indentation and nothing after it (llama.cpp server's n_indent). The
+	// candidate finishes with FinishStopSequence.
+	MinIndent int
+	// WarmOnly evaluates the prompt into the backend's cache and generates
+	// nothing (llama.cpp server's n_predict 0): Ollama has no such request
+	// (num_predict 0 means no limit there), so one token is generated and
+	// dropped. A later prompt sharing a prefix with this one reuses the
+	// cached part. The result has one candidate with no text, 0 tokens and
+	// FinishLength; Candidates and MaxTokens are ignored.
+	WarmOnly bool
 }
 
 // Candidate is one finished completion.

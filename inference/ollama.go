@@ -162,6 +162,9 @@ func (o *Ollama) CheckModel(ctx context.Context, model string) error {
 func (o *Ollama) Generate(ctx context.Context, req Request, onDelta DeltaFunc) (*Result, error) {
 	start := time.Now()
 	model := o.Model(req.Model)
+	if req.WarmOnly {
+		req.MaxTokens, req.Candidates = 1, 1
+	}
 	if err := o.check(&req, model); err != nil {
 		return nil, err
 	}
@@ -224,6 +227,12 @@ func (o *Ollama) CheckOptions(req *Request) error {
 	if k := req.TopK; k != nil && *k < 0 {
 		return bad("top_k", "%d is negative", *k)
 	}
+	if req.MinIndent < 0 {
+		return bad("min_indent", "%d is negative", req.MinIndent)
+	}
+	if req.LineBudget < 0 {
+		return bad("line_budget", "%v is negative", req.LineBudget)
+	}
 	for i, s := range req.Stop {
 		if s == "" {
 			return bad(fmt.Sprintf("stop[%d]", i), "is empty")
@@ -277,6 +286,20 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	}
 	c := Candidate{Index: idx}
 	sm := newStopMatcher(QwenStops, req.Stop)
+	indent := indentStop{min: req.MinIndent}
+	var firstText time.Time // when the candidate's first text arrived (LineBudget)
+	// stops applies the request's stop conditions beyond stop strings to
+	// text the stop matcher let through.
+	stops := func(s string, reason FinishReason) (string, FinishReason) {
+		if keep, hit := indent.feed(s); hit {
+			return s[:keep], FinishStopSequence
+		}
+		if reason == FinishUnknown && req.LineBudget > 0 && strings.Contains(s, "\n") &&
+			time.Since(firstText) > req.LineBudget {
+			return s, FinishBudget
+		}
+		return s, reason
+	}
 	var text strings.Builder
 	var metrics api.Metrics
 	var done bool
@@ -305,9 +328,15 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 		return nil
 	}
 	err := generateStream(genCtx, o.http, o.base, greq, func(r api.GenerateResponse, more bool) error {
+		if req.WarmOnly {
+			r.Response = "" // the prompt is in the cache; the token is not wanted
+		}
 		if r.Response != "" {
 			c.Tokens++
-			s, reason := sm.feed(r.Response)
+			if firstText.IsZero() {
+				firstText = time.Now()
+			}
+			s, reason := stops(sm.feed(r.Response))
 			if reason != FinishUnknown {
 				more = false // the stream ends here
 			}
@@ -337,7 +366,8 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	case errors.Is(err, errStopped):
 	case budgetHit.Load() && !done:
 		c.Finish = FinishBudget
-		if e := emit(sm.flush(), false); e != nil {
+		s, _ := stops(sm.flush(), FinishBudget)
+		if e := emit(s, false); e != nil {
 			return c, metrics, e
 		}
 	case err != nil:
@@ -345,15 +375,22 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	case !done:
 		return c, metrics, fmt.Errorf("%w: no final message after %d tokens of candidate %d", ErrIncomplete, c.Tokens, idx)
 	default:
-		if e := emit(sm.flush(), false); e != nil {
+		s, reason := stops(sm.flush(), FinishUnknown)
+		if e := emit(s, false); e != nil {
 			return c, metrics, e
 		}
 		c.Finish = FinishStop
 		if doneReason == "length" {
 			c.Finish = FinishLength
 		}
+		if reason == FinishStopSequence { // the indentation rule cut the held text
+			c.Finish = reason
+		}
 		if metrics.EvalCount > 0 {
 			c.Tokens = metrics.EvalCount
+		}
+		if req.WarmOnly {
+			c.Finish, c.Tokens = FinishLength, 0
 		}
 	}
 	c.Text = text.String()

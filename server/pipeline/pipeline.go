@@ -95,6 +95,17 @@ type Generation struct {
 	Stop []string
 	// Candidates to make; 0 means 1.
 	Candidates int
+	// WarmOnly evaluates the prompt into the backend's cache and generates
+	// nothing (llama.cpp server's n_predict 0: editors send it to warm the
+	// cache with new cross-file context before the user's next keystroke).
+	WarmOnly bool
+	// MinIndent ends generation at the first line after the first that is
+	// indented less (llama.cpp server's n_indent; inference.Request).
+	MinIndent int
+	// LineBudget ends generation at the first newline once this long has
+	// passed since the first text (llama.cpp server's t_max_predict_ms:
+	// unlike LatencyBudget the first line is always whole); 0: none.
+	LineBudget time.Duration
 }
 
 // Request is one completion request, as every surface decodes it.
@@ -230,6 +241,10 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 	ireq := inference.Request{
 		Model: model, MaxTokens: g.MaxTokens, Stop: g.Stop, Candidates: g.Candidates,
 		Temperature: g.Temperature, TopP: g.TopP, TopK: g.TopK, Seed: g.Seed,
+		WarmOnly: g.WarmOnly, MinIndent: g.MinIndent, LineBudget: g.LineBudget,
+	}
+	if g.WarmOnly { // one token is generated (and dropped): reserve just that
+		ireq.MaxTokens, ireq.Candidates = 1, 1
 	}
 	if err := p.backend.CheckOptions(&ireq); err != nil {
 		return nil, err
