@@ -92,6 +92,8 @@ func New(cfg Config, pipe Completer, ws Workspaces, log *zap.Logger) (*Handler, 
 // register function called here.
 func (h *Handler) routes() {
 	h.registerV1()
+	h.registerLlamaCpp()
+	h.registerOllama()
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, dialectOf(r), errNotFound(r.URL.Path))
 	})

@@ -1,0 +1,453 @@
+package httpapi
+
+// The Ollama dialect (API of github.com/ollama/ollama v0.24.0, the version
+// go.mod pins), as Continue's and Twinny's "ollama" providers use it:
+// POST /api/generate for fill-in-the-middle, GET /api/tags, GET
+// /api/version, POST /api/show. Other Ollama endpoints (chat, embeddings,
+// model management) answer 501 in Ollama's error style: infill does
+// fill-in-the-middle only, and passing them through to the backend is not
+// safe (a request with another num_ctx makes Ollama reload the model that
+// the completions use). README ("Ollama fields") tables what each field
+// does.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/types/model"
+
+	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/server/pipeline"
+)
+
+// ollamaAPIVersion is the Ollama release whose API this surface follows,
+// reported by GET /api/version (clients compare it against the features
+// they need).
+const ollamaAPIVersion = "0.24.0"
+
+// ollamaFIMTemplate is what /api/show reports as the model's template: the
+// Qwen2.5-Coder fill-in-the-middle template of Ollama's library models.
+// Continue decides that a model can fill in the middle when the template
+// mentions .Suffix, and then sends prefix and suffix apart.
+const ollamaFIMTemplate = `{{- if .Suffix }}<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}<|fim_middle|>{{- else }}{{ .Prompt }}{{- end }}`
+
+func (h *Handler) registerOllama() {
+	started := time.Now().UTC().Truncate(time.Second)
+	h.route("/api/generate", dialectOllama, map[string]http.HandlerFunc{http.MethodPost: h.ollamaGenerate})
+	h.route("/api/tags", dialectOllama, map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+		h.ollamaTags(w, r, started)
+	}})
+	h.route("/api/version", dialectOllama, map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"version": ollamaAPIVersion})
+	}})
+	h.route("/api/show", dialectOllama, map[string]http.HandlerFunc{http.MethodPost: func(w http.ResponseWriter, r *http.Request) {
+		h.ollamaShow(w, r, started)
+	}})
+	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		setDialect(r, dialectOllama)
+		writeError(w, r, dialectOllama, &httpError{status: http.StatusNotImplemented, msg: fmt.Sprintf(
+			"infill does not serve %s: it answers fill-in-the-middle completions only (POST /api/generate "+
+				"with a suffix, or a prompt in a FIM template); send chat, embedding and model requests to Ollama itself", r.URL.Path)})
+	})
+}
+
+// ollamaGenerateRequest is an /api/generate body: the fields infill uses.
+// keep_alive, context, system, template, format, images, think and the
+// other options (num_ctx, num_thread, mirostat, ...) are accepted and
+// ignored.
+type ollamaGenerateRequest struct {
+	Model  string `json:"model"`
+	Prompt string `json:"prompt"`
+	Suffix string `json:"suffix"`
+	Raw    bool   `json:"raw"`
+	Stream *bool  `json:"stream"`
+	// Options holds the model options infill honours.
+	Options struct {
+		NumPredict  *int     `json:"num_predict"`
+		Temperature *float32 `json:"temperature"`
+		TopP        *float32 `json:"top_p"`
+		TopK        *int     `json:"top_k"`
+		Seed        *int64   `json:"seed"`
+		Stop        []string `json:"stop"`
+	} `json:"options"`
+}
+
+func (h *Handler) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
+	var q ollamaGenerateRequest
+	if err := decodeJSON(r, &q); err != nil {
+		writeError(w, r, dialectOllama, err)
+		return
+	}
+	model := q.Model
+	if model == "" {
+		model = h.cfg.DefaultModel
+	}
+	stream := q.Stream == nil || *q.Stream // Ollama streams unless told not to
+	if q.Prompt == "" && q.Suffix == "" {
+		// Ollama loads the model and answers at once; clients use it to
+		// preload. The backend's model stays loaded by infill's keep_alive.
+		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: "load"})
+		return
+	}
+	f, err := fromOllama(&q)
+	if err != nil {
+		writeError(w, r, dialectOllama, err)
+		return
+	}
+	f.Model = q.Model
+	g := &f.Generation
+	if n := q.Options.NumPredict; n != nil {
+		limit := *n
+		if limit <= 0 {
+			limit = -1 // Ollama: 0 and negative mean no limit
+		}
+		g.MaxTokens = h.pluginMaxTokens(limit)
+	}
+	if t := q.Options.Temperature; t != nil {
+		g.Temperature = t
+	}
+	g.TopP = q.Options.TopP
+	if k := q.Options.TopK; k != nil && *k > 0 {
+		g.TopK = k
+	}
+	if s := q.Options.Seed; s != nil && *s >= 0 {
+		g.Seed = s
+	}
+	g.Stop = nonEmpty(q.Options.Stop)
+
+	nd := &ndjsonWriter{w: w}
+	var res *pipeline.Result
+	if stream {
+		res, err = h.complete(r.Context(), f, dialectOllama.String(), pipeline.Stream{
+			OnDelta: func(_ int, text string) error {
+				return nd.send(api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Response: text})
+			},
+		})
+	} else {
+		res, err = h.complete(r.Context(), f, dialectOllama.String(), pipeline.Stream{})
+	}
+	if err != nil {
+		if !nd.started {
+			writeError(w, r, dialectOllama, err)
+			return
+		}
+		if r.Context().Err() != nil {
+			return // the client went away
+		}
+		p := toProblem(err)
+		if p.status >= 500 {
+			infoOf(r).err = err
+		}
+		_ = nd.send(map[string]string{"error": p.msg}) // as Ollama reports an error mid-stream
+		return
+	}
+	final := ollamaFinal(model, res)
+	if !stream {
+		final.Response = res.Candidates[0].Text
+		writeJSON(w, http.StatusOK, final)
+		return
+	}
+	_ = nd.send(final)
+}
+
+// ollamaFinal is the last message of a generation, with Ollama's counts
+// and durations (prompt_eval_count is what Ollama reported evaluating).
+func ollamaFinal(model string, res *pipeline.Result) api.GenerateResponse {
+	c := res.Candidates[0]
+	reason := "stop"
+	if c.Finish == inference.FinishLength {
+		reason = "length"
+	}
+	var eval time.Duration
+	if res.TimeToFirstToken > 0 {
+		eval = res.Total - res.TimeToFirstToken
+	}
+	return api.GenerateResponse{
+		Model: model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: reason,
+		Metrics: api.Metrics{
+			TotalDuration: res.Total, PromptEvalCount: res.PromptTokens, PromptEvalDuration: res.PromptEval,
+			EvalCount: c.Tokens, EvalDuration: eval,
+		},
+	}
+}
+
+// ndjsonWriter writes Ollama's stream: one JSON object a line, headers with
+// the first.
+type ndjsonWriter struct {
+	w       http.ResponseWriter
+	started bool
+	buf     bytes.Buffer
+}
+
+func (n *ndjsonWriter) send(v any) error {
+	if !n.started {
+		n.started = true
+		n.w.Header().Set("Content-Type", "application/x-ndjson")
+		n.w.WriteHeader(http.StatusOK)
+	}
+	n.buf.Reset()
+	enc := json.NewEncoder(&n.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	if _, err := n.w.Write(n.buf.Bytes()); err != nil {
+		return err
+	}
+	if fl, ok := n.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	return nil
+}
+
+// fromOllama finds the text around the cursor in an /api/generate request.
+// With a suffix, prompt is the prefix (as Continue sends it, whose
+// repository-level context before its separator becomes extra files).
+// Without one, the plugin rendered a fill-in-the-middle template itself
+// (Twinny always does, Continue when it thinks the model cannot): prefix and
+// suffix are taken back out of it (fimTemplates). A prompt in no template
+// is plain generation, which is not infill's job: 400.
+func fromOllama(q *ollamaGenerateRequest) (*fimRequest, error) {
+	f := &fimRequest{Class: pipeline.Interactive}
+	if q.Suffix != "" {
+		// raw is ignored: infill always renders the prompt itself, while
+		// Ollama drops the suffix of a raw request.
+		f.Prefix, f.Suffix = q.Prompt, q.Suffix
+		if ctx, prefix, ok := strings.Cut(q.Prompt, continueRepoSeparator); ok {
+			f.Prefix = prefix
+			f.RepoName, f.Extra, f.Path, _ = repoFiles(ctx)
+		}
+		return f, nil
+	}
+	for _, t := range fimTemplates {
+		if t.split(f, q.Prompt) {
+			return f, nil
+		}
+	}
+	if strings.HasPrefix(q.Prompt, "<|repo_name|>") || strings.HasPrefix(q.Prompt, "<|file_sep|>") {
+		// Qwen's repository-level format without FIM tokens (Twinny's
+		// "repository level" mode): complete the last file at its end.
+		var last snippet
+		f.RepoName, f.Extra, last = repoFilesLast(q.Prompt)
+		f.Path, f.Prefix = last.Path, last.Text
+		return f, nil
+	}
+	return nil, badRequest("suffix", "infill does fill-in-the-middle only: send the text after the cursor in "+
+		"\"suffix\" (or a prompt in a fill-in-the-middle template); send plain generation to Ollama itself")
+}
+
+// continueRepoSeparator is what Continue's Qwen multi-file template puts
+// between the repository-level context and the prefix.
+const continueRepoSeparator = "<|system_separator_istruction_repository_level|>"
+
+// fimTemplate is a fill-in-the-middle prompt format: begin, prefix, hole,
+// suffix, end (PSM), or begin, suffix, hole, prefix (SPM: Codestral). Text
+// before begin is context for the prompt; text after end starts the middle,
+// which ends the prefix here.
+type fimTemplate struct {
+	begin, hole, end string
+	spm              bool
+	// trim drops a space the template puts around prefix and suffix
+	// (CodeLlama's "<PRE> {prefix} <SUF>{suffix} <MID>").
+	trim bool
+}
+
+// fimTemplates are the formats of Twinny's fim-templates.ts and Continue's
+// AutocompleteTemplate.ts for the model families they know.
+var fimTemplates = []fimTemplate{
+	{begin: "<|fim_prefix|>", hole: "<|fim_suffix|>", end: "<|fim_middle|>"}, // Qwen2.5-Coder, CodeQwen
+	{begin: "<fim_prefix>", hole: "<fim_suffix>", end: "<fim_middle>"},       // StarCoder, stable-code, CodeGemma
+	{begin: "<｜fim▁begin｜>", hole: "<｜fim▁hole｜>", end: "<｜fim▁end｜>"},       // DeepSeek Coder
+	{begin: "<PRE>", hole: "<SUF>", end: "<MID>", trim: true},                // CodeLlama
+	{begin: "[SUFFIX]", hole: "[PREFIX]", spm: true},                         // Codestral
+}
+
+func (t fimTemplate) split(f *fimRequest, prompt string) bool {
+	ctx, rest, ok := strings.Cut(prompt, t.begin)
+	if !ok {
+		return false
+	}
+	first, second, ok := strings.Cut(rest, t.hole)
+	if !ok {
+		return false
+	}
+	var prefix, suffix, middle string
+	if t.spm {
+		suffix, prefix = first, second
+	} else {
+		if suffix, middle, ok = strings.Cut(second, t.end); !ok {
+			return false
+		}
+		prefix = first
+	}
+	if t.trim {
+		prefix = strings.TrimSuffix(strings.TrimPrefix(prefix, " "), " ")
+		suffix = strings.TrimSuffix(suffix, " ")
+		middle = strings.TrimPrefix(middle, " ")
+	}
+	if strings.Contains(ctx, "<|file_sep|>") || strings.HasPrefix(ctx, "<|repo_name|>") {
+		f.RepoName, f.Extra, f.Path, f.Language = repoFiles(ctx)
+	} else {
+		f.Extra = append(f.Extra, contextSnippets(ctx)...)
+	}
+	// Twinny writes a header naming the file (and its opened files before
+	// it) at the top of the prefix.
+	if m := twinnyHeader.FindStringSubmatch(prefix); m != nil {
+		f.Extra = append(f.Extra, contextSnippets(m[1])...)
+		f.Path, f.Language = fileURIPath(m[2]), m[3]
+		prefix = prefix[len(m[0]):]
+	}
+	f.Prefix, f.Suffix = prefix+middle, suffix
+	return true
+}
+
+// twinnyHeader is Twinny's prompt header (completion.ts getPromptHeader):
+// "<comment> Language: Python (python) <end>" and
+// "<comment> File uri: file:///a/b.py (python) <end>", after its file
+// context.
+var twinnyHeader = regexp.MustCompile(`(?s)^(.*?)\s*\n[^\n]*? Language: [^\n]*\n[^\n]*? File uri: (\S+) \(([^()\s]*)\)[^\n]*\n`)
+
+func fileURIPath(uri string) string {
+	if u, err := url.Parse(uri); err == nil && u.Scheme == "file" {
+		return u.Path
+	}
+	return uri
+}
+
+// repoFiles reads Qwen's repository-level context, "<|repo_name|>name\n"
+// then "<|file_sep|>path\ntext" per file, as the plugins write it before
+// the prefix. The last file is the cursor file when it has a path and no
+// text (Continue), or when it is Twinny's header; else it is context like
+// the others.
+func repoFiles(ctx string) (repo string, extra []snippet, cursorPath, language string) {
+	repo, extra, last := repoFilesLast(ctx)
+	switch {
+	case last.Path != "" && strings.TrimSpace(last.Text) == "":
+		cursorPath = last.Path
+	case last.Path == "":
+		if m := twinnyHeader.FindStringSubmatch("\n" + last.Text + "\n"); m != nil {
+			extra = append(extra, contextSnippets(m[1])...)
+			cursorPath, language = fileURIPath(m[2]), m[3]
+			break
+		}
+		extra = append(extra, contextSnippets(last.Text)...)
+	default:
+		extra = append(extra, last)
+	}
+	return repo, extra, cursorPath, language
+}
+
+// repoFilesLast splits a repository-level prompt into its files, returning
+// the last apart. A file whose path line is not a path (it holds spaces:
+// Twinny's "// File: ..." comments) is read by contextSnippets.
+func repoFilesLast(s string) (repo string, files []snippet, last snippet) {
+	if rest, ok := strings.CutPrefix(s, "<|repo_name|>"); ok {
+		repo, s, _ = strings.Cut(rest, "\n")
+	}
+	parts := strings.Split(s, "<|file_sep|>")
+	files = contextSnippets(parts[0])
+	for i, p := range parts[1:] {
+		path, text, _ := strings.Cut(p, "\n")
+		if path = strings.TrimSpace(path); path == "" || strings.ContainsAny(path, " \t") {
+			if i == len(parts)-2 {
+				last = snippet{Text: strings.TrimPrefix(p, "\n")}
+				return repo, files, last
+			}
+			files = append(files, contextSnippets(p)...)
+			continue
+		}
+		if i == len(parts)-2 {
+			return repo, files, snippet{Path: path, Text: text}
+		}
+		files = append(files, snippet{Path: path, Text: strings.TrimSuffix(text, "\n")})
+	}
+	if len(files) == 0 {
+		return repo, nil, snippet{}
+	}
+	return repo, files[:len(files)-1], files[len(files)-1]
+}
+
+// twinnyFile starts a file in Twinny's opened-files context
+// (completion.ts getFileInteractionContext).
+var twinnyFile = regexp.MustCompile(`(?m)^[^\n]*?// File: (\S+)[ \t]*\n[ \t]*// Content: ?\n ?`)
+
+// contextSnippets is context text a plugin put before the prefix: Twinny's
+// opened files ("// File: path" then "// Content:" and the text) each
+// become a snippet of that file, other text one snippet without a name.
+func contextSnippets(text string) []snippet {
+	locs := twinnyFile.FindAllStringSubmatchIndex(text, -1)
+	var out []snippet
+	before := text
+	if len(locs) > 0 {
+		before = text[:locs[0][0]]
+	}
+	if strings.TrimSpace(before) != "" {
+		out = append(out, snippet{Text: before})
+	}
+	for i, l := range locs {
+		end := len(text)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		body := strings.TrimRight(text[l[1]:end], " \n")
+		if i == len(locs)-1 { // Twinny wraps the whole context in the language's comment
+			for _, closer := range []string{"'''", "*/", "-->"} {
+				body = strings.TrimRight(strings.TrimSuffix(body, closer), " \n")
+			}
+		}
+		out = append(out, snippet{Path: text[l[2]:l[3]], Text: body})
+	}
+	return out
+}
+
+func (h *Handler) ollamaModel(modified time.Time) api.ListModelResponse {
+	return api.ListModelResponse{
+		Name: h.cfg.DefaultModel, Model: h.cfg.DefaultModel, ModifiedAt: modified,
+		Details: api.ModelDetails{Format: "gguf", Family: "qwen2", Families: []string{"qwen2"}},
+	}
+}
+
+// ollamaTags lists the model infill completes with (Continue and Twinny
+// offer the names they find here).
+func (h *Handler) ollamaTags(w http.ResponseWriter, r *http.Request, modified time.Time) {
+	writeJSON(w, http.StatusOK, api.ListResponse{Models: []api.ListModelResponse{h.ollamaModel(modified)}})
+}
+
+// ollamaShow describes infill's model so that plugins send
+// fill-in-the-middle requests: a template with .Suffix (Continue's test),
+// the "insert" capability (Ollama's), and num_ctx among the parameters
+// (Continue sizes its prompts by it).
+func (h *Handler) ollamaShow(w http.ResponseWriter, r *http.Request, modified time.Time) {
+	var q api.ShowRequest
+	if err := decodeJSON(r, &q); err != nil {
+		writeError(w, r, dialectOllama, err)
+		return
+	}
+	name := q.Model
+	if name == "" {
+		name = q.Name
+	}
+	if name != "" && name != h.cfg.DefaultModel && name+":latest" != h.cfg.DefaultModel {
+		writeError(w, r, dialectOllama, &httpError{status: http.StatusNotFound,
+			msg: fmt.Sprintf("model '%s' not found: infill completes with %q", name, h.cfg.DefaultModel)})
+		return
+	}
+	m := h.ollamaModel(modified)
+	writeJSON(w, http.StatusOK, api.ShowResponse{
+		Parameters: fmt.Sprintf("num_ctx %d", h.cfg.ContextTokens),
+		Template:   ollamaFIMTemplate,
+		Details:    m.Details,
+		ModelInfo: map[string]any{
+			"general.architecture": "qwen2", "qwen2.context_length": h.cfg.ContextTokens,
+		},
+		Capabilities: []model.Capability{model.CapabilityCompletion, model.CapabilityInsert},
+		ModifiedAt:   modified,
+	})
+}
