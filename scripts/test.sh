@@ -4,7 +4,7 @@
 # every Go test. Extra arguments go to `go test` (e.g. -run, -short).
 #
 # Needs: Go, gcc/g++ (cgo), and the Debian packages .ci/run installs
-# (nlohmann-json3-dev libstb-dev bubblewrap python3 python3-pytest).
+# (nlohmann-json3-dev libstb-dev bubblewrap python3 python3-pytest neovim).
 # Without them the tests that need them skip, except with CI=true.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
