@@ -188,68 +188,81 @@ func nonEmpty(ss []string) []string {
 // any text still gets its status; an error after it is an "error: {...}"
 // event, as llama.cpp writes it.
 func (h *Handler) infillStream(w http.ResponseWriter, r *http.Request, q *infillRequest, f *fimRequest) {
-	ev := &eventWriter{w: w}
+	ev := &streamWriter{w: w, contentType: "text/event-stream"}
 	planned, deltas := 0, map[int]int{}
 	res, err := h.complete(r.Context(), f, dialectLlamaCpp.String(), pipeline.Stream{
 		OnStart: func(s pipeline.Start) error { planned = s.Manifest.PromptTokens; return nil },
 		OnDelta: func(i int, text string) error {
 			deltas[i]++
-			return ev.send("data", infillPartial{Index: i, Content: text, Tokens: []int{}, IDSlot: 0,
-				TokensPredicted: deltas[i], TokensEvaluated: planned})
+			return ev.send("data: ", infillPartial{Index: i, Content: text, Tokens: []int{}, IDSlot: 0,
+				TokensPredicted: deltas[i], TokensEvaluated: planned}, "\n\n")
 		},
 	})
 	if err != nil {
-		if !ev.started {
-			writeError(w, r, dialectLlamaCpp, err)
-			return
-		}
-		if r.Context().Err() != nil {
-			return // the client went away
-		}
-		p := toProblem(err)
-		if p.status >= 500 {
-			infoOf(r).err = err
-		}
-		_ = ev.send("error", map[string]any{"code": p.status, "message": p.msg, "type": p.typ})
+		streamError(w, r, dialectLlamaCpp, ev.started, err, func(p problem) {
+			_ = ev.send("error: ", map[string]any{"code": p.status, "message": p.msg, "type": p.typ}, "\n\n")
+		})
 		return
 	}
 	for _, c := range res.Candidates {
-		if ev.send("data", selectFields(h.infillResult(res, c, q, true), q.ResponseFields)) != nil {
+		if ev.send("data: ", selectFields(h.infillResult(res, c, q, true), q.ResponseFields), "\n\n") != nil {
 			return
 		}
 	}
 }
 
-// eventWriter writes server-sent events, sending the headers with the first.
-type eventWriter struct {
-	w       http.ResponseWriter
-	started bool
-	buf     bytes.Buffer
+// streamError reports err of a streamed answer: before anything went out,
+// as an ordinary error in d's style; after, as the dialect writes an error
+// into its stream (inStream), unless the client has gone away.
+func streamError(w http.ResponseWriter, r *http.Request, d dialect, started bool, err error, inStream func(problem)) {
+	if !started {
+		writeError(w, r, d, err)
+		return
+	}
+	if r.Context().Err() != nil {
+		return // the client went away
+	}
+	p := toProblem(err)
+	if p.status >= 500 {
+		infoOf(r).err = err
+	}
+	inStream(p)
 }
 
-func (e *eventWriter) send(field string, v any) error {
-	if !e.started {
-		e.started = true
-		hd := e.w.Header()
-		hd.Set("Content-Type", "text/event-stream")
+// streamWriter writes a streamed answer, one JSON value per message
+// (server-sent events for llama.cpp, NDJSON for Ollama), flushing each and
+// sending the headers with the first, so that an error before any text
+// still gets its status.
+type streamWriter struct {
+	w           http.ResponseWriter
+	contentType string
+	started     bool
+	buf         bytes.Buffer
+}
+
+// send writes v as compact JSON between before and after.
+func (s *streamWriter) send(before string, v any, after string) error {
+	if !s.started {
+		s.started = true
+		hd := s.w.Header()
+		hd.Set("Content-Type", s.contentType)
 		hd.Set("Cache-Control", "no-cache")
 		hd.Set("X-Accel-Buffering", "no")
-		e.w.WriteHeader(http.StatusOK)
+		s.w.WriteHeader(http.StatusOK)
 	}
-	e.buf.Reset()
-	e.buf.WriteString(field)
-	e.buf.WriteString(": ")
-	enc := json.NewEncoder(&e.buf)
+	s.buf.Reset()
+	s.buf.WriteString(before)
+	enc := json.NewEncoder(&s.buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	e.buf.Truncate(e.buf.Len() - 1) // Encode's newline
-	e.buf.WriteString("\n\n")
-	if _, err := e.w.Write(e.buf.Bytes()); err != nil {
+	s.buf.Truncate(s.buf.Len() - 1) // Encode's newline
+	s.buf.WriteString(after)
+	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
 		return err
 	}
-	if fl, ok := e.w.(http.Flusher); ok {
+	if fl, ok := s.w.(http.Flusher); ok {
 		fl.Flush()
 	}
 	return nil

@@ -11,8 +11,6 @@ package httpapi
 // does.
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -122,30 +120,21 @@ func (h *Handler) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	g.Stop = nonEmpty(q.Options.Stop)
 
-	nd := &ndjsonWriter{w: w}
+	nd := &streamWriter{w: w, contentType: "application/x-ndjson"}
 	var res *pipeline.Result
 	if stream {
 		res, err = h.complete(r.Context(), f, dialectOllama.String(), pipeline.Stream{
 			OnDelta: func(_ int, text string) error {
-				return nd.send(api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Response: text})
+				return nd.send("", api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Response: text}, "\n")
 			},
 		})
 	} else {
 		res, err = h.complete(r.Context(), f, dialectOllama.String(), pipeline.Stream{})
 	}
 	if err != nil {
-		if !nd.started {
-			writeError(w, r, dialectOllama, err)
-			return
-		}
-		if r.Context().Err() != nil {
-			return // the client went away
-		}
-		p := toProblem(err)
-		if p.status >= 500 {
-			infoOf(r).err = err
-		}
-		_ = nd.send(map[string]string{"error": p.msg}) // as Ollama reports an error mid-stream
+		streamError(w, r, dialectOllama, nd.started, err, func(p problem) {
+			_ = nd.send("", map[string]string{"error": p.msg}, "\n") // as Ollama reports an error mid-stream
+		})
 		return
 	}
 	final := ollamaFinal(model, res)
@@ -154,7 +143,7 @@ func (h *Handler) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, final)
 		return
 	}
-	_ = nd.send(final)
+	_ = nd.send("", final, "\n")
 }
 
 // ollamaFinal is the last message of a generation, with Ollama's counts
@@ -176,35 +165,6 @@ func ollamaFinal(model string, res *pipeline.Result) api.GenerateResponse {
 			EvalCount: c.Tokens, EvalDuration: eval,
 		},
 	}
-}
-
-// ndjsonWriter writes Ollama's stream: one JSON object a line, headers with
-// the first.
-type ndjsonWriter struct {
-	w       http.ResponseWriter
-	started bool
-	buf     bytes.Buffer
-}
-
-func (n *ndjsonWriter) send(v any) error {
-	if !n.started {
-		n.started = true
-		n.w.Header().Set("Content-Type", "application/x-ndjson")
-		n.w.WriteHeader(http.StatusOK)
-	}
-	n.buf.Reset()
-	enc := json.NewEncoder(&n.buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	if _, err := n.w.Write(n.buf.Bytes()); err != nil {
-		return err
-	}
-	if fl, ok := n.w.(http.Flusher); ok {
-		fl.Flush()
-	}
-	return nil
 }
 
 // fromOllama finds the text around the cursor in an /api/generate request.
