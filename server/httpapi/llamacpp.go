@@ -161,14 +161,15 @@ func (h *Handler) fromInfill(q *infillRequest) *fimRequest {
 
 // pluginMaxTokens is the generation limit for a plugin's n_predict or
 // num_predict n. Both servers treat the value as a ceiling and never refuse
-// it (a negative one means no limit), while infill refuses what does not fit
-// the context, so it is lowered to a quarter of the context.
+// it, while infill refuses what does not fit the context, so it is lowered
+// to a quarter of the context. "No limit" (negative) is the server's
+// default (--max-tokens): a completion is not worth waiting for the
+// context to fill.
 func (h *Handler) pluginMaxTokens(n int) int {
-	limit := max(h.cfg.ContextTokens/4, 1)
-	if n < 0 || n > limit {
-		return limit
+	if n < 0 {
+		return 0
 	}
-	return n
+	return min(n, max(h.cfg.ContextTokens/4, 1))
 }
 
 func nonEmpty(ss []string) []string {

@@ -104,7 +104,7 @@ func (h *Handler) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	if n := q.Options.NumPredict; n != nil {
 		limit := *n
 		if limit <= 0 {
-			limit = -1 // Ollama: 0 and negative mean no limit
+			limit = -1 // Ollama: 0 and negative mean no limit (llama.cpp: negative)
 		}
 		g.MaxTokens = h.pluginMaxTokens(limit)
 	}
@@ -394,7 +394,7 @@ func (h *Handler) ollamaShow(w http.ResponseWriter, r *http.Request, modified ti
 	if name == "" {
 		name = q.Name
 	}
-	if name != "" && name != h.cfg.DefaultModel && name+":latest" != h.cfg.DefaultModel {
+	if name != "" && strings.TrimSuffix(name, ":latest") != strings.TrimSuffix(h.cfg.DefaultModel, ":latest") {
 		writeError(w, r, dialectOllama, &httpError{status: http.StatusNotFound,
 			msg: fmt.Sprintf("model '%s' not found: infill completes with %q", name, h.cfg.DefaultModel)})
 		return

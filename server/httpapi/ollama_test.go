@@ -135,8 +135,8 @@ func TestOllamaNotStreamed(t *testing.T) {
 		t.Fatalf("response %+v", r)
 	}
 	g := pipe.requests()[0].Generation
-	if g.MaxTokens != 2048 || *g.Temperature != 0.5 || *g.Seed != 7 || g.TopK != nil || pipe.requests()[0].Model != "m" {
-		t.Fatalf("generation %+v (num_predict 0 is Ollama's no limit: the cap, a quarter of the context)", g)
+	if g.MaxTokens != 0 || *g.Temperature != 0.5 || *g.Seed != 7 || g.TopK != nil || pipe.requests()[0].Model != "m" {
+		t.Fatalf("generation %+v (num_predict 0 is Ollama's no limit: the server's default)", g)
 	}
 }
 
