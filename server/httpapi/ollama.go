@@ -57,14 +57,13 @@ func (h *Handler) registerOllama() {
 }
 
 // ollamaGenerateRequest is an /api/generate body: the fields infill uses.
-// keep_alive, context, system, template, format, images, think and the
+// raw, keep_alive, context, system, template, format, images, think and the
 // other options (num_ctx, num_thread, mirostat, ...) are accepted and
 // ignored.
 type ollamaGenerateRequest struct {
 	Model  string `json:"model"`
 	Prompt string `json:"prompt"`
 	Suffix string `json:"suffix"`
-	Raw    bool   `json:"raw"`
 	Stream *bool  `json:"stream"`
 	// Options holds the model options infill honours.
 	Options struct {
