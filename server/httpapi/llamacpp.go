@@ -200,7 +200,7 @@ func (h *Handler) infillStream(w http.ResponseWriter, r *http.Request, q *infill
 		},
 	})
 	if err != nil {
-		streamError(w, r, dialectLlamaCpp, ev.started, err, func(p problem) {
+		failStream(w, r, dialectLlamaCpp, ev.started, err, func(p problem) {
 			_ = ev.send("error: ", map[string]any{"code": p.status, "message": p.msg, "type": p.typ}, "\n\n")
 		})
 		return
@@ -212,10 +212,10 @@ func (h *Handler) infillStream(w http.ResponseWriter, r *http.Request, q *infill
 	}
 }
 
-// streamError reports err of a streamed answer: before anything went out,
+// failStream reports err of a streamed answer: before anything went out,
 // as an ordinary error in d's style; after, as the dialect writes an error
 // into its stream (inStream), unless the client has gone away.
-func streamError(w http.ResponseWriter, r *http.Request, d dialect, started bool, err error, inStream func(problem)) {
+func failStream(w http.ResponseWriter, r *http.Request, d dialect, started bool, err error, inStream func(problem)) {
 	if !started {
 		writeError(w, r, d, err)
 		return

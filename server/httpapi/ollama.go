@@ -131,7 +131,7 @@ func (h *Handler) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		res, err = h.complete(r.Context(), f, dialectOllama.String(), pipeline.Stream{})
 	}
 	if err != nil {
-		streamError(w, r, dialectOllama, nd.started, err, func(p problem) {
+		failStream(w, r, dialectOllama, nd.started, err, func(p problem) {
 			_ = nd.send("", map[string]string{"error": p.msg}, "\n") // as Ollama reports an error mid-stream
 		})
 		return
@@ -167,104 +167,120 @@ func ollamaFinal(model string, res *pipeline.Result) api.GenerateResponse {
 }
 
 // fromOllama finds the text around the cursor in an /api/generate request.
-// With a suffix, prompt is the prefix (as Continue sends it, whose
-// repository-level context before its separator becomes extra files).
+// With a suffix, prompt is the prefix (as Continue sends it; its
+// repository-level context before its separator becomes context files).
 // Without one, the plugin rendered a fill-in-the-middle template itself
-// (Twinny always does, Continue when it thinks the model cannot): prefix and
-// suffix are taken back out of it (fimTemplates). A prompt in no template
-// is plain generation, which is not infill's job: 400.
+// (Twinny always does, Continue when it thinks the model cannot), which
+// splitFIMPrompt (Qwen's and StarCoder's tokens, shared with /v1) or
+// splitCodeLlama takes apart, or Qwen's repository format with no FIM
+// tokens (Twinny's "repository level"): the end of its last file is the
+// cursor. Twinny's header and opened files are read out of what they give
+// (readTwinny). A prompt in no template is plain generation, which is not
+// infill's job: 400.
 func fromOllama(q *ollamaGenerateRequest) (*fimRequest, error) {
 	f := &fimRequest{Class: pipeline.Interactive}
 	if q.Suffix != "" {
 		// raw is ignored: infill always renders the prompt itself, while
 		// Ollama drops the suffix of a raw request.
 		f.Prefix, f.Suffix = q.Prompt, q.Suffix
-		if ctx, prefix, ok := strings.Cut(q.Prompt, continueRepoSeparator); ok {
-			f.Prefix = prefix
-			f.RepoName, f.Extra, f.Path, _ = repoFiles(ctx)
+		if head, prefix, ok := strings.Cut(q.Prompt, continueRepoSeparator); ok {
+			var p fimParts
+			p.readHead(head, fimFormats[0])
+			f.Prefix, f.Path, f.RepoName, f.Extra = prefix, p.path, p.repo, p.extra
 		}
 		return f, nil
 	}
-	for _, t := range fimTemplates {
-		if t.split(f, q.Prompt) {
-			return f, nil
-		}
+	p, ok := splitFIMPrompt(q.Prompt)
+	if !ok {
+		p, ok = splitCodeLlama(q.Prompt)
 	}
-	if strings.HasPrefix(q.Prompt, "<|repo_name|>") || strings.HasPrefix(q.Prompt, "<|file_sep|>") {
-		// Qwen's repository-level format without FIM tokens (Twinny's
-		// "repository level" mode): complete the last file at its end.
-		var last snippet
-		f.RepoName, f.Extra, last = repoFilesLast(q.Prompt)
-		f.Path, f.Prefix = last.Path, last.Text
-		return f, nil
+	if !ok {
+		p, ok = splitRepoLevel(q.Prompt)
 	}
-	return nil, badRequest("suffix", "infill does fill-in-the-middle only: send the text after the cursor in "+
-		"\"suffix\" (or a prompt in a fill-in-the-middle template); send plain generation to Ollama itself")
+	if !ok {
+		return nil, badRequest("suffix", "infill does fill-in-the-middle only: send the text after the cursor in "+
+			"\"suffix\" (or a prompt in Qwen's, StarCoder's or CodeLlama's fill-in-the-middle template); "+
+			"send plain generation to Ollama itself")
+	}
+	f.Prefix, f.Suffix, f.Path, f.RepoName = p.prefix, p.suffix, p.path, p.repo
+	readTwinny(f, p.extra)
+	return f, nil
 }
 
 // continueRepoSeparator is what Continue's Qwen multi-file template puts
 // between the repository-level context and the prefix.
 const continueRepoSeparator = "<|system_separator_istruction_repository_level|>"
 
-// fimTemplate is a fill-in-the-middle prompt format: begin, prefix, hole,
-// suffix, end (PSM), or begin, suffix, hole, prefix (SPM: Codestral). Text
-// before begin is context for the prompt; text after end starts the middle,
-// which ends the prefix here.
-type fimTemplate struct {
-	begin, hole, end string
-	spm              bool
-	// trim drops a space the template puts around prefix and suffix
-	// (CodeLlama's "<PRE> {prefix} <SUF>{suffix} <MID>").
-	trim bool
+// splitCodeLlama takes apart CodeLlama's "<PRE> {prefix} <SUF>{suffix} <MID>"
+// (the template of Twinny's default FIM provider, which also puts a space
+// after <SUF>) as splitFIMPrompt does the others: the prompt ends with the
+// middle token, the last <SUF> and <PRE> before it are taken, and text
+// before <PRE> is context.
+func splitCodeLlama(prompt string) (fimParts, bool) {
+	body, ok := strings.CutSuffix(strings.TrimRight(prompt, " "), "<MID>")
+	j := strings.LastIndex(body, "<SUF>")
+	if !ok || j < 0 {
+		return fimParts{}, false
+	}
+	i := strings.LastIndex(body[:j], "<PRE>")
+	if i < 0 {
+		return fimParts{}, false
+	}
+	out := fimParts{
+		prefix: strings.TrimSuffix(strings.TrimPrefix(body[i+len("<PRE>"):j], " "), " "),
+		suffix: strings.TrimSuffix(body[j+len("<SUF>"):], " "),
+	}
+	if head := strings.TrimSpace(body[:i]); head != "" {
+		out.extra = []snippet{{Text: head}}
+	}
+	return out, true
 }
 
-// fimTemplates are the formats of Twinny's fim-templates.ts and Continue's
-// AutocompleteTemplate.ts for the model families they know.
-var fimTemplates = []fimTemplate{
-	{begin: "<|fim_prefix|>", hole: "<|fim_suffix|>", end: "<|fim_middle|>"}, // Qwen2.5-Coder, CodeQwen
-	{begin: "<fim_prefix>", hole: "<fim_suffix>", end: "<fim_middle>"},       // StarCoder, stable-code, CodeGemma
-	{begin: "<｜fim▁begin｜>", hole: "<｜fim▁hole｜>", end: "<｜fim▁end｜>"},       // DeepSeek Coder
-	{begin: "<PRE>", hole: "<SUF>", end: "<MID>", trim: true},                // CodeLlama
-	{begin: "[SUFFIX]", hole: "[PREFIX]", spm: true},                         // Codestral
+// splitRepoLevel reads Qwen's repository format with no FIM tokens,
+// "<|repo_name|>name\n" and "<|file_sep|>path\ntext" per file: the last
+// file's text is the prefix of its end, the others are context.
+func splitRepoLevel(prompt string) (fimParts, bool) {
+	m := fimFormats[0]
+	i := strings.LastIndex(prompt, m.fileSep)
+	if i < 0 || !(strings.HasPrefix(prompt, m.repoName) || strings.HasPrefix(prompt, m.fileSep)) {
+		return fimParts{}, false
+	}
+	var out fimParts
+	out.readHead(prompt[:i], m)
+	path, prefix, _ := strings.Cut(prompt[i+len(m.fileSep):], "\n")
+	if path = strings.TrimSpace(path); plausiblePath(path) {
+		out.path = path
+	}
+	out.prefix = prefix
+	return out, true
 }
 
-func (t fimTemplate) split(f *fimRequest, prompt string) bool {
-	ctx, rest, ok := strings.Cut(prompt, t.begin)
-	if !ok {
-		return false
-	}
-	first, second, ok := strings.Cut(rest, t.hole)
-	if !ok {
-		return false
-	}
-	var prefix, suffix, middle string
-	if t.spm {
-		suffix, prefix = first, second
-	} else {
-		if suffix, middle, ok = strings.Cut(second, t.end); !ok {
-			return false
-		}
-		prefix = first
-	}
-	if t.trim {
-		prefix = strings.TrimSuffix(strings.TrimPrefix(prefix, " "), " ")
-		suffix = strings.TrimSuffix(suffix, " ")
-		middle = strings.TrimPrefix(middle, " ")
-	}
-	if strings.Contains(ctx, "<|file_sep|>") || strings.HasPrefix(ctx, "<|repo_name|>") {
-		f.RepoName, f.Extra, f.Path, f.Language = repoFiles(ctx)
-	} else {
-		f.Extra = append(f.Extra, contextSnippets(ctx)...)
-	}
-	// Twinny writes a header naming the file (and its opened files before
-	// it) at the top of the prefix.
-	if m := twinnyHeader.FindStringSubmatch(prefix); m != nil {
+// readTwinny sets f's context files from a client-rendered prompt's
+// snippets, reading what Twinny (src/extension/providers/completion.ts)
+// writes there: its opened files as "// File: path" / "// Content:"
+// chunks in the language's comment (named snippets here), and a header
+// naming the cursor file ("Language: Python (python)", "File uri:
+// file:///a/b.py (python)"), either as a file section of its own (Qwen's
+// format) or at the top of the prefix (the others).
+func readTwinny(f *fimRequest, extra []snippet) {
+	header := func(m []string) {
 		f.Extra = append(f.Extra, contextSnippets(m[1])...)
 		f.Path, f.Language = fileURIPath(m[2]), m[3]
-		prefix = prefix[len(m[0]):]
 	}
-	f.Prefix, f.Suffix = prefix+middle, suffix
-	return true
+	for _, s := range extra {
+		switch m := twinnyHeader.FindStringSubmatch("\n" + s.Text + "\n"); {
+		case s.Path != "":
+			f.Extra = append(f.Extra, s)
+		case m != nil:
+			header(m)
+		default:
+			f.Extra = append(f.Extra, contextSnippets(s.Text)...)
+		}
+	}
+	if m := twinnyHeader.FindStringSubmatch(f.Prefix); m != nil {
+		header(m)
+		f.Prefix = f.Prefix[len(m[0]):]
+	}
 }
 
 // twinnyHeader is Twinny's prompt header (completion.ts getPromptHeader):
@@ -278,59 +294,6 @@ func fileURIPath(uri string) string {
 		return u.Path
 	}
 	return uri
-}
-
-// repoFiles reads Qwen's repository-level context, "<|repo_name|>name\n"
-// then "<|file_sep|>path\ntext" per file, as the plugins write it before
-// the prefix. The last file is the cursor file when it has a path and no
-// text (Continue), or when it is Twinny's header; else it is context like
-// the others.
-func repoFiles(ctx string) (repo string, extra []snippet, cursorPath, language string) {
-	repo, extra, last := repoFilesLast(ctx)
-	switch {
-	case last.Path != "" && strings.TrimSpace(last.Text) == "":
-		cursorPath = last.Path
-	case last.Path == "":
-		if m := twinnyHeader.FindStringSubmatch("\n" + last.Text + "\n"); m != nil {
-			extra = append(extra, contextSnippets(m[1])...)
-			cursorPath, language = fileURIPath(m[2]), m[3]
-			break
-		}
-		extra = append(extra, contextSnippets(last.Text)...)
-	default:
-		extra = append(extra, last)
-	}
-	return repo, extra, cursorPath, language
-}
-
-// repoFilesLast splits a repository-level prompt into its files, returning
-// the last apart. A file whose path line is not a path (it holds spaces:
-// Twinny's "// File: ..." comments) is read by contextSnippets.
-func repoFilesLast(s string) (repo string, files []snippet, last snippet) {
-	if rest, ok := strings.CutPrefix(s, "<|repo_name|>"); ok {
-		repo, s, _ = strings.Cut(rest, "\n")
-	}
-	parts := strings.Split(s, "<|file_sep|>")
-	files = contextSnippets(parts[0])
-	for i, p := range parts[1:] {
-		path, text, _ := strings.Cut(p, "\n")
-		if path = strings.TrimSpace(path); path == "" || strings.ContainsAny(path, " \t") {
-			if i == len(parts)-2 {
-				last = snippet{Text: strings.TrimPrefix(p, "\n")}
-				return repo, files, last
-			}
-			files = append(files, contextSnippets(p)...)
-			continue
-		}
-		if i == len(parts)-2 {
-			return repo, files, snippet{Path: path, Text: text}
-		}
-		files = append(files, snippet{Path: path, Text: strings.TrimSuffix(text, "\n")})
-	}
-	if len(files) == 0 {
-		return repo, nil, snippet{}
-	}
-	return repo, files[:len(files)-1], files[len(files)-1]
 }
 
 // twinnyFile starts a file in Twinny's opened-files context
