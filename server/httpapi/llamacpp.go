@@ -169,8 +169,13 @@ func (h *Handler) pluginMaxTokens(n int) int {
 	if n < 0 {
 		return 0
 	}
-	return min(n, max(h.cfg.ContextTokens/4, 1))
+	return min(n, maxTokensCap(h.cfg.ContextTokens))
 }
+
+// maxTokensCap is the most a plugin's request generates: a quarter of the
+// context, which leaves the rest to the prompt and its repository context
+// (every HTTP dialect lowers larger asks to it).
+func maxTokensCap(contextTokens int) int { return max(contextTokens/4, 1) }
 
 func nonEmpty(ss []string) []string {
 	var out []string

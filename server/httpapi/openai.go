@@ -136,7 +136,7 @@ func (b *v1Body) openAIRequest(ctxTokens int) (*fimRequest, error) {
 	case *n < 0:
 		return nil, badRequest("max_tokens", "max_tokens must not be negative")
 	default:
-		f.Generation.MaxTokens = min(*n, max(ctxTokens/4, 1))
+		f.Generation.MaxTokens = min(*n, maxTokensCap(ctxTokens))
 	}
 	if b.N != nil {
 		if *b.N < 1 {
