@@ -180,23 +180,16 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 				return filepath.SkipDir
 			}
 			return nil
-		case d.Type()&fs.ModeSymlink != 0:
-			return skip("symbolic link")
-		case !d.Type().IsRegular():
-			return skip("not a regular file")
+		}
+		if reason := modeProblem(d.Type()); reason != "" {
+			return skip(reason)
 		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		if info.Size() > opts.MaxFileBytes {
-			return skip(fmt.Sprintf("over %d bytes", opts.MaxFileBytes))
-		}
-		content, err := os.ReadFile(path)
-		if err != nil {
-			return skip("unreadable")
-		}
-		if reason := textProblem(content); reason != "" {
+		content, reason := readText(path, info.Size(), opts.MaxFileBytes)
+		if reason != "" {
 			return skip(reason)
 		}
 		return add(rel, content)
@@ -218,6 +211,91 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 		}
 	}
 	return repo, report, nil
+}
+
+// LoadFile reads one file of the repository at root as LoadRepository
+// would: it returns the content of rel (relative to root, forward
+// slashes) when LoadRepository would send it, and otherwise the reason it
+// would leave the file out: a directory on the way that SkipDirs names or
+// that is a symbolic link, a symbolic link, a file that is not regular,
+// over MaxFileBytes, binary or not UTF-8, or a path the API cannot carry.
+// Include, MaxTotalBytes and MaxFiles do not apply. A file that does not
+// exist is an error wrapping fs.ErrNotExist; a rel that is not a clean
+// path inside root is an error. Editor integrations use it to keep a
+// loaded repository current as single files change on disk.
+func LoadFile(root, rel string, opts LoadOptions) (content string, skipped string, err error) {
+	opts = opts.withDefaults()
+	if reason := pathProblem(rel); reason != "" {
+		return "", reason, nil
+	}
+	if rel == "" || path.Clean(rel) != rel || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", "", fmt.Errorf("%q is not a clean path inside the repository", rel)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", "", err
+	}
+	// LoadRepository walks the directory root leads to.
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", "", err
+	}
+	dirs := strings.Split(rel, "/")
+	name := dirs[len(dirs)-1]
+	dir := abs
+	for _, d := range dirs[:len(dirs)-1] {
+		if slices.Contains(opts.SkipDirs, d) {
+			return "", "skipped directory", nil
+		}
+		dir = filepath.Join(dir, d)
+		info, err := os.Lstat(dir)
+		if err != nil {
+			return "", "", err
+		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			return "", "symbolic link", nil // WalkDir does not follow it
+		}
+		if !info.IsDir() {
+			return "", "", fmt.Errorf("%s: %w", filepath.Join(root, filepath.FromSlash(rel)), fs.ErrNotExist)
+		}
+	}
+	file := filepath.Join(dir, name)
+	info, err := os.Lstat(file)
+	if err != nil {
+		return "", "", err
+	}
+	if reason := modeProblem(info.Mode()); reason != "" {
+		return "", reason, nil
+	}
+	text, reason := readText(file, info.Size(), opts.MaxFileBytes)
+	return string(text), reason, nil
+}
+
+// modeProblem says why LoadRepository leaves out a directory entry of
+// this type (not a directory), or "".
+func modeProblem(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case !m.IsRegular():
+		return "not a regular file"
+	}
+	return ""
+}
+
+// readText reads the regular file at path of the given size as
+// LoadRepository sends it, or says why it leaves the file out.
+func readText(path string, size, maxBytes int64) ([]byte, string) {
+	if size > maxBytes {
+		return nil, fmt.Sprintf("over %d bytes", maxBytes)
+	}
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "unreadable"
+	}
+	if reason := textProblem(content); reason != "" {
+		return nil, reason
+	}
+	return content, ""
 }
 
 // readIncluded reads an Include path under root: through a link and at

@@ -2,6 +2,7 @@ package infill
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -292,5 +293,86 @@ func TestStreamRequestCopiesEveryField(t *testing.T) {
 	// without a twin shows up here.
 	if n := r.ProtoReflect().Descriptor().Fields().Len(); n != 9 {
 		t.Errorf("CompleteRequest has %d fields; update this test", n)
+	}
+}
+
+// LoadFile agrees with LoadRepository on every file of a tree: the same
+// content for a file it sends, the same reason for one it leaves out (the
+// reason of the directory that holds it, for a file in a skipped one).
+func TestLoadFileAgreesWithLoadRepository(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"README.md":               "# r\n",
+		"src/app.py":              "import util\n",
+		"src/empty.py":            "",
+		".git/config":             "[core]\n",
+		"node_modules/x/index.js": "module.exports = 1\n",
+		"src/__pycache__/a.pyc":   "\x00\x01",
+		"data/blob.bin":           "abc\x00def",
+		"data/latin1.txt":         "caf\xe9\n",
+		"data/big.txt":            strings.Repeat("x", 2000),
+		"real/inner.py":           "z = 3\n",
+	})
+	if err := os.Symlink("app.py", filepath.Join(root, "src", "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(root, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "new\nline.py"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := LoadOptions{MaxFileBytes: 1000}
+	repo, report, err := LoadRepository(root, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string]string{}
+	for _, f := range repo.GetFiles() {
+		sent[f.GetPath()] = f.GetContent()
+	}
+	reasons := map[string]string{}
+	for _, s := range report.Skipped {
+		reasons[s.Path] = s.Reason
+	}
+	// Every file on disk, and the reason LoadRepository gave for it or for
+	// the directory it did not enter.
+	for _, rel := range []string{"README.md", "src/app.py", "src/empty.py", ".git/config", "node_modules/x/index.js",
+		"src/__pycache__/a.pyc", "data/blob.bin", "data/latin1.txt", "data/big.txt", "real/inner.py",
+		"src/link.py", "linkdir/inner.py", "new\nline.py"} {
+		content, skipped, err := LoadFile(root, rel, opts)
+		if err != nil {
+			t.Errorf("%q: %v", rel, err)
+			continue
+		}
+		want, ok := sent[rel]
+		if ok {
+			if skipped != "" || content != want {
+				t.Errorf("%q: content %q, skipped %q; want %q", rel, content, skipped, want)
+			}
+			continue
+		}
+		wantReason := reasons[rel]
+		for p := rel; wantReason == "" && strings.Contains(p, "/"); {
+			p = p[:strings.LastIndex(p, "/")]
+			if r, ok := reasons[p+"/"]; ok {
+				wantReason = r
+			} else if r, ok := reasons[p]; ok {
+				wantReason = r
+			}
+		}
+		if wantReason == "" || skipped != wantReason || content != "" {
+			t.Errorf("%q: skipped %q, content %q; LoadRepository's reason %q", rel, skipped, content, wantReason)
+		}
+	}
+	if _, _, err := LoadFile(root, "src/gone.py", opts); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+	if _, _, err := LoadFile(root, "README.md/x", opts); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a file as a directory: %v, want fs.ErrNotExist", err)
+	}
+	for _, bad := range []string{"../outside.txt", "./README.md", "/etc/hostname", ""} {
+		if _, _, err := LoadFile(root, bad, opts); err == nil || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%q: %v, want an error for a path outside the repository", bad, err)
+		}
 	}
 }
