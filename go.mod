@@ -9,7 +9,9 @@ require (
 	github.com/openai/openai-go/v3 v3.98.0
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10
 	github.com/smacker/go-tree-sitter v0.0.0-20240827094217-dd81d9e9be82
+	github.com/sourcegraph/jsonrpc2 v0.2.0
 	github.com/spf13/cobra v1.7.0
+	github.com/tliron/glsp v0.2.2
 	github.com/x448/float16 v0.8.4
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0

@@ -1,0 +1,191 @@
+package lsp
+
+import (
+	"fmt"
+
+	protocol "github.com/tliron/glsp/protocol_3_16"
+	"go.uber.org/zap"
+)
+
+func (s *session) didOpen(p protocol.DidOpenTextDocumentParams) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	uri := p.TextDocument.URI
+	if old := s.ws.docs[uri]; old != nil {
+		// Opened again without a close: the new text wins.
+		old.text, old.version, old.lang = p.TextDocument.Text, p.TextDocument.Version, p.TextDocument.LanguageID
+		old.repo.set(old.rel, docFile(old))
+		return
+	}
+	r, rel, created := s.ws.placeDocument(uri)
+	d := &document{uri: uri, repo: r, rel: rel, lang: p.TextDocument.LanguageID, version: p.TextDocument.Version, text: p.TextDocument.Text}
+	s.ws.docs[uri] = d
+	r.set(rel, docFile(d))
+	if created != nil {
+		s.log.Info("document outside the workspace folders: reading its repository", zap.String("root", created.root))
+		s.loadLocked(created)
+	}
+}
+
+func (s *session) didChange(p protocol.DidChangeTextDocumentParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.ws.docs[p.TextDocument.URI]
+	if d == nil {
+		return fmt.Errorf("document %s is not open", p.TextDocument.URI)
+	}
+	if p.TextDocument.Version <= d.version {
+		s.log.Warn("didChange does not raise the document's version", zap.Int32("had", d.version), zap.Int32("got", p.TextDocument.Version))
+	}
+	text, err := applyChanges(d.text, p.ContentChanges, s.enc)
+	if err != nil {
+		return err
+	}
+	d.text, d.version = text, p.TextDocument.Version
+	d.repo.set(d.rel, docFile(d))
+	return nil
+}
+
+func (s *session) didSave(p protocol.DidSaveTextDocumentParams) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.ws.docs[p.TextDocument.URI]
+	if d == nil {
+		return
+	}
+	if p.Text != nil && *p.Text != d.text {
+		s.log.Warn("the saved text differs from the document's: taking the saved text")
+		d.text = *p.Text
+		d.repo.set(d.rel, docFile(d))
+	}
+	if s.noWatcher {
+		// Without file events the save is when the disk is seen to change:
+		// read the repository again, in the background.
+		s.loadLocked(d.repo)
+	}
+}
+
+func (s *session) didClose(p protocol.DidCloseTextDocumentParams) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.ws.docs[p.TextDocument.URI]
+	if d == nil {
+		return
+	}
+	delete(s.ws.docs, d.uri)
+	if d.repo.root == "" {
+		d.repo.set(d.rel, nil)
+		return
+	}
+	// The disk's text (or none) takes the document's place.
+	s.ws.refresh(d.repo, d.rel, s.cfg.Load)
+}
+
+func (s *session) didChangeWatched(p protocol.DidChangeWatchedFilesParams) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reload := map[*repo]bool{}
+	for _, ev := range p.Changes {
+		abs, ok := uriPath(ev.URI)
+		if !ok {
+			continue
+		}
+		r, rel := s.ws.folderFor(abs)
+		if r == nil {
+			continue
+		}
+		switch ev.Type {
+		case protocol.FileChangeTypeDeleted:
+			s.ws.remove(r, rel)
+		default:
+			if s.ws.refresh(r, rel, s.cfg.Load) {
+				reload[r] = true // a directory: its files are found by reading it
+			}
+		}
+	}
+	for r := range reload {
+		s.loadLocked(r)
+	}
+}
+
+func (s *session) didChangeFolders(p protocol.DidChangeWorkspaceFoldersParams) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range p.Event.Removed {
+		dir, ok := uriPath(f.URI)
+		if !ok {
+			continue
+		}
+		for _, d := range s.ws.removeFolder(dir) {
+			r, rel, created := s.ws.placeDocument(d.uri)
+			d.repo, d.rel = r, rel
+			r.set(rel, docFile(d))
+			if created != nil {
+				s.loadLocked(created)
+			}
+		}
+	}
+	for _, f := range p.Event.Added {
+		dir, ok := uriPath(f.URI)
+		if !ok {
+			continue
+		}
+		if r := s.ws.addFolder(dir); r != nil {
+			// Open documents in the new folder move into it.
+			for _, d := range s.ws.docs {
+				if abs, ok := uriPath(d.uri); ok {
+					if nr, rel := s.ws.folderFor(abs); nr == r && d.repo != r {
+						d.repo.set(d.rel, nil)
+						d.repo, d.rel = r, rel
+						r.set(rel, docFile(d))
+					}
+				}
+			}
+			s.loadLocked(r)
+		}
+	}
+}
+
+// loadLocked reads r from disk in the background (again, when a load is
+// under way) and installs it; requests in r wait for the first load.
+func (s *session) loadLocked(r *repo) {
+	if r.root == "" {
+		return
+	}
+	if r.loading {
+		r.again = true
+		return
+	}
+	r.loading = true
+	opts := s.cfg.Load
+	s.goDo(func() {
+		for {
+			disk, err := readDisk(r.root, opts)
+			s.mu.Lock()
+			r.loadErr = err
+			if err == nil {
+				s.ws.merge(r, disk)
+			}
+			again := r.again && s.ctx.Err() == nil
+			r.again = false
+			if !again {
+				r.loading = false
+				if !r.readyClosed {
+					r.readyClosed = true
+					close(r.ready)
+				}
+			}
+			n := len(r.files)
+			s.mu.Unlock()
+			if err != nil {
+				s.showOnce("load:"+r.root, protocol.MessageTypeWarning,
+					fmt.Sprintf("infill: could not read the repository %s (%v): completions there use the open files only", r.root, err))
+			} else {
+				s.log.Info("repository read", zap.String("root", r.root), zap.String("name", r.name), zap.Int("files", n))
+			}
+			if !again {
+				return
+			}
+		}
+	})
+}
