@@ -44,6 +44,9 @@ const (
 
 // Env is everything the tool touches outside itself; tests replace it.
 type Env struct {
+	// Stdin is read by `infill lsp` (the editor's messages); nil reads
+	// nothing.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Getenv reads the environment (INFILL_SERVER, INFILL_TOKEN).
 	Getenv func(string) string
@@ -75,6 +78,9 @@ type globals struct {
 func Main(ctx context.Context, args []string, env Env) int {
 	if env.Getenv == nil {
 		env.Getenv = func(string) string { return "" }
+	}
+	if env.Stdin == nil {
+		env.Stdin = strings.NewReader("")
 	}
 	if env.Dial == nil {
 		env.Dial = func(target string, cfg infill.Config) (*infill.Client, error) {
@@ -108,9 +114,10 @@ func newRoot(env *Env) *cobra.Command {
 		Use:   "infill",
 		Short: "Repository-aware code completion from an infill server",
 		Long: `infill asks an infill server for fill-in-the-middle completions of code in a
-repository on disk and streams them to the terminal (complete), and runs
-execution benchmarks through the server, reports their results and builds
-benchmarks from repositories (eval).
+repository on disk and streams them to the terminal (complete), gives LSP
+editors those completions as a language server (lsp), and runs execution
+benchmarks through the server, reports their results and builds benchmarks
+from repositories (eval).
 
 The server address is --server, else $INFILL_SERVER, else ` + DefaultServer + `.
 A bearer token is --token, else $INFILL_TOKEN; it needs --tls unless the
@@ -126,16 +133,25 @@ server is on loopback or a Unix socket.`,
 	pf.BoolVar(&g.useTLS, "tls", false, "connect with TLS, trusting the system's CAs")
 	pf.StringVar(&g.tlsCA, "tls-ca", "", "connect with TLS, trusting the PEM certificates in `FILE`")
 	pf.DurationVar(&g.timeout, "timeout", 5*time.Minute, "give up on a call after this long (0: never)")
-	root.AddCommand(newCompleteCmd(env, g), newEvalCmd(env, g))
+	root.AddCommand(newCompleteCmd(env, g), newEvalCmd(env, g), newLSPCmd(env, g))
 	return root
 }
 
 // dial connects with the shared flags.
 func (g *globals) dial(env *Env) (*infill.Client, string, error) {
+	return g.dialWith(env, nil)
+}
+
+// dialWith is dial with the client configuration changed by mutate
+// before the connection is made.
+func (g *globals) dialWith(env *Env, mutate func(*infill.Config)) (*infill.Client, string, error) {
 	target := firstNonEmpty(g.server, env.Getenv("INFILL_SERVER"), DefaultServer)
 	cfg := infill.Config{
 		Token:    firstNonEmpty(g.token, env.Getenv("INFILL_TOKEN")),
 		ClientID: "infill-cli",
+	}
+	if mutate != nil {
+		mutate(&cfg)
 	}
 	if g.useTLS || g.tlsCA != "" {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
