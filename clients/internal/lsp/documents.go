@@ -135,9 +135,14 @@ func (s *session) didChangeFolders(p protocol.DidChangeWorkspaceFoldersParams) {
 			for _, d := range s.ws.docs {
 				if abs, ok := uriPath(d.uri); ok {
 					if nr, rel := s.ws.folderFor(abs); nr == r && d.repo != r {
-						d.repo.set(d.rel, nil)
+						old, oldRel := d.repo, d.rel
 						d.repo, d.rel = r, rel
 						r.set(rel, docFile(d))
+						if old.root == "" {
+							old.set(oldRel, nil)
+						} else {
+							s.ws.refresh(old, oldRel, s.cfg.Load) // the disk's text again there
+						}
 					}
 				}
 			}

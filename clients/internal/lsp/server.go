@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 
@@ -157,13 +156,10 @@ func (s *session) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2
 		return
 	}
 	result, err := s.request(req)
-	if err == nil && result == nil {
-		return // answered later
-	}
 	s.reply(req.ID, result, err)
 }
 
-// pending marks a request a goroutine answers.
+// pending is the result of a request a goroutine answers later.
 var pending = new(struct{})
 
 func (s *session) reply(id jsonrpc2.ID, result any, err *jsonrpc2.Error) {
@@ -358,6 +354,7 @@ func (s *session) initialize(req *jsonrpc2.Request) (any, *jsonrpc2.Error) {
 			s.loadLocked(r)
 		}
 	}
+	watching := !s.noWatcher
 	s.mu.Unlock()
 	if len(unknown) > 0 {
 		s.log.Warn("unknown settings ignored", zap.Strings("names", unknown))
@@ -367,7 +364,7 @@ func (s *session) initialize(req *jsonrpc2.Request) (any, *jsonrpc2.Error) {
 		name = p.ClientInfo.Name
 	}
 	s.log.Info("initialized", zap.String("client", name), zap.String("position_encoding", enc),
-		zap.Strings("folders", roots), zap.Bool("file_watching", !s.noWatcher))
+		zap.Strings("folders", roots), zap.Bool("file_watching", watching))
 
 	sync := protocol.TextDocumentSyncKindIncremental
 	openClose := true
@@ -527,16 +524,4 @@ func (s *session) showOnce(key string, typ protocol.MessageType, msg string) {
 	if err := conn.Notify(s.ctx, methodShowMessage, protocol.ShowMessageParams{Type: typ, Message: msg}); err != nil {
 		s.log.Debug("showMessage not sent", zap.Error(err))
 	}
-}
-
-// folderRoots lists the folders' roots (for tests and logs).
-func (s *session) folderRoots() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, r := range s.ws.folders {
-		out = append(out, r.root)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -215,13 +216,18 @@ func (w *workspace) placeDocument(uri string) (r *repo, rel string, created *rep
 		if r := w.others[key]; r != nil {
 			return r, r.name, nil
 		}
-		u, _ := url.Parse(uri)
-		name := "untitled"
-		if u != nil && u.Scheme != "" {
-			name = u.Scheme
+		name, base := "untitled", ""
+		if u, err := url.Parse(uri); err == nil {
+			if u.Scheme != "" {
+				name = u.Scheme
+			}
+			base = u.Opaque
+			if base == "" {
+				base = u.Path
+			}
+			base = path.Base(strings.TrimRight(base, "/"))
 		}
-		base := path.Base(strings.TrimRight(uri, "/"))
-		if base == "" || base == "." || base == "/" || strings.ContainsAny(base, "\r\n") {
+		if base == "" || base == "." || base == "/" || strings.ContainsAny(base, "\r\n") || !utf8.ValidString(base) {
 			base = "buffer"
 		}
 		r := newRepo("", w.uniqueName(name))
@@ -324,8 +330,14 @@ func (w *workspace) refresh(r *repo, p string, opts infill.LoadOptions) (dir boo
 // remove drops path p of r, and every file under it when it was a
 // directory, unless an open document holds it.
 func (w *workspace) remove(r *repo, p string) {
+	open := map[string]bool{}
+	for _, d := range w.docs {
+		if d.repo == r {
+			open[d.rel] = true
+		}
+	}
 	for q := range r.files {
-		if (q == p || strings.HasPrefix(q, p+"/")) && !w.openAt(r, q) {
+		if (q == p || strings.HasPrefix(q, p+"/")) && !open[q] {
 			delete(r.disk, q)
 			r.set(q, nil)
 		}
