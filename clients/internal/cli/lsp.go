@@ -171,7 +171,7 @@ func runLSP(cmd *cobra.Command, env *Env, g *globals, f *lspFlags) error {
 		logOut = file
 	}
 	encCfg := zap.NewDevelopmentEncoderConfig()
-	log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(encCfg), zapcore.AddSync(&lockedWriter{w: logOut}), level)).Named("infill-lsp")
+	log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(encCfg), zapcore.Lock(zapcore.AddSync(logOut)), level)).Named("infill-lsp")
 	defer log.Sync() //nolint:errcheck // nothing to do about it
 
 	client, target, err := g.dialWith(env, func(c *infill.Config) {
@@ -264,18 +264,6 @@ func (s stdio) Close() error {
 		return c.Close()
 	}
 	return nil
-}
-
-// lockedWriter serializes log writes (stderr may be shared).
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // version is the module version the binary was built from.

@@ -37,16 +37,16 @@ type lspSession struct {
 	in    *io.PipeWriter
 	out   *bufio.Reader
 	code  chan int
-	stder *bytes.Buffer
+	stder *syncBuffer
 }
 
 func startLSP(t *testing.T, addr string) *lspSession {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &lspSession{t: t, in: inW, out: bufio.NewReader(outR), code: make(chan int, 1), stder: &bytes.Buffer{}}
+	s := &lspSession{t: t, in: inW, out: bufio.NewReader(outR), code: make(chan int, 1), stder: &syncBuffer{}}
 	go func() {
-		s.code <- Main(t.Context(), []string{"--server", addr, "lsp"}, Env{Stdin: inR, Stdout: outW, Stderr: &lockedWriter{w: s.stder}})
+		s.code <- Main(t.Context(), []string{"--server", addr, "lsp"}, Env{Stdin: inR, Stdout: outW, Stderr: s.stder})
 		outW.Close()
 	}()
 	return s
@@ -136,7 +136,7 @@ func TestLSPStdio(t *testing.T) {
 	s.response(3)
 	s.send(map[string]any{"method": "exit"})
 	if code := s.exitCode(); code != ExitOK {
-		t.Errorf("exit code %d after shutdown; stderr:\n%s", code, s.stder)
+		t.Errorf("exit code %d after shutdown; stderr:\n%s", code, s.stder.b.String())
 	}
 
 	s = startLSP(t, addr)

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 )
 
-func (s *session) didOpen(p protocol.DidOpenTextDocumentParams) {
+func (s *session) didOpen(p protocol.DidOpenTextDocumentParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	uri := p.TextDocument.URI
@@ -15,7 +15,7 @@ func (s *session) didOpen(p protocol.DidOpenTextDocumentParams) {
 		// Opened again without a close: the new text wins.
 		old.text, old.version, old.lang = p.TextDocument.Text, p.TextDocument.Version, p.TextDocument.LanguageID
 		old.repo.set(old.rel, docFile(old))
-		return
+		return nil
 	}
 	r, rel, created := s.ws.placeDocument(uri)
 	d := &document{uri: uri, repo: r, rel: rel, lang: p.TextDocument.LanguageID, version: p.TextDocument.Version, text: p.TextDocument.Text}
@@ -25,6 +25,7 @@ func (s *session) didOpen(p protocol.DidOpenTextDocumentParams) {
 		s.log.Info("document outside the workspace folders: reading its repository", zap.String("root", created.root))
 		s.loadLocked(created)
 	}
+	return nil
 }
 
 func (s *session) didChange(p protocol.DidChangeTextDocumentParams) error {
@@ -46,12 +47,12 @@ func (s *session) didChange(p protocol.DidChangeTextDocumentParams) error {
 	return nil
 }
 
-func (s *session) didSave(p protocol.DidSaveTextDocumentParams) {
+func (s *session) didSave(p protocol.DidSaveTextDocumentParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.ws.docs[p.TextDocument.URI]
 	if d == nil {
-		return
+		return nil
 	}
 	if p.Text != nil && *p.Text != d.text {
 		s.log.Warn("the saved text differs from the document's: taking the saved text")
@@ -63,25 +64,27 @@ func (s *session) didSave(p protocol.DidSaveTextDocumentParams) {
 		// read the repository again, in the background.
 		s.loadLocked(d.repo)
 	}
+	return nil
 }
 
-func (s *session) didClose(p protocol.DidCloseTextDocumentParams) {
+func (s *session) didClose(p protocol.DidCloseTextDocumentParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.ws.docs[p.TextDocument.URI]
 	if d == nil {
-		return
+		return nil
 	}
 	delete(s.ws.docs, d.uri)
 	if d.repo.root == "" {
 		d.repo.set(d.rel, nil)
-		return
+		return nil
 	}
 	// The disk's text (or none) takes the document's place.
 	s.ws.refresh(d.repo, d.rel, s.cfg.Load)
+	return nil
 }
 
-func (s *session) didChangeWatched(p protocol.DidChangeWatchedFilesParams) {
+func (s *session) didChangeWatched(p protocol.DidChangeWatchedFilesParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	reload := map[*repo]bool{}
@@ -106,9 +109,10 @@ func (s *session) didChangeWatched(p protocol.DidChangeWatchedFilesParams) {
 	for r := range reload {
 		s.loadLocked(r)
 	}
+	return nil
 }
 
-func (s *session) didChangeFolders(p protocol.DidChangeWorkspaceFoldersParams) {
+func (s *session) didChangeFolders(p protocol.DidChangeWorkspaceFoldersParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range p.Event.Removed {
@@ -149,6 +153,7 @@ func (s *session) didChangeFolders(p protocol.DidChangeWorkspaceFoldersParams) {
 			s.loadLocked(r)
 		}
 	}
+	return nil
 }
 
 // loadLocked reads r from disk in the background (again, when a load is

@@ -181,6 +181,19 @@ func TestCompletionFromRealBackend(t *testing.T) {
 	}
 }
 
+// editCircle opens geo/circle.py of a repository in an editor whose
+// language server asks the real server (maxTokens per completion).
+func editCircle(t *testing.T, maxTokens uint32) (*editor, *watched, string) {
+	t.Helper()
+	srv, w := startWatched(t)
+	root := writeRepo(t, map[string]string{"geo/circle.py": circlePy})
+	e := startEditor(t, dialReal(t, srv.Addr), Config{Settings: Settings{MaxTokens: maxTokens}})
+	e.initialize(map[string]any{"rootUri": pathURI(root)})
+	uri := pathURI(filepath.Join(root, "geo", "circle.py"))
+	e.open(uri, "python", circlePy)
+	return e, w, uri
+}
+
 // longGeneration starts an inline completion that the tiny model makes
 // long, and returns its answer channel and its backend generation once
 // the backend is generating.
@@ -197,12 +210,7 @@ func longGeneration(t *testing.T, e *editor, w *watched, uri string) (int, <-cha
 // cancelled (a generation that had ended on its own returns none), and
 // the editor gets RequestCancelled.
 func TestCancelStopsBackend(t *testing.T) {
-	srv, w := startWatched(t)
-	root := writeRepo(t, map[string]string{"geo/circle.py": circlePy})
-	e := startEditor(t, dialReal(t, srv.Addr), Config{Settings: Settings{MaxTokens: 600}})
-	e.initialize(map[string]any{"rootUri": pathURI(root)})
-	uri := pathURI(filepath.Join(root, "geo", "circle.py"))
-	e.open(uri, "python", circlePy)
+	e, w, uri := editCircle(t, 600)
 
 	id, ch, g := longGeneration(t, e, w, uri)
 	cancelAt := time.Now()
@@ -225,12 +233,7 @@ func TestCancelStopsBackend(t *testing.T) {
 // older's generation stops at the backend and the older gets an empty
 // answer (not an error), without the editor cancelling anything.
 func TestNewerRequestSupersedes(t *testing.T) {
-	srv, w := startWatched(t)
-	root := writeRepo(t, map[string]string{"geo/circle.py": circlePy})
-	e := startEditor(t, dialReal(t, srv.Addr), Config{Settings: Settings{MaxTokens: 600}})
-	e.initialize(map[string]any{"rootUri": pathURI(root)})
-	uri := pathURI(filepath.Join(root, "geo", "circle.py"))
-	e.open(uri, "python", circlePy)
+	e, w, uri := editCircle(t, 600)
 
 	_, older, g := longGeneration(t, e, w, uri)
 	newerID, newer, g2 := longGeneration(t, e, w, uri)

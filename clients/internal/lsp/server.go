@@ -231,74 +231,48 @@ func (s *session) notification(req *jsonrpc2.Request) {
 		s.log.Debug("notification before initialize dropped", zap.String("method", req.Method))
 		return
 	}
-	var err error
-	switch req.Method {
-	case methodInitialized:
+	if req.Method == methodInitialized {
 		s.initialized()
-	case methodCancelRequest:
-		var p cancelParams
-		if e := decode(req, &p); e != nil {
-			err = e
-			break
-		}
-		s.cancel(p.ID)
-	case methodDidOpen:
-		var p protocol.DidOpenTextDocumentParams
-		if e := decode(req, &p); e != nil {
-			err = e
-			break
-		}
-		s.didOpen(p)
-	case methodDidChange:
-		var p protocol.DidChangeTextDocumentParams
-		if e := decode(req, &p); e != nil {
-			err = e
-			break
-		}
-		err = s.didChange(p)
-	case methodDidSave:
-		var p protocol.DidSaveTextDocumentParams
-		if e := decode(req, &p); e != nil {
-			err = e
-			break
-		}
-		s.didSave(p)
-	case methodDidClose:
-		var p protocol.DidCloseTextDocumentParams
-		if e := decode(req, &p); e != nil {
-			err = e
-			break
-		}
-		s.didClose(p)
-	case methodDidChangeWatched:
-		var p protocol.DidChangeWatchedFilesParams
-		if e := decode(req, &p); e != nil {
-			err = e
-			break
-		}
-		s.didChangeWatched(p)
-	case methodDidChangeFolders:
-		var p protocol.DidChangeWorkspaceFoldersParams
-		if e := decode(req, &p); e != nil {
-			err = e
-			break
-		}
-		s.didChangeFolders(p)
-	case methodDidChangeConfig:
-		var p struct {
-			Settings json.RawMessage `json:"settings"`
-		}
-		if e := decode(req, &p); e != nil {
-			err = e
-			break
-		}
-		s.didChangeConfiguration(p.Settings)
-	default:
-		s.log.Debug("notification ignored", zap.String("method", req.Method))
+		return
 	}
+	handle, ok := notifications[req.Method]
+	if !ok {
+		s.log.Debug("notification ignored", zap.String("method", req.Method))
+		return
+	}
+	err := handle(s, req)
 	if err != nil {
 		// A notification has no answer: the log is all there is.
 		s.log.Warn("notification not applied", zap.String("method", req.Method), zap.Error(err))
+	}
+}
+
+// notifications are the notifications handled after initialize, by
+// method; their params decode into the handler's argument.
+var notifications = map[string]func(*session, *jsonrpc2.Request) error{
+	methodCancelRequest:    on(func(s *session, p cancelParams) error { s.cancel(p.ID); return nil }),
+	methodDidOpen:          on((*session).didOpen),
+	methodDidChange:        on((*session).didChange),
+	methodDidSave:          on((*session).didSave),
+	methodDidClose:         on((*session).didClose),
+	methodDidChangeWatched: on((*session).didChangeWatched),
+	methodDidChangeFolders: on((*session).didChangeFolders),
+	methodDidChangeConfig: on(func(s *session, p struct {
+		Settings json.RawMessage `json:"settings"`
+	}) error {
+		s.didChangeConfiguration(p.Settings)
+		return nil
+	}),
+}
+
+// on decodes a notification's params for f.
+func on[T any](f func(*session, T) error) func(*session, *jsonrpc2.Request) error {
+	return func(s *session, req *jsonrpc2.Request) error {
+		var p T
+		if err := decode(req, &p); err != nil {
+			return err
+		}
+		return f(s, p)
 	}
 }
 

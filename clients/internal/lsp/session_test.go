@@ -2,7 +2,6 @@ package lsp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -236,31 +235,23 @@ func TestSettingsPulled(t *testing.T) {
 	e.initialize(map[string]any{"capabilities": map[string]any{"workspace": map[string]any{"configuration": true}}})
 	e.open("untitled:a", "python", "x = ")
 	// The pull is answered in the background: ask until it shows.
-	for i := 0; ; i++ {
-		e.call(methodInlineCompletion, position("untitled:a", 0, 4))
-		if rec.lastSent().GetGeneration().GetMaxTokens() == 11 {
-			break
+	until := func(maxTokens uint32, when string) {
+		t.Helper()
+		for range 200 {
+			e.call(methodInlineCompletion, position("untitled:a", 0, 4))
+			if rec.lastSent().GetGeneration().GetMaxTokens() == maxTokens {
+				return
+			}
 		}
-		if i == 200 {
-			t.Fatal("pulled settings never reached a request")
-		}
+		t.Fatalf("settings pulled %s never reached a request", when)
 	}
+	until(11, "after initialized")
 	e.mu.Lock()
 	e.replies[methodConfiguration] = []any{map[string]any{"maxTokens": 12}}
 	e.mu.Unlock()
 	e.notify(methodDidChangeConfig, map[string]any{"settings": nil})
-	for i := 0; ; i++ {
-		e.call(methodInlineCompletion, position("untitled:a", 0, 4))
-		if rec.lastSent().GetGeneration().GetMaxTokens() == 12 {
-			break
-		}
-		if i == 200 {
-			t.Fatal("settings pulled after didChangeConfiguration never reached a request")
-		}
-	}
+	until(12, "after didChangeConfiguration")
 	if err := e.shutdown(); err != nil {
 		t.Error(err)
 	}
 }
-
-var _ = json.Marshal
