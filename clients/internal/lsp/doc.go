@@ -9,7 +9,9 @@
 // document (the workspace folder, or the nearest directory above it
 // holding .git), read with the command-line tool's leave-out rules
 // (infill.LoadRepository, infill.LoadFile) and overlaid with the text of
-// every open document. It goes through the Go client library
+// every open document (one whose file those rules leave out goes only
+// with its own completions, as `infill complete` sends such a file only
+// as the cursor's). It goes through the Go client library
 // (clients/go/infill), so after the first request a keystroke costs its
 // own bytes: the file list travels as a delta on the server's snapshot,
 // unchanged files as nothing, files the server holds as digests, and the

@@ -5,6 +5,8 @@ import (
 
 	protocol "github.com/tliron/glsp/protocol_3_16"
 	"go.uber.org/zap"
+
+	"github.com/infill-dev/infill/clients/go/infill"
 )
 
 func (s *session) didOpen(p protocol.DidOpenTextDocumentParams) error {
@@ -14,13 +16,14 @@ func (s *session) didOpen(p protocol.DidOpenTextDocumentParams) error {
 	if old := s.ws.docs[uri]; old != nil {
 		// Opened again without a close: the new text wins.
 		old.text, old.version, old.lang = p.TextDocument.Text, p.TextDocument.Version, p.TextDocument.LanguageID
-		old.repo.set(old.rel, docFile(old))
+		overlay(old)
 		return nil
 	}
 	r, rel, created := s.ws.placeDocument(uri)
 	d := &document{uri: uri, repo: r, rel: rel, lang: p.TextDocument.LanguageID, version: p.TextDocument.Version, text: p.TextDocument.Text}
 	s.ws.docs[uri] = d
-	r.set(rel, docFile(d))
+	d.leftOut = leftOut(r, rel, s.cfg)
+	overlay(d)
 	if created != nil {
 		s.log.Info("document outside the workspace folders: reading its repository", zap.String("root", created.root))
 		s.loadLocked(created)
@@ -43,7 +46,7 @@ func (s *session) didChange(p protocol.DidChangeTextDocumentParams) error {
 		return err
 	}
 	d.text, d.version = text, p.TextDocument.Version
-	d.repo.set(d.rel, docFile(d))
+	overlay(d)
 	return nil
 }
 
@@ -57,7 +60,7 @@ func (s *session) didSave(p protocol.DidSaveTextDocumentParams) error {
 	if p.Text != nil && *p.Text != d.text {
 		s.log.Warn("the saved text differs from the document's: taking the saved text")
 		d.text = *p.Text
-		d.repo.set(d.rel, docFile(d))
+		overlay(d)
 	}
 	if s.noWatcher {
 		// Without file events the save is when the disk is seen to change:
@@ -123,7 +126,8 @@ func (s *session) didChangeFolders(p protocol.DidChangeWorkspaceFoldersParams) e
 		for _, d := range s.ws.removeFolder(dir) {
 			r, rel, created := s.ws.placeDocument(d.uri)
 			d.repo, d.rel = r, rel
-			r.set(rel, docFile(d))
+			d.leftOut = leftOut(r, rel, s.cfg)
+			overlay(d)
 			if created != nil {
 				s.loadLocked(created)
 			}
@@ -141,7 +145,8 @@ func (s *session) didChangeFolders(p protocol.DidChangeWorkspaceFoldersParams) e
 					if nr, rel := s.ws.folderFor(abs); nr == r && d.repo != r {
 						old, oldRel := d.repo, d.rel
 						d.repo, d.rel = r, rel
-						r.set(rel, docFile(d))
+						d.leftOut = leftOut(r, rel, s.cfg)
+						overlay(d)
 						if old.root == "" {
 							old.set(oldRel, nil)
 						} else {
@@ -154,6 +159,27 @@ func (s *session) didChangeFolders(p protocol.DidChangeWorkspaceFoldersParams) e
 		}
 	}
 	return nil
+}
+
+// leftOut reports whether the leave-out rules keep the file at rel of r
+// out of the repository (a skipped directory, a link, over the size
+// cap, binary...): then its document is sent only with its own
+// completions, as `infill complete` sends such a file only as the
+// cursor's. A file not on disk yet is in.
+func leftOut(r *repo, rel string, cfg Config) bool {
+	if r.root == "" {
+		return false
+	}
+	_, reason, err := infill.LoadFile(r.root, rel, cfg.Load)
+	return err == nil && reason != ""
+}
+
+// overlay puts d's text in its repository's file list, unless it is
+// left out.
+func overlay(d *document) {
+	if !d.leftOut {
+		d.repo.set(d.rel, docFile(d))
+	}
 }
 
 // loadLocked reads r from disk in the background (again, when a load is

@@ -36,6 +36,7 @@ type document struct {
 	lang    string
 	version int32
 	text    string
+	leftOut bool // the leave-out rules keep it out of other documents' requests
 }
 
 // repo is one repository: the files read from disk, the open documents
@@ -284,7 +285,7 @@ func (w *workspace) merge(r *repo, disk map[string]string) {
 		r.files[p] = diskFile(p, c)
 	}
 	for _, d := range w.docs {
-		if d.repo == r {
+		if d.repo == r && !d.leftOut {
 			r.files[d.rel] = docFile(d)
 		}
 	}

@@ -184,3 +184,31 @@ func TestAnswer(t *testing.T) {
 		t.Errorf("second item %s", b)
 	}
 }
+
+// An open document whose file the leave-out rules keep out (here under
+// node_modules) goes only with its own completions, as `infill
+// complete` sends such a file only as the cursor's.
+func TestLeftOutDocumentOnlyAsCursor(t *testing.T) {
+	root := writeRepo(t, map[string]string{"app.js": "const x = require('dep')\n", "node_modules/dep/index.js": "module.exports = 1\n"})
+	rec := startRecorder(t)
+	e := startEditor(t, rec.client, Config{})
+	e.initialize(map[string]any{"rootUri": pathURI(root)})
+	depURI := pathURI(filepath.Join(root, "node_modules", "dep", "index.js"))
+	appURI := pathURI(filepath.Join(root, "app.js"))
+	e.open(depURI, "javascript", "module.exports = 2\n")
+	e.open(appURI, "javascript", "const x = require('dep')\nx.")
+
+	inlineItems(t, e.call(methodInlineCompletion, position(depURI, 1, 0)))
+	if got := sentPaths(rec.lastSent()); !slices.Equal(got, []string{"app.js", "node_modules/dep/index.js"}) {
+		t.Errorf("as the cursor's document: %v", got)
+	}
+	inlineItems(t, e.call(methodInlineCompletion, position(appURI, 1, 2)))
+	req := rec.lastSent()
+	if slices.Contains(sentPaths(req), "node_modules/dep/index.js") ||
+		(req.GetRepository().GetBase() != "" && !slices.Contains(req.GetRepository().GetRemoved(), "node_modules/dep/index.js")) {
+		t.Errorf("with another document's completion: files %v, removed %v", sentPaths(req), req.GetRepository().GetRemoved())
+	}
+	if err := e.shutdown(); err != nil {
+		t.Error(err)
+	}
+}
