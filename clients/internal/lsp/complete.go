@@ -208,8 +208,12 @@ func (s *session) failed(j *job, err error) (any, *jsonrpc2.Error) {
 	line := infill.FormatError(err)
 	switch code {
 	case codes.Unavailable:
+		where := "the infill server"
+		if s.cfg.Server != "" {
+			where += " at " + s.cfg.Server
+		}
 		s.showOnce("UNAVAILABLE", protocol.MessageTypeWarning,
-			fmt.Sprintf("infill: no completions: the infill server at %s is unavailable (%s). They resume when it is back.", s.cfg.Server, line))
+			fmt.Sprintf("infill: no completions: %s is unavailable (%s). They resume when it is back.", where, line))
 		return empty(j.kind), nil
 	case codes.DeadlineExceeded:
 		return nil, rpcError(codeRequestFailed, "infill: no answer within the timeout (%s)", line)

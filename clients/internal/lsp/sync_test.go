@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -249,5 +250,46 @@ func TestWorkspaceKeptCurrent(t *testing.T) {
 	}
 	if err := e.shutdown(); err != nil {
 		t.Error(err)
+	}
+}
+
+// The negotiated encoding counts every column both ways: the edit's and
+// the request's positions coming in, the items' ranges going out.
+func TestNegotiatedEncodingUsed(t *testing.T) {
+	for _, c := range []struct {
+		enc           string
+		afterEmoji    int // column after "x = '😀"
+		afterAccented int // column after "éé"
+	}{{encodingUTF8, 9, 4}, {encodingUTF32, 6, 2}, {encodingUTF16, 7, 2}} {
+		t.Run(c.enc, func(t *testing.T) {
+			rec := startRecorder(t)
+			e := startEditor(t, rec.client, Config{})
+			e.initialize(map[string]any{"capabilities": map[string]any{"general": map[string]any{"positionEncodings": []string{c.enc}}}})
+			e.open("untitled:a", "python", "x = '😀'\ny = ")
+			e.change("untitled:a", 2, 0, c.afterEmoji, 0, c.afterEmoji, "!")
+			e.change("untitled:a", 3, 1, 4, 1, 4, "éé")
+			m := e.call(methodCompletion, position("untitled:a", 1, 4+c.afterAccented))
+			req := rec.lastSent()
+			if got := req.GetRepository().GetFiles()[0].GetContent(); got != "x = '😀!'\ny = éé" {
+				t.Errorf("the server got %q", got)
+			}
+			if req.GetCursor().GetOffset() != uint64(len("x = '😀!'\ny = éé")) {
+				t.Errorf("cursor offset %d", req.GetCursor().GetOffset())
+			}
+			var list struct {
+				Items []struct {
+					TextEdit struct {
+						Range struct{ Start, End struct{ Line, Character int } }
+					}
+				}
+			}
+			if err := json.Unmarshal(m.Result, &list); err != nil || len(list.Items) != 1 {
+				t.Fatalf("%s %v", m.Result, err)
+			}
+			r := list.Items[0].TextEdit.Range
+			if r.Start.Line != 1 || r.Start.Character != 4 || r.End.Character != 4+c.afterAccented {
+				t.Errorf("the item's range %+v; want the word \"éé\" at 1:4-1:%d", r, 4+c.afterAccented)
+			}
+		})
 	}
 }
