@@ -202,10 +202,9 @@ func render(o options, sum summary) string {
 		}
 		if ph.Mismatches > 0 {
 			p("- %s: **the prompts differed** in %d rounds, from round %s on. The two paths sent the same text (the\n"+
-				"  servers' `bytes_in` differ only by the client and session ids), so the servers built different context:\n"+
-				"  contextpack treats a file whose tree-sitter parse runs past its 500 ms `ParseTimeout` as plain text and\n"+
-				"  keeps that per content digest, and on a loaded machine one server can time out where the other did not.\n"+
-				"  The rounds then did unequal context work; the difference is the server's, not the LSP layer's.\n",
+				"  servers' `bytes_in` differ only by the client and session ids), so the servers built different context,\n"+
+				"  most likely because contextpack's 500 ms `ParseTimeout` ran out in one server and not in the other on this\n"+
+				"  loaded machine (see scripts/lspbench/README.md). The rounds then did unequal context work.\n",
 				ph.Name, ph.Mismatches, ph.Mismatch[0])
 		}
 		p("- %s: the backend got the same prompt from both paths in %d of %d rounds; %d answers without items.\n"+
