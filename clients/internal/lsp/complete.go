@@ -80,22 +80,31 @@ func (s *session) startCompletion(id jsonrpc2.ID, kind completionKind, p protoco
 	if prev := s.latest[uri]; prev != nil {
 		prev.cancel(errSuperseded)
 	}
-	s.latest[uri] = c
-	s.inflight[id] = c
-	s.mu.Unlock()
-	s.goDo(func() {
-		result, rerr := s.complete(ctx, j)
-		s.mu.Lock()
+	forget := func() {
 		if s.inflight[id] == c {
 			delete(s.inflight, id)
 		}
 		if s.latest[uri] == c {
 			delete(s.latest, uri)
 		}
-		s.mu.Unlock()
 		cancel(nil)
+	}
+	s.latest[uri] = c
+	s.inflight[id] = c
+	started := s.goLocked(func() {
+		result, rerr := s.complete(ctx, j)
+		s.mu.Lock()
+		forget()
+		s.mu.Unlock()
 		s.reply(id, result, rerr)
 	})
+	if !started {
+		forget()
+	}
+	s.mu.Unlock()
+	if !started {
+		return nil, rpcError(codeRequestCancelled, "the server is closing")
+	}
 	return pending, nil
 }
 

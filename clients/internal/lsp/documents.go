@@ -192,9 +192,8 @@ func (s *session) loadLocked(r *repo) {
 		r.again = true
 		return
 	}
-	r.loading = true
 	opts := s.cfg.Load
-	s.goDo(func() {
+	r.loading = s.goLocked(func() {
 		for {
 			disk, err := readDisk(r.root, opts)
 			s.mu.Lock()

@@ -58,6 +58,9 @@ func Serve(ctx context.Context, rwc io.ReadWriteCloser, c Completer, cfg Config,
 		conn.Close()
 	}
 	cancel() // completions in flight, loads waiting, calls to the editor
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,6 +102,7 @@ type session struct {
 	shown     map[string]bool  // messages shown since the last success
 	noWatcher bool             // the client does not watch files for us
 	exitErr   error
+	closing   bool // Serve waits for the session's goroutines: start no more
 }
 
 // Session states.
@@ -457,13 +461,26 @@ func (s *session) didChangeConfiguration(raw json.RawMessage) {
 	s.log.Info("settings changed")
 }
 
-// goDo runs f in a goroutine the session waits for.
-func (s *session) goDo(f func()) {
+// goLocked runs f in a goroutine the session waits for; s.mu is held.
+// Once the session closes it starts nothing and reports false, so that
+// no goroutine starts after Serve began to wait for them.
+func (s *session) goLocked(f func()) bool {
+	if s.closing {
+		return false
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		f()
 	}()
+	return true
+}
+
+// goDo is goLocked for a caller that does not hold s.mu.
+func (s *session) goDo(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.goLocked(f)
 }
 
 // exit ends the connection.
