@@ -282,6 +282,7 @@ func TestStreamRequestCopiesEveryField(t *testing.T) {
 		SessionId:     "s",
 		LatencyBudget: durationpb.New(1e9),
 		ContextDetail: infillv1.ContextDetail_CONTEXT_DETAIL_FULL,
+		RequestClass:  infillv1.RequestClass_REQUEST_CLASS_EVALUATION,
 	}
 	s := StreamRequest(r)
 	a, err1 := proto.MarshalOptions{Deterministic: true}.Marshal(r)
@@ -291,7 +292,7 @@ func TestStreamRequestCopiesEveryField(t *testing.T) {
 	}
 	// Every CompleteRequest field is set above, so a field added later
 	// without a twin shows up here.
-	if n := r.ProtoReflect().Descriptor().Fields().Len(); n != 9 {
+	if n := r.ProtoReflect().Descriptor().Fields().Len(); n != 10 {
 		t.Errorf("CompleteRequest has %d fields; update this test", n)
 	}
 }
