@@ -371,7 +371,7 @@ func phase(o options, name string, fakeArgs []string, repo string) (phaseResult,
 
 	// The direct path: the Go client, sending what the language server
 	// sends (the repository read with the same rules, the document with
-	// its language, no context listing).
+	// its language, no context listing, a session for the document).
 	var grpcBytes int
 	var mu sync.Mutex
 	client, err := infill.Dial(addrs[1], infill.Config{ClientID: "lspbench-direct", DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(
@@ -392,13 +392,17 @@ func phase(o options, name string, fakeArgs []string, repo string) (phaseResult,
 	files := loaded.GetFiles()
 	ci := slices.IndexFunc(files, func(f *infillv1.File) bool { return f.GetPath() == o.cursorFile })
 
-	// Keystrokes: a new line, a tab, then letters.
+	// Keystrokes: a new line, a tab, then letters. Not "r": fakeollama's
+	// text starts with it, and the server answers a keystroke that types
+	// the start of the session's last completion from that completion
+	// (response.reused), without the backend.
 	version := 1
 	lspText, directText := text, text
 	off := lineEnd
 	keys := []string{"\n", "\t", "/", "/", " "}
+	const letters = "abcdefghijklmnopqstuvwxyz"
 	for i := 0; len(keys) < o.warmup+o.rounds+8; i++ {
-		keys = append(keys, string(rune('a'+i%26)))
+		keys = append(keys, string(letters[i%len(letters)]))
 	}
 	for k, key := range keys[:o.warmup+o.rounds+5] {
 		// Where the key goes, in the LSP's UTF-16 positions.
@@ -442,6 +446,7 @@ func phase(o options, name string, fakeArgs []string, repo string) (phaseResult,
 				Repository:    &infillv1.Repository{Name: loaded.GetName(), Files: fs},
 				Cursor:        &infillv1.Cursor{Path: o.cursorFile, Offset: uint64(off), Encoding: infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET},
 				ContextDetail: infillv1.ContextDetail_CONTEXT_DETAIL_NONE,
+				SessionId:     "lspbench-" + o.cursorFile, // as infill lsp: a session per document
 			}
 			_, err := client.Complete(context.Background(), req)
 			d := time.Since(begin)

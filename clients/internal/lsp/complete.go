@@ -2,6 +2,8 @@ package lsp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -55,6 +57,7 @@ type job struct {
 	rel      string
 	lang     string
 	enc      string
+	session  string
 	settings Settings
 }
 
@@ -74,7 +77,8 @@ func (s *session) startCompletion(id jsonrpc2.ID, kind completionKind, p protoco
 		s.mu.Unlock()
 		return nil, invalidParams(err)
 	}
-	j := &job{kind: kind, uri: uri, text: d.text, off: off, repo: d.repo, rel: d.rel, lang: d.lang, enc: s.enc, settings: s.settings}
+	j := &job{kind: kind, uri: uri, text: d.text, off: off, repo: d.repo, rel: d.rel, lang: d.lang, enc: s.enc,
+		session: s.sessionOf(uri), settings: s.settings}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	c := &call{id: id, uri: uri, cancel: cancel}
 	if prev := s.latest[uri]; prev != nil {
@@ -106,6 +110,15 @@ func (s *session) startCompletion(id jsonrpc2.ID, kind completionKind, p protoco
 		return nil, rpcError(codeRequestCancelled, "the server is closing")
 	}
 	return pending, nil
+}
+
+// sessionOf is the CompleteRequest.session_id of a document: the
+// server takes a session as one editor buffer's keystrokes (a new request
+// cancels the session's older one there too, and typing the start of
+// the last completion is answered from it), so each document is its own.
+func (s *session) sessionOf(uri string) string {
+	sum := sha256.Sum256([]byte(uri))
+	return s.id + "-" + hex.EncodeToString(sum[:8])
 }
 
 // cancel handles $/cancelRequest.
@@ -183,7 +196,7 @@ func (s *session) buildRequest(j *job) *infillv1.CompleteRequest {
 		Cursor:        &infillv1.Cursor{Path: j.rel, Offset: uint64(j.off), Encoding: infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET},
 		Model:         st.Model,
 		ClientId:      clientID,
-		SessionId:     s.id,
+		SessionId:     j.session,
 		ContextDetail: infillv1.ContextDetail_CONTEXT_DETAIL_NONE,
 	}
 	if st.MaxTokens > 0 || st.Temperature != nil || len(st.Stop) > 0 || st.Candidates > 1 {

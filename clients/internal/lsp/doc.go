@@ -38,7 +38,8 @@
 // connection reads on, so $/cancelRequest cancels its gRPC call (and so
 // the generation at the backend), and a newer completion request for the
 // same document cancels the older one at once (the older gets an empty
-// answer). Settings.DebounceMs (default 0: editors debounce) waits before
+// answer). Each document is its own session_id, so the server's own
+// per-session latest-wins and typed-through reuse apply per buffer. Settings.DebounceMs (default 0: editors debounce) waits before
 // the call, for free cancellation by the next request.
 //
 // Errors: a message that is not JSON or not JSON-RPC gets a JSON-RPC

@@ -50,11 +50,17 @@ func TestDocumentRepositories(t *testing.T) {
 		t.Errorf("in the folder: %s %v cursor %s", req.GetRepository().GetName(), sentPaths(req), req.GetCursor().GetPath())
 	}
 
+	appSession := req.GetSessionId()
 	useURI := pathURI(filepath.Join(other, "pkg", "use.py"))
 	e.open(useURI, "python", "from mod import Y\nz = ")
 	req = ask(useURI, 1, 4)
 	if req.GetRepository().GetName() != "other" || !slices.Equal(sentPaths(req), []string{"pkg/mod.py", "pkg/use.py"}) || req.GetCursor().GetPath() != "pkg/use.py" {
 		t.Errorf("outside the folders: %s %v cursor %s", req.GetRepository().GetName(), sentPaths(req), req.GetCursor().GetPath())
+	}
+	// Each document is its own session at the server (its latest request
+	// wins there too), the same one for each of its requests.
+	if s := req.GetSessionId(); s == appSession || !strings.HasPrefix(s, "lsp-") || ask(appURI, 1, 4).GetSessionId() != appSession {
+		t.Errorf("session ids: %q for one document, %q for another", appSession, s)
 	}
 
 	e.open("untitled:Untitled-1", "python", "q = ")
