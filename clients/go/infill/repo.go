@@ -1,22 +1,19 @@
 package infill
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/infill-dev/infill/contextpack/repofs"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
 
@@ -34,11 +31,8 @@ var (
 )
 
 // DefaultSkipDirs are the directory names LoadRepository skips by default:
-// version control, dependency trees and tool caches.
-var DefaultSkipDirs = []string{
-	".git", ".hg", ".svn", "node_modules", "vendor", "__pycache__",
-	".venv", ".tox", ".mypy_cache", ".pytest_cache",
-}
+// version control, dependency trees and tool caches (repofs.DefaultSkipDirs).
+var DefaultSkipDirs = slices.Clone(repofs.DefaultSkipDirs)
 
 // LoadOptions bound what LoadRepository reads. Zero values mean defaults.
 type LoadOptions struct {
@@ -93,11 +87,14 @@ type LoadReport struct {
 // LoadRepository reads the text files under root into a Repository named
 // after root's base name (root itself may be a symbolic link to the
 // directory). Paths are relative to root with forward slashes, in lexical
-// order. It skips directories named in SkipDirs, symbolic links, files
-// that are not regular, files over MaxFileBytes, binary files (a NUL byte
-// in the first 8000 bytes, as git decides), files that are not valid
-// UTF-8 (the API carries content as UTF-8 text), and files and directories
-// whose path the API cannot carry (not UTF-8, or with a line break).
+// order. It applies the leave-out rules of package repofs, the same the
+// server's workspace mode uses: it skips directories named in SkipDirs,
+// paths that .gitignore files (and .git/info/exclude) exclude, symbolic
+// links, files that are not regular, files over MaxFileBytes, binary files
+// (a NUL byte in the first 8000 bytes, as git decides), files that are not
+// valid UTF-8 (the API carries content as UTF-8 text), and files and
+// directories whose path the API cannot carry (not UTF-8, or with a line
+// break).
 func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadReport, error) {
 	opts = opts.withDefaults()
 	abs, err := filepath.Abs(root)
@@ -112,10 +109,12 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 		return nil, nil, fmt.Errorf("repository %s is not a directory", root)
 	}
 	name := filepath.Base(abs)
-	// WalkDir does not descend into a root that is a link; walk its target.
-	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+	// The tree walks the directory a link at root leads to.
+	tree, err := repofs.NewTree(abs, repofs.Rules{MaxFileBytes: opts.MaxFileBytes, SkipDirs: opts.SkipDirs})
+	if err != nil {
 		return nil, nil, err
 	}
+	abs = tree.Root()
 	include := map[string]bool{}
 	for _, p := range opts.Include {
 		include[p] = true
@@ -140,59 +139,27 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 		return nil
 	}
 
-	err = filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
-		if path == abs {
-			return err
-		}
-		r, relErr := filepath.Rel(abs, path)
-		if relErr != nil {
-			return relErr
-		}
-		rel := filepath.ToSlash(r)
-		skip := func(reason string) error {
-			report.Skipped = append(report.Skipped, Skipped{Path: shown(rel), Reason: reason})
-			return nil
-		}
-		if err != nil {
-			// Unreadable entry: leave it out rather than fail the load.
-			report.Skipped = append(report.Skipped, Skipped{Path: shown(rel), Reason: "unreadable"})
-			if d != nil && d.IsDir() {
-				return filepath.SkipDir
+	err = tree.Walk("", func(e repofs.Entry) error {
+		switch {
+		case e.Dir:
+			p := shown(e.Path)
+			if e.Reason != repofs.ReasonUnreadable {
+				p += "/"
 			}
+			report.Skipped = append(report.Skipped, Skipped{Path: p, Reason: e.Reason})
 			return nil
-		}
-		if include[rel] && !d.IsDir() {
-			content, err := readIncluded(abs, rel)
+		case e.Reason != "" && include[e.Path]:
+			// Included: through a link, at any size, whatever the rules say.
+			content, err := readIncluded(abs, e.Path)
 			if err != nil {
 				return err
 			}
-			return add(rel, content)
-		}
-		switch reason := pathProblem(rel); {
-		case reason != "" && d.IsDir():
-			report.Skipped = append(report.Skipped, Skipped{Path: shown(rel) + "/", Reason: reason})
-			return filepath.SkipDir
-		case reason != "":
-			return skip(reason)
-		case d.IsDir():
-			if slices.Contains(opts.SkipDirs, d.Name()) {
-				report.Skipped = append(report.Skipped, Skipped{Path: rel + "/", Reason: "skipped directory"})
-				return filepath.SkipDir
-			}
+			return add(e.Path, content)
+		case e.Reason != "":
+			report.Skipped = append(report.Skipped, Skipped{Path: shown(e.Path), Reason: e.Reason})
 			return nil
 		}
-		if reason := modeProblem(d.Type()); reason != "" {
-			return skip(reason)
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		content, reason := readText(path, info.Size(), opts.MaxFileBytes)
-		if reason != "" {
-			return skip(reason)
-		}
-		return add(rel, content)
+		return add(e.Path, e.Content)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -216,95 +183,52 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 // LoadFile reads one file of the repository at root as LoadRepository
 // would: it returns the content of rel (relative to root, forward
 // slashes) when LoadRepository would send it, and otherwise the reason it
-// would leave the file out: a directory on the way that SkipDirs names or
-// that is a symbolic link, a symbolic link, a file that is not regular,
-// over MaxFileBytes, binary or not UTF-8, or a path the API cannot carry.
+// would leave the file out: a directory on the way that SkipDirs names,
+// that .gitignore excludes or that is a symbolic link, a file .gitignore
+// excludes, a symbolic link, a file that is not regular, over
+// MaxFileBytes, binary or not UTF-8, or a path the API cannot carry.
 // Include, MaxTotalBytes and MaxFiles do not apply. A file that does not
 // exist is an error wrapping fs.ErrNotExist; a rel that is not a clean
 // path inside root is an error. Editor integrations use it to keep a
-// loaded repository current as single files change on disk.
+// loaded repository current as single files change on disk. The rules are
+// package repofs's (Tree.Check), the same LoadRepository walks with.
 func LoadFile(root, rel string, opts LoadOptions) (content string, skipped string, err error) {
 	opts = opts.withDefaults()
-	if reason := pathProblem(rel); reason != "" {
+	if reason := repofs.PathProblem(rel); reason != "" {
 		return "", reason, nil
 	}
-	if rel == "" || path.Clean(rel) != rel || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+	if !repofs.Clean(rel) {
 		return "", "", fmt.Errorf("%q is not a clean path inside the repository", rel)
 	}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return "", "", err
-	}
-	// LoadRepository walks the directory root leads to.
-	if abs, err = filepath.EvalSymlinks(abs); err != nil {
-		return "", "", err
-	}
+	// A directory SkipDirs names leaves the file out, whether or not it
+	// (still) exists.
 	dirs := strings.Split(rel, "/")
-	name := dirs[len(dirs)-1]
-	dir := abs
 	for _, d := range dirs[:len(dirs)-1] {
 		if slices.Contains(opts.SkipDirs, d) {
-			return "", "skipped directory", nil
-		}
-		dir = filepath.Join(dir, d)
-		info, err := os.Lstat(dir)
-		if err != nil {
-			return "", "", err
-		}
-		if info.Mode()&fs.ModeSymlink != 0 {
-			return "", "symbolic link", nil // WalkDir does not follow it
-		}
-		if !info.IsDir() {
-			return "", "", fmt.Errorf("%s: %w", filepath.Join(root, filepath.FromSlash(rel)), fs.ErrNotExist)
+			return "", repofs.ReasonSkippedDir, nil
 		}
 	}
-	file := filepath.Join(dir, name)
-	info, err := os.Lstat(file)
+	tree, err := repofs.NewTree(root, repofs.Rules{MaxFileBytes: opts.MaxFileBytes, SkipDirs: opts.SkipDirs})
 	if err != nil {
 		return "", "", err
 	}
-	if reason := modeProblem(info.Mode()); reason != "" {
-		return "", reason, nil
-	}
-	text, reason := readText(file, info.Size(), opts.MaxFileBytes)
-	return string(text), reason, nil
-}
-
-// modeProblem says why LoadRepository leaves out a directory entry of
-// this type (not a directory), or "".
-func modeProblem(m fs.FileMode) string {
+	e, err := tree.Check(rel)
 	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case !m.IsRegular():
-		return "not a regular file"
+	case err != nil:
+		return "", "", err
+	case e.Dir && e.Reason == "":
+		return "", repofs.ReasonNotRegular, nil
 	}
-	return ""
-}
-
-// readText reads the regular file at path of the given size as
-// LoadRepository sends it, or says why it leaves the file out.
-func readText(path string, size, maxBytes int64) ([]byte, string) {
-	if size > maxBytes {
-		return nil, fmt.Sprintf("over %d bytes", maxBytes)
-	}
-	content, err := os.ReadFile(path)
-	if err != nil {
-		return nil, "unreadable"
-	}
-	if reason := textProblem(content); reason != "" {
-		return nil, reason
-	}
-	return content, ""
+	return string(e.Content), e.Reason, nil
 }
 
 // readIncluded reads an Include path under root: through a link and at
 // any size; any problem is an ErrCursorFile.
 func readIncluded(root, rel string) ([]byte, error) {
-	if reason := pathProblem(rel); reason != "" {
+	if reason := repofs.PathProblem(rel); reason != "" {
 		return nil, fmt.Errorf("%w: %q: %s", ErrCursorFile, shown(rel), reason)
 	}
-	if rel == "" || path.Clean(rel) != rel || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+	if !repofs.Clean(rel) {
 		return nil, fmt.Errorf("%w: %q is not a clean path inside the repository", ErrCursorFile, rel)
 	}
 	path := filepath.Join(root, filepath.FromSlash(rel))
@@ -319,7 +243,7 @@ func readIncluded(root, rel string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCursorFile, err)
 	}
-	if reason := textProblem(content); reason != "" {
+	if reason := repofs.TextProblem(content); reason != "" {
 		return nil, fmt.Errorf("%w: %s is %s", ErrCursorFile, rel, reason)
 	}
 	return content, nil
@@ -328,29 +252,6 @@ func readIncluded(root, rel string) ([]byte, error) {
 // shown is a path as a message shows it: bytes that are not UTF-8 as
 // U+FFFD.
 func shown(rel string) string { return strings.ToValidUTF8(rel, "\uFFFD") }
-
-// pathProblem says why the API cannot carry rel as a path, or "".
-func pathProblem(rel string) string {
-	switch {
-	case !utf8.ValidString(rel):
-		return "path not UTF-8"
-	case strings.ContainsAny(rel, "\r\n"):
-		return "line break in path"
-	}
-	return ""
-}
-
-// textProblem says why content cannot be sent as text, or "".
-func textProblem(content []byte) string {
-	head := content[:min(len(content), 8000)]
-	if bytes.IndexByte(head, 0) >= 0 {
-		return "binary"
-	}
-	if !utf8.Valid(content) {
-		return "not UTF-8"
-	}
-	return ""
-}
 
 // FindRoot returns the repository directory of file: the nearest enclosing
 // directory that holds a ".git" entry, or else the file's own directory.

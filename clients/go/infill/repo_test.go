@@ -377,3 +377,29 @@ func TestLoadFileAgreesWithLoadRepository(t *testing.T) {
 		}
 	}
 }
+
+// LoadRepository leaves out what .gitignore files exclude (the rules are
+// package repofs's, tested there against git itself); Include still reads
+// an ignored cursor file.
+func TestLoadRepositoryGitignore(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		".gitignore":   "*.log\nbuild/\n",
+		"a.py":         "x = 1\n",
+		"debug.log":    "log\n",
+		"build/gen.py": "y = 2\n",
+	})
+	repo, report, err := LoadRepository(root, LoadOptions{Include: []string{"build/gen.py"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := paths(repo), []string{".gitignore", "a.py", "build/gen.py"}; !slices.Equal(got, want) {
+		t.Errorf("files %v; want %v", got, want)
+	}
+	var skipped []string
+	for _, s := range report.Skipped {
+		skipped = append(skipped, s.Path+": "+s.Reason)
+	}
+	if want := []string{"build/: ignored by .gitignore", "debug.log: ignored by .gitignore"}; !slices.Equal(skipped, want) {
+		t.Errorf("skipped %v; want %v", skipped, want)
+	}
+}
