@@ -137,9 +137,9 @@ func (t *Tree) Rules() Rules { return t.rules }
 
 // Walk calls fn for every entry under the directory dir ("" for the root,
 // else a slash path inside the tree), in lexical order: each file kept,
-// and each file or directory left out (not entered). A directory kept is
-// entered without a call. An unreadable entry is left out (Reason
-// ReasonUnreadable); an error fn returns ends the walk with it.
+// each directory kept (before what is in it is read), and each file or
+// directory left out (not entered). An unreadable entry is left out
+// (Reason ReasonUnreadable); an error fn returns ends the walk with it.
 func (t *Tree) Walk(dir string, fn func(Entry) error) error {
 	start := t.root
 	if dir != "" {
@@ -176,7 +176,7 @@ func (t *Tree) Walk(dir string, fn func(Entry) error) error {
 				return filepath.SkipDir
 			}
 			t.load(rel)
-			return nil
+			return fn(Entry{Path: rel, Dir: true})
 		}
 		e := Entry{Path: rel}
 		if e.Reason = t.fileProblem(rel, d.Type()); e.Reason == "" {

@@ -141,6 +141,8 @@ func LoadRepository(root string, opts LoadOptions) (*infillv1.Repository, *LoadR
 
 	err = tree.Walk("", func(e repofs.Entry) error {
 		switch {
+		case e.Dir && e.Reason == "":
+			return nil // entered
 		case e.Dir:
 			p := shown(e.Path)
 			if e.Reason != repofs.ReasonUnreadable {
