@@ -2,13 +2,16 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"strings"
 	"time"
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/server/pipeline"
+	"github.com/infill-dev/infill/server/workspace"
 )
 
 // fimRequest is what every dialect's body comes down to: the text around
@@ -43,55 +46,131 @@ type snippet struct {
 	Text string
 }
 
-// Workspaces are repositories the server reads from its own disk
-// (--workspace): a request whose file lies in one gets that repository as
-// its cross-file context.
+// Workspaces are the repositories the server reads from its own disk
+// (--workspace; *workspace.Set).
 type Workspaces interface {
-	// Lookup returns the workspace holding the file at p (absolute, or
-	// relative to a workspace root), with p's slash-separated path inside
-	// it; ok is false when no workspace holds p. A path that leaves every
-	// workspace (.., a link out) is an error.
-	Lookup(p string) (ws Workspace, rel string, ok bool, err error)
+	// Resolve returns the workspace holding the file a plugin names (an
+	// absolute path, a file:// URI or a path relative to a workspace) and
+	// its path there; a nil workspace when none holds it. A path refused
+	// is a *workspace.PathError.
+	Resolve(p string) (*workspace.Workspace, string, error)
+	// Default is the workspace of requests that name no file, or nil.
+	Default() *workspace.Workspace
 }
 
-// Workspace is one repository read from disk.
-type Workspace interface {
-	// Name names the repository in prompts.
-	Name() string
-	// Files lists the workspace's files as the pipeline takes them, except
-	// skip (the cursor file, whose text the editor sends). A file is sent by
-	// digest unless withContent asks for its content.
-	Files(skip string, withContent func(rel string) bool) []contextpack.File
-}
-
-// complete turns f into a pipeline request and runs it.
+// complete turns f into a pipeline request and runs it. Workspace files
+// go by digest; when the builder does not hold some of them (the first
+// request, or after eviction) the call is made once more with their
+// content, before anything has been streamed.
 func (h *Handler) complete(ctx context.Context, f *fimRequest, surface string, st pipeline.Stream) (*pipeline.Result, error) {
-	req, err := h.toPipeline(f, surface)
+	req, snap, err := h.toPipeline(f, surface)
 	if err != nil {
 		return nil, err
 	}
-	return h.pipe.Complete(ctx, req, st)
+	res, err := h.pipe.Complete(ctx, req, st)
+	var me *contextpack.MissingContentError
+	if snap != nil && errors.As(err, &me) && withContent(req.Context.Files, snap, me.Paths) {
+		res, err = h.pipe.Complete(ctx, req, st)
+	}
+	return res, err
 }
 
-// toPipeline builds the repository of a request: the cursor file (prefix +
-// suffix, the cursor between them) and the extra snippets, each under its
-// own path.
-func (h *Handler) toPipeline(f *fimRequest, surface string) (*pipeline.Request, error) {
-	cursorPath := cleanPath(f.Path)
-	if cursorPath == "" {
-		cursorPath = "untitled" + extensionFor(f.Language)
+// withContent gives the files of paths their content from snap instead
+// of their digest; false when one is not a workspace file.
+func withContent(files []contextpack.File, snap *workspace.Snapshot, paths []string) bool {
+	want := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		want[p] = true
 	}
-	files := []contextpack.File{{Path: cursorPath, Content: f.Prefix + f.Suffix, HasContent: true, Language: f.Language}}
-	seen := map[string]int{cursorPath: 0}
+	n := 0
+	for i := range files {
+		f := &files[i]
+		if !want[f.Path] || f.HasContent {
+			continue
+		}
+		wf, ok := snap.File(f.Path)
+		if !ok || wf.Digest != f.Digest {
+			return false
+		}
+		f.Content, f.HasContent, f.Digest = wf.Content, true, ""
+		n++
+	}
+	return n == len(want)
+}
+
+// toPipeline builds the repository of a request. Without a workspace it is
+// the cursor file (prefix + suffix, the cursor between them) and the extra
+// snippets, each under its own path. In a workspace (the one holding the
+// request's file, or the first when the request names none) it is every
+// workspace file by digest, the cursor file with the editor's text in
+// place of the disk copy (a request naming no file gets a new "untitled"
+// file, whose similar code contextpack's retrieval then finds in the
+// workspace), and the snippets the workspace does not already hold; the
+// snapshot returned is the one the files came from (nil without a
+// workspace).
+func (h *Handler) toPipeline(f *fimRequest, surface string) (*pipeline.Request, *workspace.Snapshot, error) {
+	var ws *workspace.Workspace
+	var cursorPath string
+	if h.ws != nil {
+		w, rel, err := h.ws.Resolve(f.Path)
+		if err != nil {
+			return nil, nil, pathError(err)
+		}
+		ws, cursorPath = w, rel
+		if ws == nil && strings.TrimSpace(f.Path) == "" {
+			ws = h.ws.Default()
+		}
+	}
+	var snap *workspace.Snapshot
+	if ws != nil {
+		snap = ws.Snapshot()
+	}
+	if cursorPath == "" {
+		cursorPath = cleanPath(f.Path)
+	}
+	if cursorPath == "" {
+		cursorPath = untitled(snap, f.Language)
+	}
+	cursor := contextpack.File{Path: cursorPath, Content: f.Prefix + f.Suffix, HasContent: true, Language: f.Language}
+	var files []contextpack.File
+	seen := map[string]int{}
+	repoName := f.RepoName
+	if snap == nil {
+		files = append(files, cursor)
+		seen[cursorPath] = 0
+	} else {
+		repoName = ws.Name()
+		files = make([]contextpack.File, 0, len(snap.Files)+1+len(f.Extra))
+		placed := false
+		for _, wf := range snap.Files {
+			if wf.Path == cursorPath {
+				// The editor's text wins over the disk copy.
+				seen[cursorPath], placed = len(files), true
+				files = append(files, cursor)
+				continue
+			}
+			files = append(files, contextpack.File{Path: wf.Path, Digest: wf.Digest})
+		}
+		if !placed {
+			seen[cursorPath] = len(files)
+			files = append(files, cursor)
+		}
+	}
 	for i, s := range f.Extra {
-		p := cleanPath(s.Path)
-		if p == "" {
+		p, held := h.snippetPath(ws, snap, s)
+		switch {
+		case p == cursorPath:
+			continue // the cursor file's own text is already there
+		case held:
+			continue // the workspace holds it already
+		case p == "":
 			p = fmt.Sprintf("extra/snippet-%d", i)
+		case snap != nil:
+			if _, ok := snap.File(p); ok {
+				p = "extra/" + p // an unsaved piece of a workspace file
+			}
 		}
 		if j, ok := seen[p]; ok {
-			if j == 0 {
-				continue // the cursor file's own text is already there
-			}
 			files[j].Content += "\n" + s.Text // pieces of one file
 			continue
 		}
@@ -100,7 +179,7 @@ func (h *Handler) toPipeline(f *fimRequest, surface string) (*pipeline.Request, 
 	}
 	return &pipeline.Request{
 		Context: contextpack.Request{
-			RepoName: f.RepoName,
+			RepoName: repoName,
 			Files:    files,
 			Cursor: contextpack.Cursor{Path: cursorPath, Offset: len(f.Prefix),
 				Encoding: contextpack.EncodingByteOffset},
@@ -112,7 +191,51 @@ func (h *Handler) toPipeline(f *fimRequest, surface string) (*pipeline.Request, 
 		SessionID:     f.SessionID,
 		Class:         f.Class,
 		Surface:       surface,
-	}, nil
+	}, snap, nil
+}
+
+// snippetPath is the repository path of a snippet: its path in the
+// workspace when it lies there, else its cleaned path; held when the
+// workspace holds that file with the snippet's text in it (the snippet
+// would only repeat it). A snippet's path is only a name (its text comes
+// from the request, nothing is read from disk), so a path Resolve refuses
+// is merely cleaned.
+func (h *Handler) snippetPath(ws *workspace.Workspace, snap *workspace.Snapshot, s snippet) (p string, held bool) {
+	if ws != nil {
+		if w, rel, err := h.ws.Resolve(s.Path); err == nil && w == ws {
+			wf, ok := snap.File(rel)
+			return rel, ok && strings.Contains(wf.Content, s.Text)
+		}
+	}
+	return cleanPath(s.Path), false
+}
+
+// untitled names the file of a request that names none: "untitled" with
+// the language's extension, made unique in the workspace.
+func untitled(snap *workspace.Snapshot, lang string) string {
+	ext := extensionFor(lang)
+	name := "untitled" + ext
+	for i := 2; snap != nil; i++ {
+		if _, ok := snap.File(name); !ok {
+			break
+		}
+		name = fmt.Sprintf("untitled-%d%s", i, ext)
+	}
+	return name
+}
+
+// pathError is a refused path in the HTTP surfaces' terms: a link out of
+// the workspace is 403, any other refusal 400.
+func pathError(err error) error {
+	var pe *workspace.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	status := http.StatusBadRequest
+	if errors.Is(err, workspace.ErrLinkOutside) {
+		status = http.StatusForbidden
+	}
+	return &httpError{status: status, msg: pe.Error()}
 }
 
 // cleanPath makes a plugin's file path a repository path: forward slashes,
