@@ -24,6 +24,7 @@ import (
 	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/server"
+	"github.com/infill-dev/infill/server/workspace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -61,6 +62,15 @@ func run(args []string) error {
 		for _, r := range strings.Split(v, ",") {
 			if r = strings.TrimSpace(r); r != "" {
 				cfg.Eval.RepoRoots = append(cfg.Eval.RepoRoots, r)
+			}
+		}
+		return nil
+	})
+	var workspaces []string
+	fs.Func("workspace", "directory the HTTP surfaces read as the repository of requests whose file lies in it, kept current as files change (repeatable, or comma-separated)", func(v string) error {
+		for _, r := range strings.Split(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				workspaces = append(workspaces, r)
 			}
 		}
 		return nil
@@ -112,6 +122,14 @@ func run(args []string) error {
 	} else {
 		defer sb.Close()
 		deps.Executor = sb
+	}
+	if len(workspaces) > 0 {
+		set, err := workspace.OpenSet(workspaces, workspace.DefaultConfig(), log.Named("workspace"))
+		if err != nil {
+			return fmt.Errorf("--workspace: %w", err)
+		}
+		defer func() { _ = set.Close() }()
+		deps.Workspaces = set
 	}
 	catalog := dataset.Catalog{HumanEvalDir: *humanEvalDir}
 	if *erbJSONL != "" || *erbRepos != "" {

@@ -25,13 +25,14 @@ func freeAddr(t *testing.T) string {
 // TestSIGTERMShutsDownCleanly runs the real main loop, waits until it
 // answers health checks (NOT_SERVING: its backend is down), sends SIGTERM to
 // the process and expects run to return without error within the grace
-// period.
+// period (a workspace watched all along).
 func TestSIGTERMShutsDownCleanly(t *testing.T) {
 	addr := freeAddr(t)
+	ws := t.TempDir() // a workspace, watched until shutdown
 	done := make(chan error, 1)
 	go func() {
 		done <- run([]string{"--listen", addr, "--http-listen", freeAddr(t), "--ollama-url", "http://" + freeAddr(t),
-			"--shutdown-grace", "2s", "--log-level", "warn"})
+			"--shutdown-grace", "2s", "--log-level", "warn", "--workspace", ws})
 	}()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -81,6 +82,7 @@ func TestBadConfigIsAnError(t *testing.T) {
 		{"--ollama-url", "ftp://x"},
 		{"--execrepobench-jsonl", "a.jsonl"},
 		{"--log-level", "loud"},
+		{"--workspace", "/nonexistent/infill-workspace"},
 	} {
 		if err := run(append(args, "--listen", freeAddr(t), "--http-listen", freeAddr(t))); err == nil {
 			t.Errorf("%v: no error", args)
