@@ -432,3 +432,28 @@ func BenchmarkWorkspaceToPipeline(b *testing.B) {
 		}
 	}
 }
+
+// A request that names no file (llama.vim sends none, nor a language)
+// still gets the workspace's similar code, found from its text alone.
+func TestCompleteWorkspaceNoPath(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	root, _, _ := wsRepo(t, 20)
+	p, err := pipeline.New(pipeline.DefaultConfig(), wsBuilder(t, 8192), &instantBackend{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := wsHandler(t, p, wsOpen(t, root))
+	for _, lang := range []string{"", "python"} {
+		f := &fimRequest{Prefix: "def func_7_3(value, scale=4):\n    total = mod10.func_10_3(value) * scale\n    if total > 30:\n        return ",
+			Suffix: "\n", Language: lang}
+		res, err := h.complete(context.Background(), f, "test", pipeline.Stream{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(res.Manifest.Sources, func(s contextpack.Source) bool {
+			return s.Included && s.Kind == contextpack.SourceSimilar && strings.HasPrefix(s.Path, "pkg")
+		}) {
+			t.Errorf("language %q: no similar code from the workspace: %+v", lang, res.Manifest.Sources)
+		}
+	}
+}
