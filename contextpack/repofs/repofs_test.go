@@ -10,21 +10,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/infill-dev/infill/contextpack/repofs/repofstest"
 )
 
-// writeTree creates files (slash path → content) under a new directory.
+// writeTree writes files under a new directory.
 func writeTree(t *testing.T, files map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
-	for p, content := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	repofstest.WriteFiles(t, root, files)
 	return root
 }
 

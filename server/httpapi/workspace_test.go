@@ -18,26 +18,13 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/contextpack/repofs/repofstest"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/inference/ollamatest"
 	"github.com/infill-dev/infill/server/pipeline"
 	"github.com/infill-dev/infill/server/workspace"
 )
-
-// wsWriteFiles writes files (slash path → content) under root.
-func wsWriteFiles(t testing.TB, root string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // wsOpen opens a workspace set over roots, closed when the test ends.
 func wsOpen(t testing.TB, roots ...string) *workspace.Set {
@@ -96,7 +83,7 @@ func files(req *pipeline.Request) []string {
 func TestToPipelineWorkspace(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	root := filepath.Join(t.TempDir(), "proj")
-	wsWriteFiles(t, root, map[string]string{
+	repofstest.WriteFiles(t, root, map[string]string{
 		"app.py": "import util\n\nprint(util.f())\n", "util.py": "def f():\n    return 1\n", "z.py": "z = 1\n",
 	})
 	if err := os.Symlink(t.TempDir(), filepath.Join(root, "out")); err != nil {
@@ -176,7 +163,7 @@ func TestToPipelineWorkspace(t *testing.T) {
 func TestCompleteResendsMissingContent(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	root := filepath.Join(t.TempDir(), "proj")
-	wsWriteFiles(t, root, map[string]string{"a.py": "a = 1\n", "b.py": "b = 2\n", "c.py": "c = 3\n"})
+	repofstest.WriteFiles(t, root, map[string]string{"a.py": "a = 1\n", "b.py": "b = 2\n", "c.py": "c = 3\n"})
 	rec := &wsRecorder{errs: []error{&contextpack.MissingContentError{Paths: []string{"a.py", "c.py"}}}}
 	h := wsHandler(t, rec, wsOpen(t, root))
 	if _, err := h.complete(context.Background(), &fimRequest{Prefix: "b = ", Path: "b.py"}, "test", pipeline.Stream{}); err != nil {
@@ -259,7 +246,7 @@ func wsRepo(t testing.TB, n int) (root string, cursor string, text string) {
 		}
 		files[fmt.Sprintf("pkg%d/mod%d.py", i%7, i)] = sb.String()
 	}
-	wsWriteFiles(t, root, files)
+	repofstest.WriteFiles(t, root, files)
 	cursor = fmt.Sprintf("pkg%d/mod%d.py", (n-1)%7, n-1)
 	return root, cursor, files[cursor]
 }
@@ -318,12 +305,12 @@ func TestWorkspaceEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(t.TempDir(), "shop")
-	wsWriteFiles(t, root, map[string]string{"cart.py": "from pricing import discounted_total\n\n\ndef checkout(items):\n    return \n"})
+	repofstest.WriteFiles(t, root, map[string]string{"cart.py": "from pricing import discounted_total\n\n\ndef checkout(items):\n    return \n"})
 	set := wsOpen(t, root)
 	h := wsHandler(t, p, set)
 
 	// Saved after start, as an editor would.
-	wsWriteFiles(t, root, map[string]string{"pricing.py": "def discounted_total(items, rate):\n    return sum(i.price for i in items) * (1 - rate)\n"})
+	repofstest.WriteFiles(t, root, map[string]string{"pricing.py": "def discounted_total(items, rate):\n    return sum(i.price for i in items) * (1 - rate)\n"})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, ok := set.Default().Snapshot().File("pricing.py"); ok {
@@ -374,7 +361,7 @@ func BenchmarkWorkspaceKeystroke(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			root, cursor, text := wsRepo(b, 500)
 			text = strings.Repeat(text, 36<<10/len(text)+1)
-			wsWriteFiles(b, root, map[string]string{cursor: text})
+			repofstest.WriteFiles(b, root, map[string]string{cursor: text})
 			set := wsOpen(b, root)
 			p, err := pipeline.New(pipeline.DefaultConfig(), wsBuilder(b, 8192), &instantBackend{}, nil)
 			if err != nil {

@@ -13,23 +13,12 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/contextpack/repofs/repofstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// writeFiles writes files (slash path → content) under root.
-func writeFiles(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+var writeFiles = repofstest.WriteFiles
 
 // testConfig re-indexes quickly.
 func testConfig() Config {

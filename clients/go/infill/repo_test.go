@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/infill-dev/infill/contextpack/repofs/repofstest"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
 
@@ -19,15 +20,7 @@ import (
 func writeTree(t *testing.T, files map[string]string) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "repo")
-	for p, content := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	repofstest.WriteFiles(t, root, files)
 	return root
 }
 
