@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -238,11 +239,17 @@ func pathError(err error) error {
 	return &httpError{status: status, msg: pe.Error()}
 }
 
-// cleanPath makes a plugin's file path a repository path: forward slashes,
-// no leading "/" or "./", no ".." (a path that climbs out keeps only its
-// base name).
+// cleanPath makes a plugin's file path a repository path: a file:// URI's
+// path, forward slashes, no leading "/" or "./", no ".." (a path that
+// climbs out keeps only its base name).
 func cleanPath(p string) string {
-	p = strings.ReplaceAll(strings.TrimSpace(p), "\\", "/")
+	p = strings.TrimSpace(p)
+	if strings.HasPrefix(strings.ToLower(p), "file:") {
+		if u, err := url.Parse(p); err == nil {
+			p = u.Path
+		}
+	}
+	p = strings.ReplaceAll(p, "\\", "/")
 	if p == "" {
 		return ""
 	}

@@ -121,6 +121,11 @@ func TestToPipelineWorkspace(t *testing.T) {
 		want: []string{"app.py" + d("import util\n\nprint(util.f())\n"), "util.py" + d("def f():\n    return 1\n"), "z.py" + d("z = 1\n"),
 			"untitled.py=def g():\n    return util."},
 	}, {
+		name: "a file URI outside every workspace: no workspace context",
+		f:    fimRequest{Prefix: "a", Path: "file:///elsewhere/other%20file.py", RepoName: "r"},
+		repo: "r",
+		want: []string{"elsewhere/other file.py=a"},
+	}, {
 		name: "a path outside every workspace: no workspace context",
 		f:    fimRequest{Prefix: "a", Path: "/elsewhere/other.py", RepoName: "r"},
 		repo: "r",

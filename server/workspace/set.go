@@ -69,11 +69,19 @@ func OpenSet(roots []string, cfg Config, log *zap.Logger) (*Set, error) {
 	return s, nil
 }
 
-// Workspaces returns the set's workspaces.
-func (s *Set) Workspaces() []*Workspace { return s.ws }
+// Workspaces returns the set's workspaces. A nil *Set has none.
+func (s *Set) Workspaces() []*Workspace {
+	if s == nil {
+		return nil
+	}
+	return s.ws
+}
 
 // Close closes every workspace.
 func (s *Set) Close() error {
+	if s == nil {
+		return nil
+	}
 	var errs []error
 	for _, w := range s.ws {
 		errs = append(errs, w.Close())
@@ -83,7 +91,7 @@ func (s *Set) Close() error {
 
 // Default is the workspace of requests that name no file: the first.
 func (s *Set) Default() *Workspace {
-	if len(s.ws) == 0 {
+	if s == nil || len(s.ws) == 0 {
 		return nil
 	}
 	return s.ws[0]
@@ -112,7 +120,7 @@ func (s *Set) Default() *Workspace {
 //     yet (a new buffer) is resolved through its directories.
 func (s *Set) Resolve(p string) (*Workspace, string, error) {
 	p = strings.TrimSpace(p)
-	if p == "" || len(s.ws) == 0 {
+	if p == "" || s == nil || len(s.ws) == 0 {
 		return nil, "", nil
 	}
 	orig := p

@@ -107,8 +107,11 @@ func TestResolve(t *testing.T) {
 	if s.Default() != proj || (&Set{}).Default() != nil {
 		t.Error("Default is not the first workspace")
 	}
-	if w, _, err := (&Set{}).Resolve(filepath.Join(root, "src", "a.py")); w != nil || err != nil {
-		t.Error("an empty set resolved a path")
+	var none *Set // a typed nil in an interface must not panic
+	for _, empty := range []*Set{{}, none} {
+		if w, _, err := empty.Resolve(filepath.Join(root, "src", "a.py")); w != nil || err != nil || empty.Default() != nil || empty.Close() != nil {
+			t.Error("an empty set resolved a path")
+		}
 	}
 	// Two roots with one base name get two names.
 	twin := filepath.Join(base, "twin", "proj")
