@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/cheggaaa/pb/v3 v3.1.7
 	github.com/dlclark/regexp2 v1.12.0
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/ollama/ollama v0.24.0
 	github.com/openai/openai-go/v3 v3.98.0
@@ -31,7 +32,6 @@ require (
 	github.com/buger/jsonparser v1.1.1 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/fatih/color v1.18.0 // indirect
-	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/go-git/gcfg v1.5.1-0.20230307220236-3a3c6141e376 // indirect
 	github.com/go-git/go-billy/v5 v5.9.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
