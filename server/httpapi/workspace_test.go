@@ -400,3 +400,63 @@ func TestCompleteWorkspaceNoPath(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWorkspaceFirstRequest is the first request in a 500-file
+// workspace. "cold": the builder holds nothing yet, so every digest misses,
+// the 500 files go again with content, and all are analysed and indexed.
+// "warmed": the server warmed the builder at start (Set.Warm, not timed).
+func BenchmarkWorkspaceFirstRequest(b *testing.B) {
+	root, cursor, text := wsRepo(b, 500)
+	set := wsOpen(b, root)
+	off := strings.Index(text, "    total")
+	for _, warm := range []bool{false, true} {
+		name := "cold"
+		if warm {
+			name = "warmed"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				builder := wsBuilder(b, 8192)
+				if warm {
+					set.Warm(context.Background(), builder, nil)
+				}
+				p, err := pipeline.New(pipeline.DefaultConfig(), builder, &instantBackend{}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				h := wsHandler(b, p, set)
+				f := &fimRequest{Prefix: text[:off], Suffix: text[off:], Path: filepath.Join(root, cursor)}
+				b.StartTimer()
+				if _, err := h.complete(context.Background(), f, "bench", pipeline.Stream{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// A workspace the server warmed sends digests only from the first
+// request on.
+func TestWarmedWorkspaceSendsDigestsOnly(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	root, cursor, text := wsRepo(t, 20)
+	set := wsOpen(t, root)
+	builder := wsBuilder(t, 8192)
+	set.Warm(context.Background(), builder, zaptest.NewLogger(t))
+	p, err := pipeline.New(pipeline.DefaultConfig(), builder, &instantBackend{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &countingCompleter{Completer: p}
+	h := wsHandler(t, cc, set)
+	off := strings.Index(text, "    total")
+	for _, path := range []string{filepath.Join(root, cursor), ""} {
+		cc.n = 0
+		f := &fimRequest{Prefix: text[:off] + "x", Suffix: text[off:], Path: path}
+		if _, err := h.complete(context.Background(), f, "test", pipeline.Stream{}); err != nil || cc.n != 1 {
+			t.Errorf("path %q: %d pipeline calls (want 1: no resend), %v", path, cc.n, err)
+		}
+	}
+}

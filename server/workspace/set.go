@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -8,8 +9,11 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/infill-dev/infill/contextpack"
 )
 
 // Errors of Resolve, wrapped in a *PathError; test with errors.Is.
@@ -257,4 +261,39 @@ func (w *Workspace) follow(rel string) (string, error) {
 		return "", errors.New("a link on the path leads to the workspace root")
 	}
 	return filepath.ToSlash(r), nil
+}
+
+// Builder analyses repositories (contextpack.Builder).
+type Builder interface {
+	Build(ctx context.Context, req contextpack.Request) (*contextpack.Prompt, error)
+}
+
+// Warm has b read and analyse every workspace's files now, with their
+// content, so that the first completion in a workspace sends digests
+// only and finds the files analysed (without it, the first request pays
+// for resending and analysing the whole workspace; see
+// BenchmarkWorkspaceFirstRequest in server/httpapi). It stops early when
+// ctx ends.
+func (s *Set) Warm(ctx context.Context, b Builder, log *zap.Logger) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	for _, w := range s.Workspaces() {
+		snap := w.Snapshot()
+		if len(snap.Files) == 0 {
+			continue
+		}
+		start := time.Now()
+		files := make([]contextpack.File, len(snap.Files))
+		for i, f := range snap.Files {
+			files[i] = contextpack.File{Path: f.Path, Content: f.Content, HasContent: true}
+		}
+		_, err := b.Build(ctx, contextpack.Request{RepoName: w.Name(), Files: files,
+			Cursor: contextpack.Cursor{Path: files[0].Path, Encoding: contextpack.EncodingByteOffset}})
+		if ctx.Err() != nil {
+			return
+		}
+		log.Info("workspace warmed", zap.String("workspace", w.Name()), zap.Int("files", len(files)),
+			zap.Duration("took", time.Since(start)), zap.Error(err))
+	}
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/infill-dev/infill/contextpack"
 )
 
 func openSet(t *testing.T, roots ...string) *Set {
@@ -135,4 +138,35 @@ func TestOpenSetClosesOnError(t *testing.T) {
 		t.Fatal("a missing root was accepted")
 	}
 	// goleak (TestMain) checks that the first workspace's watcher stopped.
+}
+
+// recordingBuilder records the requests Warm makes.
+type recordingBuilder struct{ reqs []contextpack.Request }
+
+func (b *recordingBuilder) Build(_ context.Context, req contextpack.Request) (*contextpack.Prompt, error) {
+	b.reqs = append(b.reqs, req)
+	return &contextpack.Prompt{}, nil
+}
+
+func TestWarm(t *testing.T) {
+	a, empty := t.TempDir(), t.TempDir()
+	writeFiles(t, a, map[string]string{"x.py": "x = 1\n", "y/z.py": "z = 2\n"})
+	s := openSet(t, a, empty)
+	b := &recordingBuilder{}
+	s.Warm(context.Background(), b, nil)
+	if len(b.reqs) != 1 {
+		t.Fatalf("%d builds, want 1 (the empty workspace needs none)", len(b.reqs))
+	}
+	r := b.reqs[0]
+	if r.RepoName != s.Workspaces()[0].Name() || len(r.Files) != 2 || !r.Files[1].HasContent ||
+		r.Files[1].Path != "y/z.py" || r.Files[1].Content != "z = 2\n" || r.Cursor.Path != "x.py" {
+		t.Errorf("warm request %+v", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.reqs = nil
+	s.Warm(ctx, b, nil)
+	if len(b.reqs) > 1 {
+		t.Errorf("a cancelled Warm went on: %d builds", len(b.reqs))
+	}
 }

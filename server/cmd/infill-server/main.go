@@ -130,6 +130,13 @@ func run(args []string) error {
 		}
 		defer func() { _ = set.Close() }()
 		deps.Workspaces = set
+		// Analyse the workspaces while the server starts, so that the
+		// first keystroke does not pay for it; stopped before the
+		// builder closes.
+		warmCtx, cancelWarm := context.WithCancel(context.Background())
+		warmed := make(chan struct{})
+		go func() { defer close(warmed); set.Warm(warmCtx, builder, log.Named("workspace")) }()
+		defer func() { cancelWarm(); <-warmed }()
 	}
 	catalog := dataset.Catalog{HumanEvalDir: *humanEvalDir}
 	if *erbJSONL != "" || *erbRepos != "" {
