@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/infill-dev/infill/evaluator/metrics"
 	"github.com/infill-dev/infill/evaluator/sandbox"
+	"go.uber.org/zap"
 )
 
 // Completion is one generated middle with its latencies.
@@ -108,7 +110,7 @@ const defaultProgramName = "program.py"
 
 // grade runs completion c of task t. It returns an error only when ctx is
 // done; every other problem is a VerdictError result.
-func grade(ctx context.Context, ex Executor, cfg *Config, t *Task, sample int, c Completion) (Result, error) {
+func grade(ctx context.Context, log *zap.Logger, ex Executor, cfg *Config, t *Task, sample int, c Completion) (Result, error) {
 	res := Result{
 		TaskID: t.ID, Benchmark: t.Benchmark, Level: t.Level, Sample: sample,
 		Completion: c.Text, TTFT: c.TTFT, Total: c.Total, ExitCode: -1,
@@ -116,7 +118,7 @@ func grade(ctx context.Context, ex Executor, cfg *Config, t *Task, sample int, c
 		EditSimilarity: metrics.EditSimilarity(c.Text, t.Reference),
 	}
 	fail := func(err error) (Result, error) {
-		res.Verdict, res.Error = VerdictError, err.Error()
+		res.Verdict, res.Error = VerdictError, errorText(log, t, sample, err)
 		return res, nil
 	}
 	if err := t.Validate(); err != nil {
@@ -196,7 +198,7 @@ func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
 		}, nil
 	case ExecRepository:
 		if !cfg.repoAllowed(t.Exec.RepoDir) {
-			return sandbox.Spec{}, fmt.Errorf("%w: %s", ErrRepoNotAllowed, t.Exec.RepoDir)
+			return sandbox.Spec{}, &fs.PathError{Op: "evaluate in", Path: t.Exec.RepoDir, Err: ErrRepoNotAllowed}
 		}
 		work := t.RepoName
 		if work == "" || !filepath.IsLocal(work) || strings.ContainsRune(work, '/') {
@@ -226,4 +228,19 @@ func tail(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[len(s)-n:], "")
+}
+
+// errorText is a sample's error as its Result reports it, to the client
+// too: without the server's paths or the detail of a sandbox that failed
+// to start (ClientMessage), which the log keeps.
+func errorText(log *zap.Logger, t *Task, sample int, err error) string {
+	if errors.Is(err, sandbox.ErrSetup) {
+		err = &HiddenError{Public: "sandbox: setup failed (the server's log has the detail)", Err: err}
+	}
+	msg := ClientMessage(err)
+	if msg != err.Error() {
+		log.Warn("sample error, reported without the server's detail", zap.String("task", t.ID),
+			zap.String("benchmark", t.Benchmark), zap.Int("sample", sample), zap.Error(err))
+	}
+	return msg
 }

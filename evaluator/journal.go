@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"sync"
@@ -61,7 +62,7 @@ func OpenJournal(path string) (*Journal, []Result, error) {
 	j, results, err := openJournal(f)
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, &fs.PathError{Op: "open journal", Path: path, Err: err}
 	}
 	return j, results, nil
 }

@@ -142,23 +142,23 @@ func NewRunner(cfg Config, exec Executor, completer Completer, log *zap.Logger) 
 func (r *Runner) Grade(ctx context.Context, t Task, sample int, c *Completion) (Result, error) {
 	if c == nil {
 		if r.completer == nil {
-			return errorResult(&t, sample, ErrNoCompleter), nil
+			return errorResult(r.log, &t, sample, ErrNoCompleter), nil
 		}
 		got, err := r.completer.Complete(ctx, t, sample)
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
 		if err != nil {
-			return errorResult(&t, sample, fmt.Errorf("completion: %w", err)), nil
+			return errorResult(r.log, &t, sample, fmt.Errorf("completion: %w", err)), nil
 		}
 		c = &got
 	}
-	return grade(ctx, r.exec, &r.cfg, &t, sample, *c)
+	return grade(ctx, r.log, r.exec, &r.cfg, &t, sample, *c)
 }
 
-func errorResult(t *Task, sample int, err error) Result {
+func errorResult(log *zap.Logger, t *Task, sample int, err error) Result {
 	return Result{TaskID: t.ID, Benchmark: t.Benchmark, Level: t.Level, Sample: sample,
-		Verdict: VerdictError, Error: err.Error(), ExitCode: -1}
+		Verdict: VerdictError, Error: errorText(log, t, sample, err), ExitCode: -1}
 }
 
 // RunJobs is Run over a slice.

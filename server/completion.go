@@ -42,14 +42,14 @@ type completionRequest interface {
 
 func (c *completionService) Complete(ctx context.Context, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
 	resp, err := c.s.complete(ctx, req, nil)
-	return resp, toStatus(c.s.log, err)
+	return resp, toStatus(ctx, c.s.log, err)
 }
 
 func (c *completionService) StreamComplete(req *infillv1.StreamCompleteRequest, stream infillv1.CompletionService_StreamCompleteServer) error {
 	ctx := stream.Context()
 	resp, err := c.s.complete(ctx, req, stream)
 	if err != nil {
-		return toStatus(c.s.log, err)
+		return toStatus(ctx, c.s.log, err)
 	}
 	return stream.Send(&infillv1.StreamCompleteResponse{Event: &infillv1.StreamCompleteResponse_Done{Done: resp}})
 }
@@ -174,7 +174,7 @@ func decodeCompletion(req completionRequest) (*pipeline.Request, error) {
 const maxOffset = 1 << 62
 
 func invalid(field, reason string) error {
-	return toStatus(nil, pipeline.Invalid(field, reason))
+	return toStatus(context.Background(), nil, pipeline.Invalid(field, reason))
 }
 
 func toContextRequest(req completionRequest) contextpack.Request {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/server/auth"
 	"github.com/infill-dev/infill/server/httpapi"
 	"github.com/infill-dev/infill/server/pipeline"
 )
@@ -38,6 +39,14 @@ type Config struct {
 	Inference inference.Config
 	Context   contextpack.Config
 	Eval      EvalConfig
+	// Auth configures bearer tokens and their limits.
+	Auth auth.Config
+	// TLS configures TLS (and mutual TLS) on both listeners.
+	TLS TLSConfig
+	// Insecure allows a listener beyond loopback without authentication.
+	Insecure bool
+	// Evaluation switches the EvaluationService.
+	Evaluation EvalMode
 }
 
 // EvalConfig configures the EvaluationService.
@@ -70,6 +79,7 @@ func DefaultConfig() Config {
 		Inference:       inference.DefaultConfig(),
 		Context:         contextpack.DefaultConfig(),
 		Eval:            EvalConfig{Workers: runtime.NumCPU(), MaxSamples: 200},
+		Evaluation:      EvalAuto,
 	}
 }
 
@@ -96,7 +106,14 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("server: Eval.RepoRoots entry %q is not absolute", r))
 		}
 	}
-	errs = append(errs, c.Admission.Validate(), c.Inference.Validate(), c.Context.Validate())
+	errs = append(errs, c.Admission.Validate(), c.Inference.Validate(), c.Context.Validate(), c.Auth.Validate(), c.TLS.validate())
+	switch c.Evaluation {
+	case EvalAuto, EvalOn, EvalOff:
+	default:
+		errs = append(errs, fmt.Errorf("server: evaluation mode %q: want auto, on or off", c.Evaluation))
+	}
+	errs = append(errs, CheckListen("--listen", c.ListenAddr, c.Authenticated(), c.Insecure),
+		CheckListen("--http-listen", c.HTTPListenAddr, c.Authenticated(), c.Insecure))
 	// A request that asks for the default number of tokens must leave room
 	// for a prompt, or every such request would fail.
 	need := c.Inference.DefaultMaxTokens + c.Context.MinPromptTokens

@@ -51,11 +51,11 @@ func (e *evaluationService) ListBenchmarks(context.Context, *infillv1.ListBenchm
 }
 
 func (e *evaluationService) Evaluate(stream infillv1.EvaluationService_EvaluateServer) error {
-	return toStatus(e.s.log, e.s.evaluate(stream))
+	return toStatus(stream.Context(), e.s.log, e.s.evaluate(stream))
 }
 
 func (e *evaluationService) RunBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1.EvaluationService_RunBenchmarkServer) error {
-	return toStatus(e.s.log, e.s.runBenchmark(req, stream))
+	return toStatus(stream.Context(), e.s.log, e.s.runBenchmark(req, stream))
 }
 
 func (s *Server) newRunner(resultsPath string, ks []int, pc *pipelineCompleter) (*evaluator.Runner, error) {
@@ -98,7 +98,7 @@ func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer) erro
 			if err == nil {
 				var job evaluator.Job
 				if job, err = s.toJob(req, pc); err != nil {
-					err = annotate(s.log, err, fmt.Sprintf("request %d (task %q)", i, req.GetTask().GetTaskId()))
+					err = annotate(ctx, s.log, err, fmt.Sprintf("request %d (task %q)", i, req.GetTask().GetTaskId()))
 				} else {
 					select {
 					case jobs <- job:

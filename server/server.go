@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,11 +16,13 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"github.com/infill-dev/infill/server/auth"
 	"github.com/infill-dev/infill/server/httpapi"
 	"github.com/infill-dev/infill/server/pipeline"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -57,14 +60,15 @@ type Server struct {
 	health *health.Server
 	deps   Deps
 	pipe   *pipeline.Pipeline
+	guard  *auth.Guard
+	tls    *tls.Config
+	// healthServices are the services whose health follows the backend.
+	healthServices []string
 
 	stopOnce sync.Once
 	stop     chan struct{}
 	watchWG  sync.WaitGroup
 }
-
-// services whose health follows the backend.
-var healthServices = []string{"", infillv1.CompletionService_ServiceDesc.ServiceName, infillv1.EvaluationService_ServiceDesc.ServiceName}
 
 // New builds the gRPC server with its interceptors, health, reflection and
 // the completion service. Call Serve, then Shutdown.
@@ -78,29 +82,51 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	guard, err := auth.New(cfg.Auth, log.Named("auth"))
+	if err != nil {
+		return nil, err
+	}
+	tc, err := cfg.TLS.load()
+	if err != nil {
+		return nil, err
+	}
 	pcfg := pipeline.DefaultConfig()
 	pcfg.MaxFiles, pcfg.MaxIDBytes, pcfg.Admission = cfg.MaxFiles, maxIDBytes, cfg.Admission
 	pipe, err := pipeline.New(pcfg, deps.Builder, deps.Backend, log)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, deps: deps, pipe: pipe, health: health.NewServer(), stop: make(chan struct{})}
-	s.grpc = grpc.NewServer(
+	s := &Server{cfg: cfg, log: log, deps: deps, pipe: pipe, guard: guard, tls: tc, health: health.NewServer(), stop: make(chan struct{})}
+	unary := []grpc.UnaryServerInterceptor{unaryRecover(log)}
+	stream := []grpc.StreamServerInterceptor{streamRecover(log)}
+	if guard.Enabled() {
+		unary, stream = append(unary, s.authUnary), append(stream, s.authStream)
+	}
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes),
 		grpc.ForceServerCodecV2(infillv1.Codec()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 		grpc.StatsHandler(rpcLog{s}),
-		grpc.ChainUnaryInterceptor(unaryRecover(log)),
-		grpc.ChainStreamInterceptor(streamRecover(log)),
-	)
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+	}
+	if tc != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+	}
+	s.grpc = grpc.NewServer(opts...)
 	hcfg := cfg.HTTP
 	hcfg.MaxBodyBytes = int64(cfg.MaxRecvMsgBytes)
 	hcfg.DefaultModel = deps.Backend.Model("")
 	hcfg.ContextTokens = deps.Backend.ContextTokens("")
-	hh, err := httpapi.New(hcfg, pipe, deps.Workspaces, log.Named("http"))
+	var hguard httpapi.Guard
+	if guard.Enabled() {
+		hguard = guard
+	}
+	hh, err := httpapi.New(hcfg, pipe, deps.Workspaces, hguard, log.Named("http"))
 	if err != nil {
+		pipe.Close()
 		return nil, err
 	}
 	s.http = &http.Server{
@@ -109,12 +135,22 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
+		TLSConfig:         tc,
 	}
 	infillv1.RegisterCompletionServiceServer(s.grpc, &completionService{s: s})
-	infillv1.RegisterEvaluationServiceServer(s.grpc, &evaluationService{s: s})
+	s.healthServices = []string{"", infillv1.CompletionService_ServiceDesc.ServiceName}
+	if why := cfg.evaluationOff(); why != "" {
+		infillv1.RegisterEvaluationServiceServer(s.grpc, evaluationDisabled{why: why})
+		log.Info("evaluation off", zap.String("why", why))
+	} else {
+		infillv1.RegisterEvaluationServiceServer(s.grpc, &evaluationService{s: s})
+		s.healthServices = append(s.healthServices, infillv1.EvaluationService_ServiceDesc.ServiceName)
+	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
-	for _, name := range healthServices {
+	log.Info("security", zap.Bool("tokens", guard.Enabled()), zap.Int("token_count", len(guard.Tokens())),
+		zap.Bool("tls", tc != nil), zap.Bool("mutual_tls", cfg.TLS.ClientCAFile != ""), zap.Bool("insecure", cfg.Insecure))
+	for _, name := range s.healthServices {
 		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
 	}
 	return s, nil
@@ -135,8 +171,12 @@ func (s *Server) Serve(lis net.Listener) error {
 // ServeHTTP serves the HTTP surfaces (llama.cpp, Ollama, OpenAI and Tabby
 // dialects) on lis until Shutdown, over the same pipeline as gRPC.
 func (s *Server) ServeHTTP(lis net.Listener) error {
-	s.log.Info("serving HTTP", zap.String("addr", lis.Addr().String()))
-	if err := s.http.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+	s.log.Info("serving HTTP", zap.String("addr", lis.Addr().String()), zap.Bool("tls", s.tls != nil))
+	serve := s.http.Serve
+	if s.tls != nil {
+		serve = func(l net.Listener) error { return s.http.ServeTLS(l, "", "") }
+	}
+	if err := serve(lis); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
@@ -202,7 +242,7 @@ func (s *Server) watchHealth() {
 			} else {
 				s.log.Warn("backend down: NOT_SERVING", zap.Error(err))
 			}
-			for _, name := range healthServices {
+			for _, name := range s.healthServices {
 				s.health.SetServingStatus(name, st)
 			}
 		}
@@ -251,6 +291,7 @@ type rpcLog struct{ s *Server }
 type rpcInfo struct {
 	id, method                 string
 	in, out, bytesIn, bytesOut atomic.Int64
+	token                      atomic.Value // string: the name of the caller's token
 	first                      atomic.Value // []zap.Field: caller ids of the first request message
 }
 
@@ -286,6 +327,9 @@ func (h rpcLog) HandleRPC(ctx context.Context, st stats.RPCStats) {
 		}
 		if f, ok := ri.first.Load().([]zap.Field); ok {
 			fields = append(fields, f...)
+		}
+		if name, ok := ri.token.Load().(string); ok {
+			fields = append(fields, zap.String("token", name))
 		}
 		h.s.logCall(st.Error, fields)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 )
 
 // toStatus maps a domain error to a gRPC status: pipeline.Classify sorts
-// the error, and this is the one table from its kinds to codes.
-func toStatus(log *zap.Logger, err error) error {
+// the error, and this is the one table from its kinds to codes. Detail the
+// client is not shown (the server's paths) is logged with the call's
+// request id.
+func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -23,6 +26,9 @@ func toStatus(log *zap.Logger, err error) error {
 		return err // already a status (validation in this package)
 	}
 	c := pipeline.Classify(err)
+	if c.Hidden && c.Kind != pipeline.KindInternal && log != nil {
+		log.Info("error detail not shown to the client", zap.String("request_id", requestID(ctx)), zap.Error(err))
+	}
 	switch c.Kind {
 	case pipeline.KindInvalidArgument:
 		if c.Field == "" {
@@ -44,7 +50,7 @@ func toStatus(log *zap.Logger, err error) error {
 		})
 	case pipeline.KindInternal:
 		if log != nil {
-			log.Error("unclassified error", zap.Error(err))
+			log.Error("unclassified error", zap.String("request_id", requestID(ctx)), zap.Error(err))
 		}
 		return status.Error(codes.Internal, "internal error: "+c.Message)
 	}
@@ -102,8 +108,8 @@ func withDetails(c codes.Code, msg string, details ...protoadapt.MessageV1) erro
 
 // annotate prefixes the status message of err (mapped by toStatus), keeping
 // its code and details, e.g. to say which request of a stream was bad.
-func annotate(log *zap.Logger, err error, prefix string) error {
-	p := status.Convert(toStatus(log, err)).Proto()
+func annotate(ctx context.Context, log *zap.Logger, err error, prefix string) error {
+	p := status.Convert(toStatus(ctx, log, err)).Proto()
 	p.Message = prefix + ": " + p.Message
 	return status.ErrorProto(p)
 }

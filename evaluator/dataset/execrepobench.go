@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/infill-dev/infill/evaluator"
 )
@@ -70,8 +71,8 @@ func LoadExecRepoBench(jsonlPath string, opts ExecRepoBenchOptions) ([]evaluator
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(repos); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%w: repositories directory %s: not a directory (%v)", ErrInvalidData, repos, err)
+	if err := isDir(repos); err != nil {
+		return nil, fmt.Errorf("%w: repositories directory: %w", ErrInvalidData, err)
 	}
 	bench := opts.Benchmark
 	if bench == "" {
@@ -102,7 +103,7 @@ func LoadExecRepoBench(jsonlPath string, opts ExecRepoBenchOptions) ([]evaluator
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", jsonlPath, err)
+		return nil, &fs.PathError{Op: "read", Path: jsonlPath, Err: err}
 	}
 	return tasks, nil
 }
@@ -178,9 +179,8 @@ func validRepoName(s string) bool {
 
 // checkRepo verifies the repository directory and its test entry point.
 func checkRepo(dir string, test evaluator.TestSpec) error {
-	fi, err := os.Stat(dir)
-	if err != nil || !fi.IsDir() {
-		return fmt.Errorf("%w: repository %s missing", ErrInvalidData, dir)
+	if err := isDir(dir); err != nil {
+		return fmt.Errorf("%w: repository missing: %w", ErrInvalidData, err)
 	}
 	if test.Kind == evaluator.TestScript {
 		root, err := os.OpenRoot(dir)
@@ -190,10 +190,20 @@ func checkRepo(dir string, test evaluator.TestSpec) error {
 		defer root.Close()
 		if _, err := root.Stat(filepath.FromSlash(test.Script)); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%w: repository %s has no test entry point %s", ErrInvalidData, dir, test.Script)
+				return fmt.Errorf("%w: repository %s has no test entry point %s", ErrInvalidData, filepath.Base(dir), test.Script)
 			}
-			return fmt.Errorf("%w: %v", ErrInvalidData, err)
+			return fmt.Errorf("%w: %w", ErrInvalidData, err)
 		}
 	}
 	return nil
+}
+
+// isDir is nil when dir is a directory, else an *fs.PathError (which keeps
+// the server's path out of what a client is shown: evaluator.ClientMessage).
+func isDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err == nil && !fi.IsDir() {
+		err = &fs.PathError{Op: "stat", Path: dir, Err: syscall.ENOTDIR}
+	}
+	return err
 }

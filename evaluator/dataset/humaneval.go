@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,7 +102,7 @@ func LoadHumanEval(path string, set HumanEvalSet) ([]evaluator.Task, error) {
 	defer f.Close()
 	tasks, err := ReadHumanEval(f, set)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	return tasks, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -66,7 +67,7 @@ func LoadInfill(path string) ([]evaluator.Task, error) {
 	}
 	tasks, err := ReadInfill(f, filepath.Dir(abs))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	return tasks, nil
 }

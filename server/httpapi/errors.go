@@ -74,6 +74,7 @@ type problem struct {
 	typ        string
 	param      string
 	retryAfter time.Duration
+	hidden     bool // msg leaves out detail of the error (the log keeps it)
 }
 
 func toProblem(err error) problem {
@@ -82,7 +83,7 @@ func toProblem(err error) problem {
 		return problem{status: he.status, msg: he.msg, typ: errorType(he.status), param: he.param}
 	}
 	c := pipeline.Classify(err)
-	p := problem{status: kindStatus[c.Kind], msg: c.Message, param: c.Field, retryAfter: c.RetryAfter}
+	p := problem{status: kindStatus[c.Kind], msg: c.Message, param: c.Field, retryAfter: c.RetryAfter, hidden: c.Hidden}
 	if c.Kind == pipeline.KindInternal {
 		p.msg = "internal error"
 	}
@@ -114,7 +115,7 @@ func errorType(status int) string {
 // for the log line, never shown.
 func writeError(w http.ResponseWriter, r *http.Request, d dialect, err error) {
 	p := toProblem(err)
-	if p.status >= 500 {
+	if p.status >= 500 || p.hidden {
 		infoOf(r).err = err
 	}
 	if p.retryAfter > 0 { // whole seconds, rounded up, as HTTP has them

@@ -9,8 +9,10 @@
 // server reads a repository from its own disk), calls the one completion
 // pipeline, maps errors with the one table in errors.go and encodes its own
 // response shape. The handler adds what every surface gets: a request id
-// (X-Request-Id), a body size limit (413), methods (405), one log line per
-// request (never code) and panic recovery.
+// (X-Request-Id), the bearer token check (a Guard, when the server has
+// tokens: 401/403/429 in the surface's error style; the health checks stay
+// open), a body size limit (413), methods (405), one log line per request
+// (never code) and panic recovery.
 package httpapi
 
 import (
@@ -23,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/infill-dev/infill/server/auth"
 	"github.com/infill-dev/infill/server/pipeline"
 	"go.uber.org/zap"
 )
@@ -62,18 +65,29 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Guard admits a request by its bearer token before any surface reads it
+// (auth.Guard). Its errors are auth's, which pipeline.Classify sorts.
+type Guard interface {
+	Admit(token string, scope auth.Scope) (*auth.Call, error)
+}
+
 // Handler serves every HTTP surface.
 type Handler struct {
-	cfg  Config
-	pipe Completer
-	ws   Workspaces
-	log  *zap.Logger
-	mux  *http.ServeMux
+	cfg   Config
+	pipe  Completer
+	ws    Workspaces
+	guard Guard
+	log   *zap.Logger
+	mux   *http.ServeMux
+	// dialects are the surfaces of the mux's patterns, for errors written
+	// before a surface's handler runs.
+	dialects map[string]dialect
 }
 
 // New returns the handler for all surfaces; ws may be nil (no workspace
-// mode), log may be nil.
-func New(cfg Config, pipe Completer, ws Workspaces, log *zap.Logger) (*Handler, error) {
+// mode), guard may be nil (no tokens: every request is admitted), log may
+// be nil.
+func New(cfg Config, pipe Completer, ws Workspaces, guard Guard, log *zap.Logger) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -83,7 +97,7 @@ func New(cfg Config, pipe Completer, ws Workspaces, log *zap.Logger) (*Handler, 
 	if log == nil {
 		log = zap.NewNop()
 	}
-	h := &Handler{cfg: cfg, pipe: pipe, ws: ws, log: log, mux: http.NewServeMux()}
+	h := &Handler{cfg: cfg, pipe: pipe, ws: ws, guard: guard, log: log, mux: http.NewServeMux(), dialects: map[string]dialect{}}
 	h.routes()
 	return h, nil
 }
@@ -102,8 +116,7 @@ func (h *Handler) routes() {
 // route registers path for the methods given; any other method is 405 in
 // the dialect's error style.
 func (h *Handler) route(path string, d dialect, methods map[string]http.HandlerFunc) {
-	h.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-		setDialect(r, d)
+	h.handle(path, d, func(w http.ResponseWriter, r *http.Request) {
 		if f, ok := methods[r.Method]; ok {
 			f(w, r)
 			return
@@ -119,8 +132,48 @@ func (h *Handler) route(path string, d dialect, methods map[string]http.HandlerF
 	})
 }
 
-// ServeHTTP gives the request its id and size limit, recovers a panic and
-// logs one line when the request has ended.
+// handle registers pattern as a surface of dialect d.
+func (h *Handler) handle(pattern string, d dialect, f http.HandlerFunc) {
+	h.dialects[pattern] = d
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		setDialect(r, d)
+		f(w, r)
+	})
+}
+
+// openPaths answer without a token: the health checks.
+var openPaths = map[string]bool{"/health": true, "/v1/health": true}
+
+// admit checks the request's bearer token before any surface reads the
+// request: every path but the health checks needs a token with the
+// complete scope (CORS preflights, which carry no credentials and do
+// nothing, pass). A refusal is written in the surface's error style: 401
+// with WWW-Authenticate, 403, or 429 with Retry-After. done ends the call
+// for the token's limits.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (done func(), ok bool) {
+	if h.guard == nil || openPaths[r.URL.Path] || r.Method == http.MethodOptions {
+		return func() {}, true
+	}
+	call, err := h.guard.Admit(auth.ParseBearer(r.Header.Get("Authorization")), auth.ScopeComplete)
+	if err != nil {
+		_, pattern := h.mux.Handler(r)
+		d := h.dialects[pattern]
+		setDialect(r, d)
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="infill"`)
+		}
+		writeError(w, r, d, err)
+		return nil, false
+	}
+	if call == nil {
+		return func() {}, true
+	}
+	infoOf(r).token = call.Name
+	return call.Done, true
+}
+
+// ServeHTTP gives the request its id and size limit, checks its token,
+// recovers a panic and logs one line when the request has ended.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := newRequestID()
@@ -145,12 +198,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			zap.String("request_id", id), zap.Int("status", rw.statusCode()), zap.Duration("duration", time.Since(start)),
 			zap.Int64("bytes_out", rw.n), zap.String("peer", r.RemoteAddr), zap.String("user_agent", r.UserAgent()),
 		}
+		if info.token != "" {
+			fields = append(fields, zap.String("token", info.token))
+		}
+		if info.err != nil {
+			fields = append(fields, zap.Error(info.err))
+		}
 		if info.err != nil && rw.statusCode() >= 500 {
-			h.log.Warn("http", append(fields, zap.Error(info.err))...)
+			h.log.Warn("http", fields...)
 			return
 		}
 		h.log.Info("http", fields...)
 	}()
+	done, ok := h.admit(rw, r)
+	if !ok {
+		return
+	}
+	defer done()
 	h.mux.ServeHTTP(rw, r)
 }
 
@@ -195,7 +259,10 @@ func (w *responseWriter) statusCode() int {
 // requestInfo carries what the log line needs from inside the handlers.
 type requestInfo struct {
 	dialect dialect
-	err     error
+	// err is logged whole: an internal error, or one whose detail the
+	// client was not shown.
+	err   error
+	token string // the caller's token's name
 }
 
 type requestInfoKey struct{}

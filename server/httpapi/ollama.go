@@ -48,8 +48,7 @@ func (h *Handler) registerOllama() {
 	h.route("/api/show", dialectOllama, map[string]http.HandlerFunc{http.MethodPost: func(w http.ResponseWriter, r *http.Request) {
 		h.ollamaShow(w, r, started)
 	}})
-	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		setDialect(r, dialectOllama)
+	h.handle("/api/", dialectOllama, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, dialectOllama, &httpError{status: http.StatusNotImplemented, msg: fmt.Sprintf(
 			"infill does not serve %s: it answers fill-in-the-middle completions only (POST /api/generate "+
 				"with a suffix, or a prompt in a FIM template); send chat, embedding and model requests to Ollama itself", r.URL.Path)})

@@ -113,7 +113,7 @@ func newV1Server(t *testing.T, backend *scriptBackend, mutate func(*Config)) *ht
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	h, err := New(cfg, pipe, nil, log)
+	h, err := New(cfg, pipe, nil, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

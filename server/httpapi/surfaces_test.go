@@ -97,7 +97,7 @@ func startFake(t *testing.T, pipe httpapi.Completer) string {
 	cfg.MaxBodyBytes = 64 << 10
 	cfg.DefaultModel = "qwen2.5-coder:1.5b-base"
 	cfg.Version = "test"
-	h, err := httpapi.New(cfg, pipe, nil, zaptest.NewLogger(t))
+	h, err := httpapi.New(cfg, pipe, nil, nil, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

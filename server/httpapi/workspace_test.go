@@ -58,7 +58,7 @@ func (r *wsRecorder) Complete(_ context.Context, req *pipeline.Request, _ pipeli
 
 func wsHandler(t testing.TB, c Completer, ws Workspaces) *Handler {
 	t.Helper()
-	h, err := New(DefaultConfig(), c, ws, zaptest.NewLogger(t))
+	h, err := New(DefaultConfig(), c, ws, nil, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/infill-dev/infill/evaluator/dataset"
 	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/server/auth"
 )
 
 // Kind is what went wrong with a call, independent of transport; each
@@ -40,8 +41,12 @@ const (
 // Classified is an error's kind plus what a surface needs to report it.
 type Classified struct {
 	Kind Kind
-	// Message is safe to show the client.
+	// Message is safe to show the client: it never holds the server's
+	// paths (evaluator.ClientMessage).
 	Message string
+	// Hidden is set when Message leaves out detail that the error's own
+	// text holds: the surface logs the error whole.
+	Hidden bool
 	// Field names the request field at fault (InvalidArgument), as in the
 	// gRPC API.
 	Field, Reason string
@@ -56,15 +61,23 @@ type Classified struct {
 // Classify maps a domain error to its kind. It is the one place where the
 // domain packages' errors are sorted; the transports only translate kinds.
 func Classify(err error) Classified {
-	c := Classified{Kind: KindInternal, Message: err.Error()}
+	c := Classified{Kind: KindInternal, Message: evaluator.ClientMessage(err)}
+	c.Hidden = c.Message != err.Error()
 	var ae *contextpack.ArgumentError
 	var me *contextpack.MissingContentError
 	var se *contextpack.UnknownSnapshotError
 	var oe *inference.OptionError
 	var ov *OverloadError
+	var le *auth.LimitError
 	switch {
 	case errors.As(err, &ov):
 		c.Kind, c.RetryAfter = KindResourceExhausted, ov.RetryAfter
+	case errors.As(err, &le):
+		c.Kind, c.RetryAfter = KindResourceExhausted, le.RetryAfter
+	case errors.Is(err, auth.ErrUnauthenticated):
+		c.Kind = KindUnauthenticated
+	case errors.Is(err, auth.ErrPermissionDenied):
+		c.Kind = KindPermissionDenied
 	case errors.Is(err, ErrSuperseded):
 		c.Kind = KindCanceled
 	case errors.As(err, &ae):

@@ -10,6 +10,7 @@ package servertest
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -42,6 +44,8 @@ type Server struct {
 	Model string
 	// Backend is the Ollama it talks to (Stop/Restart it to test outages).
 	Backend *ollamatest.Backend
+	// Infill is the server itself (ReloadTokens).
+	Infill *server.Server
 }
 
 // Options adjust StartWith.
@@ -50,6 +54,9 @@ type Options struct {
 	Config func(*server.Config)
 	// Deps changes the domain services before the server is built.
 	Deps func(*server.Deps)
+	// ClientTLS is how to reach a server configured with TLS (Config's
+	// TLS), for the wait until it serves; nil dials plaintext.
+	ClientTLS *tls.Config
 }
 
 // Start runs the real server on a free loopback port, with a private Ollama
@@ -62,7 +69,7 @@ func Start(t testing.TB) *Server {
 // StartWith is Start with options.
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
-	return start(t, opts.Config, opts.Deps)
+	return start(t, opts.Config, opts.Deps, opts.ClientTLS)
 }
 
 // EvalServer is a running server with its EvaluationService enabled.
@@ -73,6 +80,8 @@ type EvalServer struct {
 	HumanEvalDir string
 	// RepoRoot is the directory repository tasks may use.
 	RepoRoot string
+	// ResultsDir holds RunBenchmark's run_id journals.
+	ResultsDir string
 }
 
 // StartEval runs the real server with the bubblewrap sandbox, two
@@ -96,8 +105,8 @@ func StartEval(t testing.TB, repoRoot string) *EvalServer {
 	}, func(d *server.Deps) {
 		d.Executor = sb
 		d.Benchmarks = dataset.Catalog{HumanEvalDir: dir}
-	})
-	return &EvalServer{Server: srv, HumanEvalDir: dir, RepoRoot: repoRoot}
+	}, nil)
+	return &EvalServer{Server: srv, HumanEvalDir: dir, RepoRoot: repoRoot, ResultsDir: results}
 }
 
 // HumanEvalDir returns ../shared/data/human-eval-infilling (from the
@@ -135,11 +144,11 @@ func StartLocal(t testing.TB, backend server.Backend) *Server {
 	cfg.ListenAddr = "127.0.0.1:0"
 	cfg.HealthInterval = 100 * time.Millisecond
 	log := zaptest.NewLogger(t)
-	addr, haddr := serve(t, cfg, server.Deps{Builder: newBuilder(t, cfg.Context, log), Backend: backend}, log)
-	return &Server{Addr: addr, HTTPAddr: haddr, Model: backend.Model("")}
+	srv, addr, haddr := serve(t, cfg, server.Deps{Builder: newBuilder(t, cfg.Context, log), Backend: backend}, log, nil)
+	return &Server{Addr: addr, HTTPAddr: haddr, Model: backend.Model(""), Infill: srv}
 }
 
-func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *Server {
+func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps), clientTLS *tls.Config) *Server {
 	t.Helper()
 	b := ollamatest.Start(t)
 	cfg := server.DefaultConfig()
@@ -162,8 +171,8 @@ func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps)) *
 	if deps != nil {
 		deps(&d)
 	}
-	addr, haddr := serve(t, cfg, d, log)
-	return &Server{Addr: addr, HTTPAddr: haddr, Model: b.Model, Backend: b}
+	srv, addr, haddr := serve(t, cfg, d, log, clientTLS)
+	return &Server{Addr: addr, HTTPAddr: haddr, Model: b.Model, Backend: b, Infill: srv}
 }
 
 // newBuilder is the server's contextpack Builder, closed when the test
@@ -184,7 +193,7 @@ func newBuilder(t testing.TB, cfg contextpack.Config, log *zap.Logger) *contextp
 
 // serve runs the server, gRPC and HTTP, until the test ends and returns
 // their addresses once it reports SERVING.
-func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger) (addr, httpAddr string) {
+func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger, clientTLS *tls.Config) (srv *server.Server, addr, httpAddr string) {
 	t.Helper()
 	srv, err := server.New(cfg, d, log)
 	if err != nil {
@@ -211,15 +220,19 @@ func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger) (add
 			}
 		}
 	})
-	waitServing(t, lis.Addr().String())
-	return lis.Addr().String(), hlis.Addr().String()
+	waitServing(t, lis.Addr().String(), clientTLS)
+	return srv, lis.Addr().String(), hlis.Addr().String()
 }
 
 // waitServing waits until health reports the completion service SERVING
 // (the server says NOT_SERVING until the backend answers).
-func waitServing(t testing.TB, addr string) {
+func waitServing(t testing.TB, addr string, clientTLS *tls.Config) {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := insecure.NewCredentials()
+	if clientTLS != nil {
+		creds = credentials.NewTLS(clientTLS)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,8 @@ type globals struct {
 	token   string
 	useTLS  bool
 	tlsCA   string
+	tlsCert string
+	tlsKey  string
 	timeout time.Duration
 }
 
@@ -121,7 +123,8 @@ from repositories (eval).
 
 The server address is --server, else $INFILL_SERVER, else ` + DefaultServer + `.
 A bearer token is --token, else $INFILL_TOKEN; it needs --tls unless the
-server is on loopback or a Unix socket.`,
+server is on loopback or a Unix socket. --tls-cert and --tls-key present a
+client certificate to a server that requires one (mutual TLS).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -132,6 +135,8 @@ server is on loopback or a Unix socket.`,
 	pf.StringVar(&g.token, "token", "", "bearer token sent with every call (default $INFILL_TOKEN)")
 	pf.BoolVar(&g.useTLS, "tls", false, "connect with TLS, trusting the system's CAs")
 	pf.StringVar(&g.tlsCA, "tls-ca", "", "connect with TLS, trusting the PEM certificates in `FILE`")
+	pf.StringVar(&g.tlsCert, "tls-cert", "", "connect with TLS, presenting the client certificate in `FILE` (PEM, with --tls-key) to a server that asks for one")
+	pf.StringVar(&g.tlsKey, "tls-key", "", "the private key (PEM `FILE`) of --tls-cert")
 	pf.DurationVar(&g.timeout, "timeout", 5*time.Minute, "give up on a call after this long (0: never)")
 	root.AddCommand(newCompleteCmd(env, g), newEvalCmd(env, g), newLSPCmd(env, g))
 	return root
@@ -153,8 +158,18 @@ func (g *globals) dialWith(env *Env, mutate func(*infill.Config)) (*infill.Clien
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	if g.useTLS || g.tlsCA != "" {
+	if (g.tlsCert == "") != (g.tlsKey == "") {
+		return nil, "", usageError{errors.New("--tls-cert and --tls-key go together")}
+	}
+	if g.useTLS || g.tlsCA != "" || g.tlsCert != "" {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if g.tlsCert != "" {
+			cert, err := tls.LoadX509KeyPair(g.tlsCert, g.tlsKey)
+			if err != nil {
+				return nil, "", fmt.Errorf("--tls-cert/--tls-key: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
 		if g.tlsCA != "" {
 			pem, err := os.ReadFile(g.tlsCA)
 			if err != nil {

@@ -3,7 +3,11 @@
 //
 // Every flag has an environment variable (INFILL_<FLAG>, upper case, dashes
 // as underscores); a flag given on the command line wins. The backend URL
-// also honours OLLAMA_HOST.
+// also honours OLLAMA_HOST. SIGHUP reloads the --auth-tokens file.
+//
+// `infill-server token [--append FILE] [--expires WHEN] NAME SCOPE...`
+// makes a new random token and prints it with its line for the token file
+// (see package server/auth for the format).
 package main
 
 import (
@@ -11,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -24,12 +29,17 @@ import (
 	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/server"
+	"github.com/infill-dev/infill/server/auth"
 	"github.com/infill-dev/infill/server/workspace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
 func main() {
+	run := run
+	if len(os.Args) > 1 && os.Args[1] == "token" {
+		run = func(args []string) error { return runToken(args[1:], os.Stdout, os.Stderr) }
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "infill-server:", err)
 		os.Exit(1)
@@ -79,6 +89,22 @@ func run(args []string) error {
 	erbJSONL := fs.String("execrepobench-jsonl", "", "ExecRepoBench JSON lines file (with --execrepobench-repos)")
 	erbRepos := fs.String("execrepobench-repos", "", "ExecRepoBench repositories directory")
 	sandboxTimeout := fs.Duration("sandbox-timeout", sandbox.DefaultTimeout, "wall-clock limit of one evaluation sample")
+	fs.StringVar(&cfg.Auth.TokenFile, "auth-tokens", "", "file of bearer tokens (hashes, scopes, limits; `infill-server token` makes one); reloaded on SIGHUP. Empty: no tokens")
+	fs.Float64Var(&cfg.Auth.Rate, "token-rate", 0, "requests per second each token may make unless its line says otherwise (0: unlimited)")
+	fs.IntVar(&cfg.Auth.Burst, "token-burst", 0, "requests a token may make at once before --token-rate applies (0: the rate rounded up)")
+	fs.IntVar(&cfg.Auth.Streams, "token-streams", 0, "calls each token may have in flight unless its line says otherwise (0: unlimited)")
+	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "PEM certificate (chain) for TLS on the gRPC and HTTP listeners (with --tls-key)")
+	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&cfg.TLS.ClientCAFile, "tls-client-ca", "", "PEM CA certificates: clients must present a certificate they signed (mutual TLS)")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "allow listening beyond loopback without authentication (--auth-tokens or --tls-client-ca)")
+	fs.Func("evaluation", "evaluation service: on, off, or auto (off when --listen is not loopback and no --auth-tokens; default auto)", func(v string) error {
+		switch server.EvalMode(v) {
+		case server.EvalAuto, server.EvalOn, server.EvalOff:
+			cfg.Evaluation = server.EvalMode(v)
+			return nil
+		}
+		return fmt.Errorf("want on, off or auto")
+	})
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error (prompts are logged only at debug)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of console text")
 	if err := applyEnv(fs); err != nil {
@@ -166,6 +192,8 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	stopReload := reloadOnHUP(srv, log)
+	defer stopReload()
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(lis) }()
 	if hlis != nil {
@@ -222,4 +250,93 @@ func newLogger(level string, json bool) (*zap.Logger, error) {
 	}
 	c.Level = zap.NewAtomicLevelAt(lvl)
 	return c.Build()
+}
+
+// reloadOnHUP reloads the token file on every SIGHUP until the returned
+// function is called. A broken file leaves the tokens in force (the
+// server logs why).
+func reloadOnHUP(srv *server.Server, log *zap.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case <-hup:
+				log.Info("SIGHUP: reloading the token file")
+				_ = srv.ReloadTokens()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+		<-exited
+	}
+}
+
+// runToken makes a new random token: without --append it prints the token
+// and then its token file line; with --append FILE it appends the line to
+// FILE (created 0600) and prints only the token.
+func runToken(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("infill-server token", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: infill-server token [--append FILE] [--expires WHEN] NAME SCOPE...\n"+
+			"Makes a random token for NAME with the scopes given (complete, evaluate) and prints it with its line for\n"+
+			"--auth-tokens (which holds only its hash). Add rate=, burst= or streams= to the line for per-token limits.")
+		fs.PrintDefaults()
+	}
+	appendTo := fs.String("append", "", "append the line to this token file and print only the token")
+	expires := fs.String("expires", "", "expiry: an RFC 3339 time or a date (UTC)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() < 2 {
+		fs.Usage()
+		return errors.New("token: a NAME and at least one SCOPE are required")
+	}
+	name := fs.Arg(0)
+	if !auth.ValidName(name) {
+		return fmt.Errorf("token: name %q: want 1 to 64 of A-Z a-z 0-9 . _ @ + -", name)
+	}
+	var scopes []auth.Scope
+	for _, a := range fs.Args()[1:] {
+		s, err := auth.ParseScope(a)
+		if err != nil {
+			return fmt.Errorf("token: %w", err)
+		}
+		scopes = append(scopes, s)
+	}
+	var exp time.Time
+	if *expires != "" {
+		var err error
+		if exp, err = auth.ParseExpiry(*expires); err != nil {
+			return fmt.Errorf("token: --expires: %w", err)
+		}
+	}
+	token := auth.NewToken()
+	line := auth.Line(token, name, scopes, exp)
+	if *appendTo == "" {
+		_, err := fmt.Fprintf(stdout, "%s\n%s\n", token, line)
+		fmt.Fprintln(stderr, "first line: the token, for the client (nothing keeps it); second: its line for --auth-tokens")
+		return err
+	}
+	f, err := os.OpenFile(*appendTo, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, line); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, token)
+	return err
 }
