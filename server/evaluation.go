@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -407,7 +408,13 @@ func (s *Server) repoDir(name string) (string, error) {
 	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", invalid("task.repository.repository", fmt.Sprintf("%q: %v", name, err))
+		// The error names the path on the server: the log keeps it.
+		s.log.Info("repository task: no such repository", zap.String("repository", name), zap.Error(err))
+		reason := fmt.Sprintf("%q: no such repository under the server's allowed roots", name)
+		if !errors.Is(err, fs.ErrNotExist) {
+			reason = fmt.Sprintf("%q: %s", name, evaluator.ClientMessage(err))
+		}
+		return "", invalid("task.repository.repository", reason)
 	}
 	if !underAny(real, s.cfg.Eval.RepoRoots) {
 		return "", outside

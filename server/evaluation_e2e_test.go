@@ -114,7 +114,8 @@ func TestEvaluateStream(t *testing.T) {
 }
 
 func TestEvaluateRejectsBadTasks(t *testing.T) {
-	h, _ := startEval(t)
+	srv := servertest.StartEval(t, "")
+	h := dial(t, srv.Server)
 	prog := func(id string) *infillv1.EvalTask {
 		return &infillv1.EvalTask{TaskId: id, Benchmark: "b", Prefix: "x = ", Suffix: "\n",
 			Execution: &infillv1.EvalTask_Program{Program: &infillv1.ProgramExecution{Epilogue: "assert x == 1"}}}
@@ -136,7 +137,9 @@ func TestEvaluateRejectsBadTasks(t *testing.T) {
 		"repo outside roots": {one(repoTask("/etc")), codes.PermissionDenied, 0},
 		// Whether a path outside the roots exists is not for the client to learn.
 		"missing repo outside roots": {one(repoTask("/nonexistent/repo")), codes.PermissionDenied, 0},
-		"samples beyond the limit":   {[]*infillv1.EvaluateRequest{{Task: prog("t"), Samples: 201}}, codes.InvalidArgument, 0},
+		// Named without the server's path to it (the log has it).
+		"missing repo inside roots": {one(repoTask("no/such/repo")), codes.InvalidArgument, 0},
+		"samples beyond the limit":  {[]*infillv1.EvaluateRequest{{Task: prog("t"), Samples: 201}}, codes.InvalidArgument, 0},
 		"samples with completions": {[]*infillv1.EvaluateRequest{{Task: prog("t"), Completions: []string{"1"}, Samples: 3}},
 			codes.InvalidArgument, 0},
 		"too many completions": {[]*infillv1.EvaluateRequest{{Task: prog("t"), Completions: make([]string, 201)}},
@@ -164,6 +167,9 @@ func TestEvaluateRejectsBadTasks(t *testing.T) {
 			got := status.Convert(err)
 			if got.Code() != tc.want || !strings.HasPrefix(got.Message(), fmt.Sprintf("request %d ", tc.bad)) || strings.Contains(got.Message(), "rpc error") {
 				t.Fatalf("err = %v, want %v with a clean message naming request %d", err, tc.want, tc.bad)
+			}
+			if strings.Contains(got.Message(), srv.RepoRoot) {
+				t.Errorf("the message shows the server's path: %s", got.Message())
 			}
 		})
 	}

@@ -40,13 +40,13 @@ type lspSession struct {
 	stder *syncBuffer
 }
 
-func startLSP(t *testing.T, addr string) *lspSession {
+func startLSP(t *testing.T, addr string, flags ...string) *lspSession {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &lspSession{t: t, in: inW, out: bufio.NewReader(outR), code: make(chan int, 1), stder: &syncBuffer{}}
 	go func() {
-		s.code <- Main(t.Context(), []string{"--server", addr, "lsp"}, Env{Stdin: inR, Stdout: outW, Stderr: s.stder})
+		s.code <- Main(t.Context(), append(append([]string{"--server", addr}, flags...), "lsp"), Env{Stdin: inR, Stdout: outW, Stderr: s.stder})
 		outW.Close()
 	}()
 	return s
