@@ -1,8 +1,12 @@
 // Package server owns the gRPC surface of infill: one constructor builds the
 // grpc.Server with a per-call log line (a stats handler that writes it once
-// the call has ended), panic-recovery interceptors, message limits,
-// health (NOT_SERVING until the backend answers), reflection and graceful
-// shutdown, and registers thin handlers that validate a request, call the
-// domain packages (contextpack, inference, evaluator), map their errors to
-// status codes in one place (status.go) and convert the result.
+// the call has ended), panic-recovery interceptors, the bearer token
+// interceptors (server/auth decides; health stays open), TLS and mutual TLS
+// on both listeners, message limits, health (NOT_SERVING until the backend
+// answers), reflection and graceful shutdown, and registers thin handlers
+// that validate a request, call the domain packages (contextpack,
+// inference, evaluator), map their errors to status codes in one place
+// (status.go) and convert the result. security.go also holds the listen
+// check every listener of infill-server passes (CheckListen) and the
+// evaluation switch.
 package server

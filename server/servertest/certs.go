@@ -33,59 +33,40 @@ type Certs struct {
 func NewCerts(t testing.TB) *Certs {
 	t.Helper()
 	dir := t.TempDir()
-	c := &Certs{}
-	ca, caKey := newCA(t, "infill test CA")
-	other, otherKey := newCA(t, "rogue CA")
-	write := func(name string, blocks ...*pem.Block) string {
+	write := func(name, typ string, der []byte) string {
 		p := filepath.Join(dir, name)
-		var data []byte
-		for _, b := range blocks {
-			data = append(data, pem.EncodeToMemory(b)...)
-		}
-		if err := os.WriteFile(p, data, 0o600); err != nil {
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	c.CAFile = write("ca.pem", &pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
-	leaf := func(name string, server bool, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (certFile, keyFile string, cert tls.Certificate) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: serial(t), Subject: pkix.Name{CommonName: name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature,
-		}
-		if server {
-			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	caTmpl := func(name string) *x509.Certificate {
+		return &x509.Certificate{Subject: pkix.Name{CommonName: name}, IsCA: true, BasicConstraintsValid: true,
+			KeyUsage: x509.KeyUsageCertSign}
+	}
+	ca, caKey := issue(t, caTmpl("infill test CA"), nil, nil)
+	other, otherKey := issue(t, caTmpl("rogue CA"), nil, nil)
+	// leaf issues a certificate signed by parent and writes it and its key.
+	leaf := func(name string, usage x509.ExtKeyUsage, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (certFile, keyFile string, cert tls.Certificate) {
+		tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: name}, KeyUsage: x509.KeyUsageDigitalSignature,
+			ExtKeyUsage: []x509.ExtKeyUsage{usage}}
+		if usage == x509.ExtKeyUsageServerAuth {
 			tmpl.DNSNames = []string{"localhost"}
 			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-		} else {
-			tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, key := issue(t, tmpl, parent, parentKey)
 		kder, err := x509.MarshalECPrivateKey(key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		certFile = write(name+".pem", &pem.Block{Type: "CERTIFICATE", Bytes: der})
-		keyFile = write(name+"-key.pem", &pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-		cert, err = tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return certFile, keyFile, cert
+		certFile, keyFile = write(name+".pem", "CERTIFICATE", c.Raw), write(name+"-key.pem", "EC PRIVATE KEY", kder)
+		return certFile, keyFile, tls.Certificate{Certificate: [][]byte{c.Raw}, PrivateKey: key, Leaf: c}
 	}
-	c.ServerCert, c.ServerKey, _ = leaf("server", true, ca, caKey)
-	c.ClientCert, c.ClientKey, c.client = leaf("client", false, ca, caKey)
-	c.RogueCert, c.RogueKey, c.rogue = leaf("rogue", false, other, otherKey)
-	c.pool = x509.NewCertPool()
+	c := &Certs{CAFile: write("ca.pem", "CERTIFICATE", ca.Raw), pool: x509.NewCertPool()}
 	c.pool.AddCert(ca)
+	c.ServerCert, c.ServerKey, _ = leaf("server", x509.ExtKeyUsageServerAuth, ca, caKey)
+	c.ClientCert, c.ClientKey, c.client = leaf("client", x509.ExtKeyUsageClientAuth, ca, caKey)
+	c.RogueCert, c.RogueKey, c.rogue = leaf("rogue", x509.ExtKeyUsageClientAuth, other, otherKey)
 	return c
 }
 
@@ -105,18 +86,22 @@ func (c *Certs) NoCertTLS() *tls.Config {
 	return &tls.Config{RootCAs: c.pool, MinVersion: tls.VersionTLS12}
 }
 
-func newCA(t testing.TB, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
+// issue makes a key and a certificate from tmpl (valid for a day) signed by
+// parent, or by itself when parent is nil.
+func issue(t testing.TB, tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62)); err != nil {
+		t.Fatal(err)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +110,4 @@ func newCA(t testing.TB, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
 		t.Fatal(err)
 	}
 	return cert, key
-}
-
-func serial(t testing.TB) *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

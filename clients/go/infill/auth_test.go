@@ -2,23 +2,17 @@ package infill
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"github.com/infill-dev/infill/server/servertest"
 )
 
 // tokenEcho answers every Complete with an empty response.
@@ -55,7 +49,11 @@ func TestTokenOverLoopbackPlaintext(t *testing.T) {
 }
 
 func TestTokenOverTLS(t *testing.T) {
-	cert, pool := selfSigned(t)
+	certs := servertest.NewCerts(t)
+	cert, err := tls.LoadX509KeyPair(certs.ServerCert, certs.ServerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := authServer{tokenEcho(), make(chan string, 1)}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -74,7 +72,7 @@ func TestTokenOverTLS(t *testing.T) {
 	})
 
 	c, err := Dial(lis.Addr().String(), Config{
-		TLS:   &tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12},
+		TLS:   &tls.Config{RootCAs: certs.NoCertTLS().RootCAs, ServerName: "localhost", MinVersion: tls.VersionTLS12},
 		Token: "s3cret",
 	}, nil)
 	if err != nil {
@@ -87,36 +85,4 @@ func TestTokenOverTLS(t *testing.T) {
 	if got := <-srv.seen; got != "Bearer s3cret" {
 		t.Errorf("server saw authorization %q", got)
 	}
-}
-
-// selfSigned makes a certificate for "localhost" and a pool trusting it.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		DNSNames:     []string{"localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true,
-
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
