@@ -192,7 +192,7 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	stopReload := reloadOnHUP(srv, log)
+	stopReload := reloadOnHUP(srv, cfg.Auth.TokenFile, log)
 	defer stopReload()
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(lis) }()
@@ -255,7 +255,7 @@ func newLogger(level string, json bool) (*zap.Logger, error) {
 // reloadOnHUP reloads the token file on every SIGHUP until the returned
 // function is called. A broken file leaves the tokens in force (the
 // server logs why).
-func reloadOnHUP(srv *server.Server, log *zap.Logger) (stop func()) {
+func reloadOnHUP(srv *server.Server, tokenFile string, log *zap.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -265,7 +265,11 @@ func reloadOnHUP(srv *server.Server, log *zap.Logger) (stop func()) {
 		for {
 			select {
 			case <-hup:
-				log.Info("SIGHUP: reloading the token file")
+				if tokenFile == "" {
+					log.Info("SIGHUP: no --auth-tokens to reload")
+					continue
+				}
+				log.Info("SIGHUP: reloading the token file", zap.String("file", tokenFile))
 				_ = srv.ReloadTokens()
 			case <-done:
 				return
