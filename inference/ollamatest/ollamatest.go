@@ -26,6 +26,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -90,6 +91,9 @@ type Options struct {
 	// StartTimeout bounds starting the server and creating the model;
 	// default 60s.
 	StartTimeout time.Duration
+	// Bin is the Ollama binary to run instead of the one Paths finds (to
+	// compare versions).
+	Bin string
 }
 
 // Backend is a running (or stopped) Ollama server owned by one test.
@@ -120,12 +124,17 @@ type process struct {
 
 // Paths resolves the Ollama binary and tiny GGUF (environment, then the
 // state-directory defaults) and reports an error naming what is missing.
-func Paths() (bin, gguf string, err error) {
+func Paths() (bin, gguf string, err error) { return pathsFor("") }
+
+// pathsFor is Paths with bin, when not empty, as the binary.
+func pathsFor(bin string) (_, gguf string, err error) {
 	state, err := stateDir()
 	if err != nil {
 		return "", "", err
 	}
-	bin = os.Getenv("INFILL_OLLAMA_BIN")
+	if bin == "" {
+		bin = os.Getenv("INFILL_OLLAMA_BIN")
+	}
 	if bin == "" {
 		v, err := ollamaVersion()
 		if err != nil {
@@ -218,12 +227,49 @@ func Start(t testing.TB) *Backend {
 // StartWithOptions is Start with options.
 func StartWithOptions(t testing.TB, opts Options) *Backend {
 	t.Helper()
-	bin, gguf, err := Paths()
-	if err != nil {
+	if _, _, err := opts.paths(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("ollamatest: %v", err)
 		}
 		t.Skipf("ollamatest: %v", err)
+	}
+	b, err := launch(t.TempDir(), opts, t.Logf)
+	if b != nil {
+		b.t = t
+		t.Cleanup(func() {
+			b.Stop()
+			if t.Failed() {
+				t.Logf("ollamatest: last lines of %s:\n%s", b.logPath(), tail(b.Logs(), 40))
+			}
+		})
+	}
+	if err != nil {
+		t.Fatalf("ollamatest: %v", err)
+	}
+	return b
+}
+
+// Launch is Start for programs that are not tests (scripts/storm): it starts
+// a private Ollama server with the tiny model under dir, which must exist,
+// and returns an error where Start would skip or fail. The caller stops it
+// with Stop.
+func Launch(dir string, opts Options) (*Backend, error) {
+	if _, _, err := opts.paths(); err != nil {
+		return nil, err
+	}
+	b, err := launch(dir, opts, func(string, ...any) {})
+	if err != nil && b != nil {
+		b.Stop()
+	}
+	return b, err
+}
+
+// launch starts the server under dir and creates the model; on error the
+// returned Backend (if any) may still run and must be stopped.
+func launch(dir string, opts Options, logf func(string, ...any)) (*Backend, error) {
+	bin, gguf, err := opts.paths()
+	if err != nil {
+		return nil, err
 	}
 	if opts.Model == "" {
 		opts.Model = DefaultModel
@@ -236,7 +282,7 @@ func StartWithOptions(t testing.TB, opts Options) *Backend {
 	}
 	port, err := freePort()
 	if err != nil {
-		t.Fatalf("ollamatest: %v", err)
+		return nil, err
 	}
 	host := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
 	b := &Backend{
@@ -245,35 +291,32 @@ func StartWithOptions(t testing.TB, opts Options) *Backend {
 		Model: opts.Model,
 		Bin:   bin,
 		GGUF:  gguf,
-		Dir:   t.TempDir(),
-		t:     t,
+		Dir:   dir,
 		opts:  opts,
 	}
 	for _, d := range []string{"home", "models"} {
 		if err := os.MkdirAll(filepath.Join(b.Dir, d), 0o755); err != nil {
-			t.Fatalf("ollamatest: %v", err)
+			return nil, err
 		}
 	}
-	t.Cleanup(func() {
-		b.Stop()
-		if t.Failed() {
-			t.Logf("ollamatest: last lines of %s:\n%s", b.logPath(), tail(b.Logs(), 40))
-		}
-	})
-
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
 	begin := time.Now()
 	if err := b.start(ctx); err != nil {
-		t.Fatalf("ollamatest: %v\n%s", err, tail(b.Logs(), 40))
+		return b, fmt.Errorf("%v\n%s", err, tail(b.Logs(), 40))
 	}
 	up := time.Since(begin)
 	if err := b.createModel(ctx); err != nil {
-		t.Fatalf("ollamatest: create model %s: %v\n%s", b.Model, err, tail(b.Logs(), 40))
+		return b, fmt.Errorf("create model %s: %v\n%s", b.Model, err, tail(b.Logs(), 40))
 	}
-	t.Logf("ollamatest: ollama serve on %s answered after %v, model %s created after %v",
+	logf("ollamatest: ollama serve on %s answered after %v, model %s created after %v",
 		b.Host, up.Round(time.Millisecond), b.Model, time.Since(begin).Round(time.Millisecond))
-	return b
+	return b, nil
+}
+
+// paths is Paths with Options.Bin in place of the default binary.
+func (o Options) paths() (bin, gguf string, err error) {
+	return pathsFor(o.Bin)
 }
 
 // Client returns an Ollama API client for the server.
@@ -340,15 +383,85 @@ func (b *Backend) Stop() {
 
 // Restart starts the server again on the same address with the same models
 // directory (the model stays created), after Stop or a crash. It fails the
-// test if the server does not come up.
+// test if the server does not come up. Programs use RestartContext.
 func (b *Backend) Restart() {
 	b.t.Helper()
-	b.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.StartTimeout)
 	defer cancel()
-	if err := b.start(ctx); err != nil {
-		b.t.Fatalf("ollamatest: restart: %v\n%s", err, tail(b.Logs(), 40))
+	if err := b.RestartContext(ctx); err != nil {
+		b.t.Fatalf("ollamatest: %v", err)
 	}
+}
+
+// RestartContext is Restart returning an error.
+func (b *Backend) RestartContext(ctx context.Context) error {
+	b.Stop()
+	if err := b.start(ctx); err != nil {
+		return fmt.Errorf("restart: %v\n%s", err, tail(b.Logs(), 40))
+	}
+	return nil
+}
+
+// Pause stops (SIGSTOP) the model runners but not the server: /api/version
+// still answers while every generation hangs with the runner idle, which is
+// what a wedged backend looks like from outside. Resume continues them. With
+// server true the server is stopped as well, so that nothing answers (a
+// backend that accepts connections and never replies). It returns the number
+// of processes stopped; 0 when no runner has started yet (Warm first).
+func (b *Backend) Pause(server bool) (int, error) {
+	return b.signalGroup(syscall.SIGSTOP, server)
+}
+
+// Resume continues (SIGCONT) every process of the server's group.
+func (b *Backend) Resume() error {
+	_, err := b.signalGroup(syscall.SIGCONT, true)
+	return err
+}
+
+// Processes lists the server's process group: the server (its PID) and its
+// model runners.
+func (b *Backend) Processes() ([]int, error) {
+	pid := b.PID()
+	if pid == 0 {
+		return nil, errors.New("ollamatest: server not running")
+	}
+	return groupMembers(pid)
+}
+
+func (b *Backend) signalGroup(sig syscall.Signal, server bool) (int, error) {
+	pid := b.PID()
+	pids, err := b.Processes()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pids {
+		if p == pid && !server {
+			continue
+		}
+		if err := syscall.Kill(p, sig); err == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// CPUTime is the CPU time (user + system) the server's process group has
+// used so far, its model runners included; two readings apart tell whether
+// the backend is working or idle.
+func (b *Backend) CPUTime() (time.Duration, error) {
+	pids, err := b.Processes()
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, p := range pids {
+		d, err := cpuTime(p)
+		if err == nil { // a runner may exit between the listing and the read
+			total += d
+		}
+	}
+	return total, nil
 }
 
 // Warm loads the model with the given options (use the num_ctx the code

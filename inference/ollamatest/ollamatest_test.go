@@ -194,3 +194,45 @@ func TestSuffix(t *testing.T) {
 		t.Errorf("templated FIM = %q, raw FIM = %q; want equal", tmpl, raw)
 	}
 }
+
+// Pause stops the runners (the server still answers) or everything;
+// Resume continues them.
+func TestPauseResume(t *testing.T) {
+	b := ollamatest.Start(t)
+	if err := b.Warm(map[string]any{"num_ctx": numCtx}); err != nil {
+		t.Fatal(err)
+	}
+	pids, err := b.Processes()
+	if err != nil || len(pids) < 2 {
+		t.Fatalf("processes %v, %v; want the server and a runner", pids, err)
+	}
+	if cpu, err := b.CPUTime(); err != nil || cpu <= 0 {
+		t.Fatalf("cpu time %v, %v", cpu, err)
+	}
+	heartbeat := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		return b.Client().Heartbeat(ctx)
+	}
+	if n, err := b.Pause(false); err != nil || n != len(pids)-1 {
+		t.Fatalf("pause runners: %d, %v; want %d", n, err, len(pids)-1)
+	}
+	if err := heartbeat(); err != nil {
+		t.Fatalf("server with its runners stopped: %v", err)
+	}
+	if n, err := b.Pause(true); err != nil || n != len(pids) {
+		t.Fatalf("pause all: %d, %v", n, err)
+	}
+	if err := heartbeat(); err == nil {
+		t.Fatal("a stopped server answered")
+	}
+	if err := b.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := heartbeat(); err != nil {
+		t.Fatalf("after resume: %v", err)
+	}
+	if _, final, err := generate(t, b, "<|fim_prefix|>x = <|fim_suffix|>\n<|fim_middle|>", 2); err != nil || final == nil {
+		t.Fatalf("generate after resume: %v", err)
+	}
+}
