@@ -38,6 +38,8 @@ type Config struct {
 	KeepAlive time.Duration
 	// ConnectTimeout bounds dialling the backend (not the stream).
 	ConnectTimeout time.Duration
+	// Watchdog bounds a generation the backend stops answering.
+	Watchdog WatchdogConfig
 }
 
 // DefaultConfig returns defaults for a local Ollama with a Qwen2.5-Coder
@@ -52,6 +54,7 @@ func DefaultConfig() Config {
 		MaxCandidates:    8,
 		KeepAlive:        30 * time.Minute,
 		ConnectTimeout:   5 * time.Second,
+		Watchdog:         DefaultWatchdogConfig(),
 	}
 }
 
@@ -81,7 +84,7 @@ func (c Config) Validate() error {
 	if c.KeepAlive < 0 || c.ConnectTimeout <= 0 {
 		return errors.New("inference: KeepAlive must be >= 0 and ConnectTimeout > 0")
 	}
-	return nil
+	return c.Watchdog.Validate()
 }
 
 // Ollama generates completions with an Ollama server. Safe for concurrent
@@ -89,9 +92,10 @@ func (c Config) Validate() error {
 type Ollama struct {
 	cfg    Config
 	base   *url.URL
-	http   *http.Client
-	client *api.Client // for the cold calls (version, show)
+	http   *http.Client // generations: the watchdog bounds them
+	client *api.Client  // the cold calls (version, show), with a header timeout
 	log    *zap.Logger
+	track  tracker
 }
 
 // NewOllama returns a backend for cfg; log may be nil.
@@ -105,12 +109,21 @@ func NewOllama(cfg Config, log *zap.Logger) (*Ollama, error) {
 	u, _ := url.Parse(cfg.URL)
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
 	hc := &http.Client{Transport: &http.Transport{
-		DialContext:           dialer.DialContext,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: 0, // prompt evaluation can take long
+		DialContext:         dialer.DialContext,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		// Ollama sends a generation's headers with its first token, after
+		// the prompt evaluation: the watchdog's first-token bound, which
+		// grows with the prompt, is the header timeout there.
+		ResponseHeaderTimeout: 0,
 	}}
-	return &Ollama{cfg: cfg, base: u, http: hc, client: api.NewClient(u, hc), log: log}, nil
+	cold := &http.Client{Transport: &http.Transport{
+		DialContext:           dialer.DialContext,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: cfg.Watchdog.ResponseHeaderTimeout,
+	}}
+	return &Ollama{cfg: cfg, base: u, http: hc, client: api.NewClient(u, cold), log: log}, nil
 }
 
 // Model returns the model a request for name uses.
@@ -137,13 +150,33 @@ func (o *Ollama) MaxTokens(n int) int {
 	return n
 }
 
-// Ping checks that the backend answers.
+// Ping checks that the backend answers (its version). A backend can answer
+// it and still generate nothing; Probe tells.
 func (o *Ollama) Ping(ctx context.Context) error {
 	if _, err := o.client.Version(ctx); err != nil {
 		return classify(err, "")
 	}
 	return nil
 }
+
+// probePrompt is one token for every Qwen2.5 vocabulary.
+const probePrompt = "\n"
+
+// Probe checks that the backend generates: one token of a one-token prompt
+// with the default model, sent like any generation (the configured num_ctx
+// and keep-alive, so it never reloads the model). It costs a short
+// generation and, on a backend with one slot, the cached prompt prefix of
+// the last request, so a health check runs it only when generations are not
+// showing the backend's health already (Activity).
+func (o *Ollama) Probe(ctx context.Context) error {
+	_, err := o.Generate(ctx, Request{Prompt: probePrompt, PromptTokens: 1, MaxTokens: 1}, nil)
+	return err
+}
+
+// Activity reports what generations have seen of the backend: when it last
+// sent anything, whether a generation since ended unanswered, and the
+// watchdog's verdict. It costs a few atomic loads.
+func (o *Ollama) Activity() Activity { return o.track.activity() }
 
 // CheckModel reports whether the backend has the model.
 func (o *Ollama) CheckModel(ctx context.Context, model string) error {
@@ -248,6 +281,8 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	deadline, start time.Time, res *Result, onDelta DeltaFunc) (Candidate, api.Metrics, error) {
 	genCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	w := o.track.start(o.cfg.Watchdog, req.PromptTokens, cancel)
+	defer w.stop()
 	var budgetHit atomic.Bool
 	if !deadline.IsZero() {
 		t := time.AfterFunc(time.Until(deadline), func() { budgetHit.Store(true); cancel() })
@@ -327,7 +362,7 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 		}
 		return nil
 	}
-	err := generateStream(genCtx, o.http, o.base, greq, func(r api.GenerateResponse, more bool) error {
+	err := generateStream(genCtx, o.http, o.base, greq, w, func(r api.GenerateResponse, more bool) error {
 		if req.WarmOnly {
 			r.Response = "" // the prompt is in the cache; the token is not wanted
 		}
@@ -357,6 +392,7 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 		}
 		return nil
 	})
+	stall := w.stop()
 	switch {
 	case cbErr != nil:
 		return c, metrics, cbErr
@@ -364,6 +400,9 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 		// The client went away; whatever the read reported, say so.
 		return c, metrics, ctx.Err()
 	case errors.Is(err, errStopped):
+	case stall != nil && !done:
+		o.log.Warn("backend stalled", zap.String("model", model), zap.Error(stall))
+		return c, metrics, stall
 	case budgetHit.Load() && !done:
 		c.Finish = FinishBudget
 		s, _ := stops(sm.flush(), FinishBudget)

@@ -26,8 +26,9 @@ const maxLine = 16 << 20
 // scan buffer on every call (a fifth of the server's CPU per request, plus
 // the GC it causes), and it drops read errors, so a cut connection looked
 // like a clean end. The request and response types are still the api
-// package's.
-func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *api.GenerateRequest, fn func(r api.GenerateResponse, more bool) error) error {
+// package's. w, the request's watchdog, hears of every message and is
+// paused while fn runs.
+func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *api.GenerateRequest, w *watch, fn func(r api.GenerateResponse, more bool) error) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
@@ -43,6 +44,7 @@ func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *ap
 		return err
 	}
 	defer resp.Body.Close()
+	w.answer()
 	if resp.StatusCode >= http.StatusBadRequest {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		var e struct {
@@ -76,6 +78,7 @@ func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *ap
 			if jerr := json.Unmarshal(line, &msg); jerr != nil {
 				return fmt.Errorf("backend sent malformed JSON: %w", jerr)
 			}
+			w.message(msg.Response != "")
 			if msg.Error != "" {
 				return errors.New(msg.Error) // an error in the middle of a stream
 			}
@@ -87,6 +90,7 @@ func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *ap
 			if ferr := fn(msg.GenerateResponse, more); ferr != nil {
 				return ferr
 			}
+			w.resume()
 		}
 		long = nil
 		switch {

@@ -27,11 +27,14 @@ func BenchmarkStream(b *testing.B) {
 	req := &api.GenerateRequest{Model: "m", Prompt: "p", Raw: true, Stream: &stream}
 	count := func(api.GenerateResponse, bool) error { return nil }
 	b.Run("generateStream", func(b *testing.B) {
+		var tr tracker // with the watchdog, as Generate runs it
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := generateStream(context.Background(), hc, u, req, count); err != nil {
+			w := tr.start(DefaultWatchdogConfig(), 100, func() {})
+			if err := generateStream(context.Background(), hc, u, req, w, count); err != nil {
 				b.Fatal(err)
 			}
+			w.stop()
 		}
 	})
 	b.Run("api.Client", func(b *testing.B) {

@@ -1,0 +1,315 @@
+package inference
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// WatchdogConfig bounds a generation the backend stops answering. Ollama
+// sends its response headers with the first token, so the first-token bound
+// is also the response-header bound of a generation.
+//
+// The defaults leave a real model room: they were chosen from the tiny test
+// model on a 2-core machine shared with other work (scripts/storm/REPORT.md
+// has the figures), where a 4,000-token prompt evaluates in about 1 s and a
+// model loads in 0.5–2 s. A real Qwen2.5-Coder 1.5B on a GPU evaluates
+// thousands of tokens per second; on a laptop CPU a few hundred, and a 7B
+// there can drop below 100, which is why the allowance is 1/50 s per token.
+// Raise the bounds for a slower backend: a bound that is too tight ends
+// honest generations with ErrUnavailable.
+type WatchdogConfig struct {
+	// FirstTokenBase is the first-token bound of an empty prompt: it
+	// covers connecting, loading the model when it is not loaded (Ollama
+	// loads on demand and reloads after KeepAlive) and the ~100 ms every
+	// request spends re-reading the model's metadata.
+	FirstTokenBase time.Duration
+	// PromptTokensPerSecond is the slowest prompt evaluation the bound
+	// allows: each prompt token adds 1/PromptTokensPerSecond seconds.
+	PromptTokensPerSecond float64
+	// TokenGap ends a generation that has had no message from the backend
+	// for this long after its first token.
+	TokenGap time.Duration
+	// ResponseHeaderTimeout bounds the backend's answer to the calls that
+	// are not generations (version, model info).
+	ResponseHeaderTimeout time.Duration
+}
+
+// DefaultWatchdogConfig returns the defaults described on WatchdogConfig.
+func DefaultWatchdogConfig() WatchdogConfig {
+	return WatchdogConfig{
+		FirstTokenBase:        15 * time.Second,
+		PromptTokensPerSecond: 50,
+		TokenGap:              10 * time.Second,
+		ResponseHeaderTimeout: 10 * time.Second,
+	}
+}
+
+// Validate reports bounds that cannot work.
+func (c WatchdogConfig) Validate() error {
+	if c.FirstTokenBase <= 0 || c.TokenGap <= 0 || c.ResponseHeaderTimeout <= 0 {
+		return errors.New("inference: Watchdog FirstTokenBase, TokenGap and ResponseHeaderTimeout must be > 0")
+	}
+	if !(c.PromptTokensPerSecond > 0) { // also NaN
+		return fmt.Errorf("inference: Watchdog PromptTokensPerSecond %v must be > 0", c.PromptTokensPerSecond)
+	}
+	return nil
+}
+
+// FirstToken is the first-token bound of a prompt of n tokens.
+func (c WatchdogConfig) FirstToken(n int) time.Duration {
+	return c.FirstTokenBase + time.Duration(float64(n)/c.PromptTokensPerSecond*float64(time.Second))
+}
+
+// StallError is ErrUnavailable for a generation the watchdog ended: the
+// backend sent nothing for it for Waited.
+type StallError struct {
+	// Tokens received before the stall; 0 means no first token.
+	Tokens int
+	Waited time.Duration
+}
+
+func (e *StallError) Error() string {
+	waited := e.Waited.Round(100 * time.Millisecond)
+	if e.Tokens > 0 {
+		return fmt.Sprintf("backend stalled: no token for %s after %d", waited, e.Tokens)
+	}
+	return fmt.Sprintf("backend stalled: no first token for %s", waited)
+}
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *StallError) Is(target error) bool { return target == ErrUnavailable }
+
+// Activity is what generations have seen of the backend, for a health check
+// that must not add load while generations are answered and must notice
+// when they are not (see Ollama.Activity).
+type Activity struct {
+	// LastProgress is the last time the backend sent a message for any
+	// generation or Probe; zero if never.
+	LastProgress time.Time
+	// Unanswered is when a generation last ended (cancelled or failed)
+	// without a single message from the backend, if that happened after
+	// LastProgress; zero otherwise. A backend that stopped answering while
+	// its clients gave up early shows here and nowhere else.
+	Unanswered time.Time
+	// InFlight is the number of generations under way.
+	InFlight int
+	// Stalled is the watchdog's verdict (a *StallError): a generation went
+	// past its bound while nothing progressed and no generation sent
+	// before it was still within its own. Nil again once the backend sends
+	// anything.
+	Stalled error
+}
+
+// tracker keeps the backend's Activity and the watchdogs' bounds. Every
+// message from the backend touches it (an atomic store); generations
+// register once each.
+type tracker struct {
+	lastProgress atomic.Int64 // unix ns
+	unanswered   atomic.Int64 // unix ns
+	stalled      atomic.Pointer[StallError]
+
+	mu   sync.Mutex
+	gens map[*watch]struct{}
+}
+
+func (t *tracker) progress(now time.Time) {
+	t.lastProgress.Store(now.UnixNano())
+	if t.stalled.Load() != nil {
+		t.stalled.Store(nil)
+	}
+}
+
+func (t *tracker) activity() Activity {
+	a := Activity{}
+	if ns := t.lastProgress.Load(); ns != 0 {
+		a.LastProgress = time.Unix(0, ns)
+	}
+	if ns := t.unanswered.Load(); ns != 0 && ns > t.lastProgress.Load() {
+		a.Unanswered = time.Unix(0, ns)
+	}
+	if s := t.stalled.Load(); s != nil {
+		a.Stalled = s
+	}
+	t.mu.Lock()
+	a.InFlight = len(t.gens)
+	t.mu.Unlock()
+	return a
+}
+
+// watch is one backend request's watchdog (nil: none): a timer that ends
+// the request when its bound passes, paused while the caller's callback
+// runs (a slow client is not a stalled backend).
+//
+// A request still waiting for its first token when its bound passes is
+// given another bound instead if the backend is busy: it answered any
+// generation since the bound was set, or a generation sent earlier is still
+// within its own bound (a long prompt under evaluation). It is then waiting
+// its turn behind live work (Ollama queues what it cannot run at once),
+// which is for admission to bound, not a stall. A request that stops after
+// its first token is ended whatever the others do.
+type watch struct {
+	t          *tracker
+	cfg        WatchdogConfig
+	cancel     func()
+	registered time.Time
+
+	mu       sync.Mutex
+	timer    *time.Timer
+	bound    time.Duration // the current bound: first token, then TokenGap
+	since    time.Time     // when the current wait began
+	armed    time.Time     // when the bound was last set
+	deadline time.Time     // armed + bound; zero while paused
+	tokens   int
+	answered bool
+	stopped  bool
+	fired    *StallError
+}
+
+// start registers a watchdog for a request of promptTokens and arms it;
+// cancel ends the request. Call stop when the request is over.
+func (t *tracker) start(cfg WatchdogConfig, promptTokens int, cancel func()) *watch {
+	now := time.Now()
+	w := &watch{t: t, cfg: cfg, cancel: cancel, registered: now, bound: cfg.FirstToken(promptTokens), since: now, armed: now}
+	w.deadline = now.Add(w.bound)
+	t.mu.Lock()
+	if t.gens == nil {
+		t.gens = map[*watch]struct{}{}
+	}
+	t.gens[w] = struct{}{}
+	t.mu.Unlock()
+	w.mu.Lock()
+	w.timer = time.AfterFunc(w.bound, w.fire)
+	w.mu.Unlock()
+	return w
+}
+
+// answer records that the backend answered the request (its response
+// headers) without changing the bound: Ollama sends them with the first
+// token, another server may send them at once.
+func (w *watch) answer() {
+	if w == nil {
+		return
+	}
+	w.t.progress(time.Now())
+	w.mu.Lock()
+	w.answered = true
+	w.mu.Unlock()
+}
+
+// message records a message from the backend (token says whether it
+// carried text) and pauses the watchdog until resume.
+func (w *watch) message(token bool) {
+	if w == nil {
+		return
+	}
+	w.t.progress(time.Now())
+	w.mu.Lock()
+	w.answered = true
+	if token {
+		w.tokens++
+	}
+	w.timer.Stop()
+	w.deadline = time.Time{}
+	w.mu.Unlock()
+}
+
+// resume re-arms the watchdog for the next message after the caller has
+// handled one: TokenGap once a token came; before that (a blank line or a
+// message without text) the first-token bound goes on from where it was.
+func (w *watch) resume() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fired != nil || w.stopped {
+		return
+	}
+	now := time.Now()
+	if w.tokens > 0 {
+		w.bound, w.since = w.cfg.TokenGap, now
+	}
+	w.armed = now
+	left := w.bound - now.Sub(w.since)
+	if w.tokens > 0 || left <= 0 {
+		left = w.bound
+	}
+	w.deadline = now.Add(left)
+	w.timer.Reset(left)
+}
+
+func (w *watch) fire() {
+	now := time.Now()
+	w.mu.Lock()
+	if w.deadline.IsZero() || now.Before(w.deadline) || w.fired != nil {
+		w.mu.Unlock() // paused or re-armed meanwhile
+		return
+	}
+	tokens, since, armed := w.tokens, w.since, w.armed
+	w.mu.Unlock()
+
+	busy := w.t.busy(w, armed, now)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.deadline.IsZero() || w.fired != nil {
+		return // a message came meanwhile
+	}
+	if busy && tokens == 0 {
+		w.armed, w.deadline = now, now.Add(w.bound)
+		w.timer.Reset(w.bound)
+		return
+	}
+	w.fired = &StallError{Tokens: tokens, Waited: now.Sub(since)}
+	if !busy {
+		w.t.stalled.Store(w.fired)
+	}
+	w.cancel()
+}
+
+// busy reports whether the backend answered any generation since armed, or
+// a generation sent before w is still within its bound. Generations sent
+// after w do not count: under steady load on a wedged backend there is
+// always a newer one within its bound.
+func (t *tracker) busy(w *watch, armed, now time.Time) bool {
+	if t.lastProgress.Load() > armed.UnixNano() {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for o := range t.gens {
+		if o == w || !o.registered.Before(w.registered) {
+			continue
+		}
+		o.mu.Lock()
+		within := !o.deadline.IsZero() && now.Before(o.deadline)
+		o.mu.Unlock()
+		if within {
+			return true
+		}
+	}
+	return false
+}
+
+// stop disarms the watchdog and returns its verdict (nil if it did not
+// fire). Calls after the first only return the verdict.
+func (w *watch) stop() *StallError {
+	w.mu.Lock()
+	w.timer.Stop()
+	w.deadline = time.Time{}
+	fired, answered, stopped := w.fired, w.answered, w.stopped
+	w.stopped = true
+	w.mu.Unlock()
+	if stopped {
+		return fired
+	}
+	w.t.mu.Lock()
+	delete(w.t.gens, w)
+	w.t.mu.Unlock()
+	if !answered {
+		w.t.unanswered.Store(time.Now().UnixNano())
+	}
+	return fired
+}
