@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/inference"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"github.com/infill-dev/infill/server/auth"
 	"github.com/infill-dev/infill/server/httpapi"
@@ -225,29 +226,43 @@ func (s *Server) hardStop(ctx context.Context, done <-chan struct{}) {
 	}
 }
 
-// watchHealth probes the backend and flips health when its state changes.
+// HealthProber is a backend that can show whether it still generates
+// (inference.Ollama); watchHealth uses it where the backend has it and Ping
+// alone otherwise.
+type HealthProber interface {
+	// Probe runs a one-token generation.
+	Probe(ctx context.Context) error
+	// Activity is what generations have seen of the backend.
+	Activity() inference.Activity
+}
+
+// watchHealth checks the backend every HealthInterval and flips health
+// when its state changes.
 func (s *Server) watchHealth() {
 	defer s.watchWG.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends a probe still under way (watchWG waits for it)
+	h := healthState{cfg: s.cfg, backend: s.deps.Backend, ctx: ctx, wg: &s.watchWG}
+	h.prober, _ = s.deps.Backend.(HealthProber)
 	serving := false
-	probe := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HealthInterval)
-		err := s.deps.Backend.Ping(ctx)
-		cancel()
-		if ok := err == nil; ok != serving {
-			serving = ok
-			st := healthpb.HealthCheckResponse_NOT_SERVING
-			if ok {
-				st = healthpb.HealthCheckResponse_SERVING
-				s.log.Info("backend up: SERVING")
-			} else {
-				s.log.Warn("backend down: NOT_SERVING", zap.Error(err))
-			}
-			for _, name := range s.healthServices {
-				s.health.SetServingStatus(name, st)
-			}
+	check := func() {
+		ok, why := h.check(serving)
+		if ok == serving {
+			return
+		}
+		serving = ok
+		st := healthpb.HealthCheckResponse_NOT_SERVING
+		if ok {
+			st = healthpb.HealthCheckResponse_SERVING
+			s.log.Info("backend up: SERVING", zap.String("check", why))
+		} else {
+			s.log.Warn("backend down: NOT_SERVING", zap.String("reason", why))
+		}
+		for _, name := range s.healthServices {
+			s.health.SetServingStatus(name, st)
 		}
 	}
-	probe()
+	check()
 	t := time.NewTicker(s.cfg.HealthInterval)
 	defer t.Stop()
 	for {
@@ -255,9 +270,112 @@ func (s *Server) watchHealth() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			probe()
+			check() // a check longer than the interval drops ticks, never stacks them
 		}
 	}
+}
+
+// healthState decides, tick by tick, whether the backend serves. A backend
+// that answers /api/version can still generate nothing (Ollama v0.24.0
+// wedges under cancelled streams, issue 20), so where the backend shows its
+// activity the check is:
+//
+//   - the inference watchdog saw a stall: a one-token generation must
+//     answer, else NOT_SERVING at once;
+//   - generations were answered within HealthRecent: serving, no check (a
+//     busy backend gets no extra work and health does not flap under load);
+//   - a generation ended unanswered since the last answer (clients that
+//     gave up on a silent backend): a one-token generation;
+//   - otherwise (idle, or generations under way and not yet overdue, which
+//     the watchdog bounds): a version ping, which costs the backend nothing
+//     and keeps no model loaded.
+//
+// Checks that fail HealthFailures times in a row make it NOT_SERVING; the
+// first success makes it SERVING.
+//
+// HealthProbeTimeout bounds a check's verdict, not a generation probe's
+// work: a probe that has not answered in time counts as a failure and goes
+// on (bounded by the inference watchdog), and the next check waits for the
+// same probe. A probe cancelled at the timeout would cancel the model load
+// it triggered after a backend restart, and a backend that needs longer
+// than the timeout to load would never be seen to recover.
+type healthState struct {
+	cfg      Config
+	backend  Pinger
+	prober   HealthProber
+	failures int
+
+	ctx     context.Context // ends a probe under way
+	wg      *sync.WaitGroup // counts it
+	pending chan error      // the probe under way, if any
+}
+
+// errNoAnswer is a generation probe still without an answer.
+var errNoAnswer = errors.New("no answer yet")
+
+// probe starts a one-token generation unless one is under way and waits
+// for it for at most the probe timeout.
+func (h *healthState) probe() error {
+	if h.pending == nil {
+		ch := make(chan error, 1)
+		h.pending = ch
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			ch <- h.prober.Probe(h.ctx)
+		}()
+	}
+	t := time.NewTimer(h.cfg.HealthProbeTimeout)
+	defer t.Stop()
+	select {
+	case err := <-h.pending:
+		h.pending = nil
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w after %v", errNoAnswer, h.cfg.HealthProbeTimeout)
+	}
+}
+
+// check reports whether the backend serves now; serving is what health
+// says so far (failures below the threshold keep SERVING, never make it).
+func (h *healthState) check(serving bool) (ok bool, why string) {
+	if h.prober == nil {
+		return h.count(serving, h.ping(), "ping")
+	}
+	a := h.prober.Activity()
+	switch {
+	case a.Stalled != nil:
+		if err := h.probe(); err != nil {
+			h.failures = h.cfg.HealthFailures
+			return false, fmt.Sprintf("%v; a one-token generation: %v", a.Stalled, err)
+		}
+		h.failures = 0
+		return true, "one-token generation after a stall"
+	case time.Since(a.LastProgress) < h.cfg.HealthRecent:
+		h.failures = 0
+		return true, "generations answered"
+	case !a.Unanswered.IsZero() || h.pending != nil:
+		return h.count(serving, h.probe(), "one-token generation (a generation went unanswered)")
+	default:
+		return h.count(serving, h.ping(), "ping")
+	}
+}
+
+func (h *healthState) ping() error {
+	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HealthProbeTimeout)
+	defer cancel()
+	return h.backend.Ping(ctx)
+}
+
+// count records one check's outcome.
+func (h *healthState) count(serving bool, err error, what string) (bool, string) {
+	if err == nil {
+		h.failures = 0
+		return true, what
+	}
+	h.failures++
+	why := fmt.Sprintf("%s failed (%d in a row): %v", what, h.failures, err)
+	return serving && h.failures < h.cfg.HealthFailures, why
 }
 
 // maxIDBytes bounds client_id and session_id, which every call logs.

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/infill-dev/infill/inference"
+)
+
+// prober is a backend's health surface with set answers; the real backend
+// is exercised by TestHealthUnderLoadAndWedge.
+type prober struct {
+	act             inference.Activity
+	pingErr, genErr error
+	pings, probes   int
+	// answer, when set, holds Probe until it is closed.
+	answer chan struct{}
+}
+
+func (p *prober) Ping(context.Context) error { p.pings++; return p.pingErr }
+
+// Probe runs on a goroutine of its own; the checks read probes only after
+// it returned (the check waited for it, or the test waited for h.wg).
+func (p *prober) Probe(ctx context.Context) error {
+	p.probes++
+	if p.answer != nil {
+		select {
+		case <-p.answer:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return p.genErr
+}
+
+func (p *prober) Activity() inference.Activity { return p.act }
+
+func newHealth(p *prober) *healthState {
+	return &healthState{cfg: DefaultConfig(), backend: p, prober: p, ctx: context.Background(), wg: new(sync.WaitGroup)}
+}
+
+func TestHealthCheck(t *testing.T) {
+	down := errors.New("down")
+	stall := &inference.StallError{Waited: 15 * time.Second}
+	now := time.Now()
+	long := now.Add(-time.Minute)
+
+	for _, tc := range []struct {
+		name          string
+		act           inference.Activity
+		pingErr       error
+		genErr        error
+		serving       bool
+		want          bool
+		pings, probes int
+	}{
+		{"idle pings", inference.Activity{LastProgress: long}, nil, nil, false, true, 1, 0},
+		{"idle down at start stays down", inference.Activity{}, down, nil, false, false, 1, 0},
+		{"one failed ping keeps serving", inference.Activity{LastProgress: long}, down, nil, true, true, 1, 0},
+		{"recent answers need no check", inference.Activity{LastProgress: now, InFlight: 3}, down, down, true, true, 0, 0},
+		{"recent answers bring it up", inference.Activity{LastProgress: now}, down, down, false, true, 0, 0},
+		{"unanswered runs a generation", inference.Activity{LastProgress: long, Unanswered: now}, nil, nil, true, true, 0, 1},
+		{"unanswered, version answers, generation does not", inference.Activity{LastProgress: long, Unanswered: now}, nil, down, true, true, 0, 1},
+		{"in flight and not overdue: ping only", inference.Activity{LastProgress: long, InFlight: 1}, nil, down, true, true, 1, 0},
+		{"stall goes down at once", inference.Activity{LastProgress: long, Stalled: stall}, nil, down, true, false, 0, 1},
+		{"stall over once a generation answers", inference.Activity{LastProgress: long, Stalled: stall}, nil, nil, false, true, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &prober{act: tc.act, pingErr: tc.pingErr, genErr: tc.genErr}
+			h := newHealth(p)
+			got, why := h.check(tc.serving)
+			if got != tc.want || why == "" {
+				t.Errorf("check(%v) = %v (%s), want %v", tc.serving, got, why, tc.want)
+			}
+			if p.pings != tc.pings || p.probes != tc.probes {
+				t.Errorf("%d pings, %d generations; want %d, %d", p.pings, p.probes, tc.pings, tc.probes)
+			}
+		})
+	}
+}
+
+// HealthFailures checks in a row make it NOT_SERVING; a success resets the
+// count.
+func TestHealthFailureThreshold(t *testing.T) {
+	p := &prober{act: inference.Activity{LastProgress: time.Now().Add(-time.Minute), Unanswered: time.Now()}, genErr: errors.New("silent")}
+	h := newHealth(p)
+	h.cfg.HealthFailures = 3
+	serving := true
+	var seq []bool
+	for range 3 {
+		serving, _ = h.check(serving)
+		seq = append(seq, serving)
+	}
+	if seq[0] != true || seq[1] != true || seq[2] != false {
+		t.Fatalf("serving after each failure: %v, want true true false", seq)
+	}
+	p.genErr = nil
+	if serving, why := h.check(serving); !serving || h.failures != 0 {
+		t.Fatalf("after a success: %v (%s), failures %d", serving, why, h.failures)
+	}
+}
+
+// A generation probe that has not answered within the timeout fails that
+// check but goes on (it may be loading the model after a restart); the next
+// check waits for the same probe.
+func TestHealthProbeOutlivesTimeout(t *testing.T) {
+	p := &prober{act: inference.Activity{Stalled: &inference.StallError{}}, answer: make(chan struct{})}
+	h := newHealth(p)
+	h.cfg.HealthProbeTimeout = 20 * time.Millisecond
+	ok, why := h.check(true)
+	if ok || !strings.Contains(why, "no answer yet") {
+		t.Fatalf("check = %v (%s), want a failure without an answer", ok, why)
+	}
+	close(p.answer) // the probe answers between two checks
+	h.wg.Wait()
+	if ok, why := h.check(false); !ok || p.probes != 1 {
+		t.Fatalf("check = %v (%s) after %d probes, want the first probe's success", ok, why, p.probes)
+	}
+}
+
+// A backend without Activity and Probe (a test's stand-in) is pinged.
+func TestHealthPingOnly(t *testing.T) {
+	p := &prober{pingErr: errors.New("down")}
+	h := &healthState{cfg: DefaultConfig(), backend: p, ctx: context.Background()}
+	if ok, _ := h.check(false); ok || p.pings != 1 || p.probes != 0 {
+		t.Fatalf("ok %v, %d pings, %d probes", ok, p.pings, p.probes)
+	}
+}
+
+func TestHealthConfigValidate(t *testing.T) {
+	for _, bad := range []func(*Config){
+		func(c *Config) { c.HealthProbeTimeout = 0 },
+		func(c *Config) { c.HealthRecent = -time.Second },
+		func(c *Config) { c.HealthFailures = 0 },
+		func(c *Config) { c.Inference.Watchdog.TokenGap = 0 },
+	} {
+		c := DefaultConfig()
+		bad(&c)
+		if c.Validate() == nil {
+			t.Errorf("accepted %+v", c)
+		}
+	}
+}
