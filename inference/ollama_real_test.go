@@ -31,10 +31,17 @@ func TestWatchdogPausedOllama(t *testing.T) {
 	if err := b.Warm(map[string]any{"num_ctx": cfg.ContextTokens}); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Probe(ctx); err != nil {
-		t.Fatal(err)
+	// The first generation can outlast the short bound on a busy machine.
+	for i := 0; ; i++ {
+		err := o.Probe(ctx)
+		if err == nil {
+			break
+		}
+		if i == 5 {
+			t.Fatal(err)
+		}
 	}
-	if a := o.Activity(); a.LastProgress.IsZero() || a.Stalled != nil {
+	if a := o.Activity(); a.LastProgress.IsZero() || a.Stalled != nil || !a.Unanswered.IsZero() {
 		t.Fatalf("activity after a probe %+v", a)
 	}
 	n, err := b.Pause(false)

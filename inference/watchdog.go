@@ -143,13 +143,14 @@ func (t *tracker) activity() Activity {
 // the request when its bound passes, paused while the caller's callback
 // runs (a slow client is not a stalled backend).
 //
-// A request still waiting for its first token when its bound passes is
-// given another bound instead if the backend is busy: it answered any
-// generation since the bound was set, or a generation sent earlier is still
-// within its own bound (a long prompt under evaluation). It is then waiting
-// its turn behind live work (Ollama queues what it cannot run at once),
-// which is for admission to bound, not a stall. A request that stops after
-// its first token is ended whatever the others do.
+// A request still waiting for its first token when its bound passes waits
+// on if the backend is busy: it answered some generation within the last
+// bound, or a generation sent earlier is still within its own bound (a long
+// prompt under evaluation). The request is then waiting its turn behind
+// live work (Ollama queues what it cannot run at once), which is for
+// admission to bound, not a stall; it is ended once the backend has been
+// silent for a bound. A request that stops after its first token is ended
+// whatever the others do.
 type watch struct {
 	t          *tracker
 	cfg        WatchdogConfig
@@ -160,8 +161,8 @@ type watch struct {
 	timer    *time.Timer
 	bound    time.Duration // the current bound: first token, then TokenGap
 	since    time.Time     // when the current wait began
-	armed    time.Time     // when the bound was last set
-	deadline time.Time     // armed + bound; zero while paused
+	armed    time.Time     // when the deadline was last set
+	deadline time.Time     // zero while paused
 	tokens   int
 	answered bool
 	stopped  bool
@@ -248,34 +249,39 @@ func (w *watch) fire() {
 		w.mu.Unlock() // paused or re-armed meanwhile
 		return
 	}
-	tokens, since, armed := w.tokens, w.since, w.armed
+	tokens, since, bound := w.tokens, w.since, w.bound
 	w.mu.Unlock()
 
-	busy := w.t.busy(w, armed, now)
+	until := w.t.busyUntil(w, bound, now)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.deadline.IsZero() || w.fired != nil {
 		return // a message came meanwhile
 	}
-	if busy && tokens == 0 {
-		w.armed, w.deadline = now, now.Add(w.bound)
-		w.timer.Reset(w.bound)
+	if !until.IsZero() && tokens == 0 {
+		w.armed, w.deadline = now, until
+		w.timer.Reset(until.Sub(now))
 		return
 	}
 	w.fired = &StallError{Tokens: tokens, Waited: now.Sub(since)}
-	if !busy {
+	if until.IsZero() {
 		w.t.stalled.Store(w.fired)
 	}
 	w.cancel()
 }
 
-// busy reports whether the backend answered any generation since armed, or
-// a generation sent before w is still within its bound. Generations sent
+// busyUntil reports until when the backend counts as busy for w (zero: it
+// is not): it answered some generation within the last bound (busy until
+// that answer is a bound old), or a generation sent before w is still
+// within its own bound (busy until that one's deadline). Generations sent
 // after w do not count: under steady load on a wedged backend there is
 // always a newer one within its bound.
-func (t *tracker) busy(w *watch, armed, now time.Time) bool {
-	if t.lastProgress.Load() > armed.UnixNano() {
-		return true
+func (t *tracker) busyUntil(w *watch, bound time.Duration, now time.Time) time.Time {
+	var until time.Time
+	if ns := t.lastProgress.Load(); ns != 0 {
+		if u := time.Unix(0, ns).Add(bound); u.After(now) {
+			until = u
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -284,13 +290,12 @@ func (t *tracker) busy(w *watch, armed, now time.Time) bool {
 			continue
 		}
 		o.mu.Lock()
-		within := !o.deadline.IsZero() && now.Before(o.deadline)
-		o.mu.Unlock()
-		if within {
-			return true
+		if d := o.deadline; !d.IsZero() && d.After(now) && d.After(until) {
+			until = d
 		}
+		o.mu.Unlock()
 	}
-	return false
+	return until
 }
 
 // stop disarms the watchdog and returns its verdict (nil if it did not

@@ -19,6 +19,12 @@
 // The tiny model has designed greedy transitions (see scripts/tinymodel): a
 // raw prompt ending in one of the Trigger* tokens continues deterministically
 // at temperature 0.
+//
+// For outages on demand a Backend can be stopped and restarted, or paused
+// (SIGSTOP): its model runners only, which is what a wedged Ollama looks like
+// (the server answers /api/version, generations hang), or the whole server.
+// [Storm] reproduces the cancel storm that wedges Ollama v0.24.0, and
+// [Launch] starts a backend outside a test (scripts/storm).
 package ollamatest
 
 import (

@@ -1,0 +1,302 @@
+package server_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/infill-dev/infill/inference/ollamatest"
+	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"github.com/infill-dev/infill/server"
+	"github.com/infill-dev/infill/server/servertest"
+)
+
+// healthLog records every health status change the server announces
+// (Watch), with the time it arrived.
+type healthLog struct {
+	mu     sync.Mutex
+	events []healthEvent
+	ch     chan struct{} // pinged on every event
+}
+
+type healthEvent struct {
+	at     time.Time
+	status healthpb.HealthCheckResponse_ServingStatus
+}
+
+func watchHealth(t *testing.T, h *harness) *healthLog {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := h.health.Watch(ctx, &healthpb.HealthCheckRequest{Service: infillv1.CompletionService_ServiceDesc.ServiceName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &healthLog{ch: make(chan struct{}, 1)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			r, err := st.Recv()
+			if err != nil {
+				return
+			}
+			l.mu.Lock()
+			l.events = append(l.events, healthEvent{time.Now(), r.Status})
+			l.mu.Unlock()
+			select {
+			case l.ch <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return l
+}
+
+// since returns the events at or after t0.
+func (l *healthLog) since(t0 time.Time) []healthEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []healthEvent
+	for _, e := range l.events {
+		if !e.at.Before(t0) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (l *healthLog) last() healthpb.HealthCheckResponse_ServingStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.events) == 0 {
+		return healthpb.HealthCheckResponse_UNKNOWN
+	}
+	return l.events[len(l.events)-1].status
+}
+
+// wait waits up to d for status and returns when it came.
+func (l *healthLog) wait(t *testing.T, want healthpb.HealthCheckResponse_ServingStatus, d time.Duration) time.Time {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		l.mu.Lock()
+		if n := len(l.events); n > 0 && l.events[n-1].status == want {
+			at := l.events[n-1].at
+			l.mu.Unlock()
+			return at
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.ch:
+		case <-deadline:
+			t.Fatalf("health stayed %v for %v, want %v", l.last(), d, want)
+		}
+	}
+}
+
+// backendTestConfig makes the watchdog and health quick enough for a test:
+// once the model is loaded the tiny model's first token takes 0.1-1 s on 2
+// busy cores (requests queued inside Ollama wait longer, but the watchdog
+// does not count a wait behind live work).
+func backendTestConfig(firstToken time.Duration) func(*server.Config) {
+	return func(c *server.Config) {
+		c.HealthInterval = 200 * time.Millisecond
+		c.HealthRecent = time.Second
+		c.HealthProbeTimeout = time.Second
+		c.Inference.Watchdog.FirstTokenBase = firstToken
+		c.Inference.Watchdog.TokenGap = firstToken / 2
+	}
+}
+
+// warm loads the model outside the watchdog's short test bounds (a load
+// takes seconds on a busy machine) and makes one call.
+func warm(t *testing.T, h *harness) {
+	t.Helper()
+	if err := h.backend.Warm(map[string]any{"num_ctx": 4096}); err != nil { // servertest's num_ctx
+		t.Fatal(err)
+	}
+	if _, err := h.client.Complete(context.Background(), request(8)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHealthUnderLoadAndWedge: while completions succeed continuously,
+// health stays SERVING (no check adds load or times out under it); when
+// the real backend stops generating (its model runner SIGSTOPped: the
+// server still answers /api/version, as in the wedge of issue 20) calls end
+// UNAVAILABLE with a stall message and health goes NOT_SERVING within
+// seconds; when the runner continues, health comes back and calls succeed,
+// without restarting infill.
+func TestHealthUnderLoadAndWedge(t *testing.T) {
+	h := startWith(t, backendTestConfig(3*time.Second), nil)
+	warm(t, h)
+	hl := watchHealth(t, h)
+	hl.wait(t, healthpb.HealthCheckResponse_SERVING, 10*time.Second)
+
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{} // calls by outcome
+	)
+	record := func(err error) {
+		key := "OK"
+		if err != nil {
+			st := status.Convert(err)
+			key = st.Code().String()
+			if st.Code() == codes.Unavailable && !strings.HasPrefix(st.Message(), "backend stalled:") {
+				key += ": " + st.Message()
+			}
+		}
+		mu.Lock()
+		seen[key]++
+		mu.Unlock()
+	}
+	take := func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		c := seen
+		seen = map[string]int{}
+		return c
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				_, err := h.client.Complete(ctx, request(8))
+				cancel()
+				record(err)
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+
+	// Load: 6 s of continuous completions, 30 health intervals.
+	loadStart := time.Now()
+	time.Sleep(6 * time.Second)
+	if ev := hl.since(loadStart); len(ev) != 0 {
+		t.Fatalf("health changed under load: %v", ev)
+	}
+	if c := take(); c["OK"] < 2 || len(c) != 1 {
+		t.Fatalf("calls under load: %v", c)
+	}
+
+	// Wedge.
+	if n, err := h.backend.Pause(false); err != nil || n == 0 {
+		t.Fatalf("pause: %d, %v", n, err)
+	}
+	paused := time.Now()
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = h.backend.Resume()
+		}
+	}()
+	down := hl.wait(t, healthpb.HealthCheckResponse_NOT_SERVING, 15*time.Second)
+	t.Logf("NOT_SERVING %v after the runner stopped", down.Sub(paused).Round(time.Millisecond))
+	time.Sleep(time.Second) // calls in flight reach their bound
+	if c := take(); c["Unavailable"] == 0 || len(c) > 2 || (len(c) == 2 && c["OK"] == 0) {
+		t.Fatalf("calls while wedged: %v, want UNAVAILABLE (backend stalled), and OK only for calls done before", c)
+	}
+
+	// Recovery, infill untouched.
+	if err := h.backend.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	cont := time.Now()
+	up := hl.wait(t, healthpb.HealthCheckResponse_SERVING, 20*time.Second)
+	t.Logf("SERVING %v after the runner continued", up.Sub(cont).Round(time.Millisecond))
+	time.Sleep(2 * time.Second)
+	if c := take(); c["OK"] == 0 {
+		t.Fatalf("calls after recovery: %v", c)
+	}
+}
+
+// TestCancelStorm reproduces issue 20's cancel storm through infill at a
+// size CI can afford: streams at concurrency 4, each cancelled by the
+// client at its first token, against the real backend (Ollama v0.24.0
+// wedges after a random few dozen to few hundred such cancels: a
+// goroutine of its generate handler blocks for ever sending a token to a
+// handler that has gone, holding the runner's only slot; see
+// scripts/storm/REPORT.md). Whether or not this run wedges, every call
+// ends with a clear status; if it wedges, health goes NOT_SERVING within
+// seconds, and once the backend is restarted (what restores it; infill
+// restarting a backend it manages is scripts/run.sh's part) health and
+// calls come back without restarting infill.
+func TestCancelStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a cancel storm against the real backend (about a minute)")
+	}
+	srv := servertest.StartWith(t, servertest.Options{Config: backendTestConfig(3 * time.Second)})
+	h := dial(t, srv)
+	warm(t, h)
+	hl := watchHealth(t, h)
+	hl.wait(t, healthpb.HealthCheckResponse_SERVING, 10*time.Second)
+
+	req := streamRequest(request(16))
+	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Second)
+	defer cancel()
+	begin := time.Now()
+	res := ollamatest.Storm(ctx, ollamatest.StormOptions{
+		Streams: 400, Concurrency: 4,
+		Quiet: 12 * time.Second, // the watchdog ends a silent stream within 2 bounds (~8 s)
+		Drain: 12 * time.Second,
+	}, servertest.StormStream(h.client, req))
+	cancelled, abandoned, finished, failed := res.Counts()
+	p50, p99 := res.TTFT()
+	t.Logf("%d streams in %v: %d cancelled after the first token, %d finished, %d abandoned, failed %v; TTFT p50 %v p99 %v; wedged %v",
+		len(res.Outcomes), res.Elapsed.Round(time.Millisecond), cancelled, finished, abandoned, failed, p50, p99, res.Wedged)
+	if cancelled == 0 {
+		t.Fatal("no stream had a first token")
+	}
+	if abandoned != 0 {
+		t.Errorf("%d streams still waiting after the drain: a call without a clear end", abandoned)
+	}
+	stalled := 0
+	for msg, n := range failed {
+		switch {
+		case strings.HasPrefix(msg, "Unavailable: backend stalled:"):
+			stalled += n
+		case (strings.HasPrefix(msg, "DeadlineExceeded: ") || strings.HasPrefix(msg, "Canceled: ")) && ctx.Err() != nil:
+			// the storm's own time limit
+		default:
+			t.Errorf("%d streams ended %q: want cancelled after the first token, or UNAVAILABLE for a stall", n, msg)
+		}
+	}
+	if !res.Wedged && stalled == 0 {
+		if ev := hl.since(begin); len(ev) != 0 {
+			t.Errorf("no wedge, yet health changed: %v", ev)
+		}
+		t.Log("the backend did not wedge in this run; TestHealthUnderLoadAndWedge covers detection deterministically")
+		return
+	}
+	// Wedged: detected within the watchdog's bound of the last token.
+	down := hl.wait(t, healthpb.HealthCheckResponse_NOT_SERVING, 15*time.Second)
+	t.Logf("wedged after %d cancelled streams; NOT_SERVING %v after the last token", res.CancelledBefore,
+		down.Sub(begin.Add(res.LastToken)).Round(time.Millisecond))
+	if d := down.Sub(begin.Add(res.LastToken)); d > 15*time.Second {
+		t.Errorf("NOT_SERVING %v after the last token, want within the watchdog's bound and a check", d)
+	}
+	// Only a restart of the backend restores it (it does not recover by
+	// itself); infill stays up.
+	h.backend.Restart()
+	hl.wait(t, healthpb.HealthCheckResponse_SERVING, 30*time.Second)
+	if _, err := h.client.Complete(context.Background(), request(8)); err != nil {
+		t.Fatalf("after the backend restarted: %v", err)
+	}
+}
