@@ -44,6 +44,11 @@ type StormOptions struct {
 	// on to end by themselves (a server's stall watchdog answering them)
 	// before they are cancelled; 0 cancels them at once.
 	Drain time.Duration
+	// Duration, if set, stops sending new streams after this long; the
+	// ones under way go on (a deadline on the storm's ctx would reach every
+	// stream, and a server that sheds requests it cannot start before
+	// their deadline would refuse them all near the end).
+	Duration time.Duration
 	// Progress, if set, is called after every stream ends.
 	Progress func(done int, last StreamOutcome)
 }
@@ -131,6 +136,10 @@ func Storm(ctx context.Context, opts StormOptions, fn StreamFunc) *StormResult {
 	// issue stops new streams; abandon cancels the ones still waiting.
 	issue, stopIssuing := context.WithCancel(ctx)
 	defer stopIssuing()
+	if opts.Duration > 0 {
+		t := time.AfterFunc(opts.Duration, stopIssuing)
+		defer t.Stop()
+	}
 	abandonCtx, abandon := context.WithCancel(context.Background())
 	defer abandon()
 	var drained atomic.Bool // abandoned for a wedge, not for ctx
