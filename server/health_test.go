@@ -65,7 +65,8 @@ func TestHealthCheck(t *testing.T) {
 		{"recent answers bring it up", inference.Activity{LastProgress: now}, down, down, false, true, 0, 0},
 		{"unanswered runs a generation", inference.Activity{LastProgress: long, Unanswered: now}, nil, nil, true, true, 0, 1},
 		{"unanswered, version answers, generation does not", inference.Activity{LastProgress: long, Unanswered: now}, nil, down, true, true, 0, 1},
-		{"in flight and not overdue: ping only", inference.Activity{LastProgress: long, InFlight: 1}, nil, down, true, true, 1, 0},
+		{"in flight and not overdue: no check", inference.Activity{LastProgress: long, InFlight: 1}, down, down, true, true, 0, 0},
+		{"in flight but not serving yet: ping", inference.Activity{LastProgress: long, InFlight: 1}, down, nil, false, false, 1, 0},
 		{"stall goes down at once", inference.Activity{LastProgress: long, Stalled: stall}, nil, down, true, false, 0, 1},
 		{"stall over once a generation answers", inference.Activity{LastProgress: long, Stalled: stall}, nil, nil, false, true, 0, 1},
 	} {

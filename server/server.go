@@ -286,9 +286,10 @@ func (s *Server) watchHealth() {
 //     busy backend gets no extra work and health does not flap under load);
 //   - a generation ended unanswered since the last answer (clients that
 //     gave up on a silent backend): a one-token generation;
-//   - otherwise (idle, or generations under way and not yet overdue, which
-//     the watchdog bounds): a version ping, which costs the backend nothing
-//     and keeps no model loaded.
+//   - generations under way and none ended unanswered: serving, no check
+//     (the watchdog bounds them; a ping would time out on a swamped backend);
+//   - otherwise (idle, or not serving yet): a version ping, which costs the
+//     backend nothing and keeps no model loaded.
 //
 // Checks that fail HealthFailures times in a row make it NOT_SERVING; the
 // first success makes it SERVING.
@@ -356,6 +357,10 @@ func (h *healthState) check(serving bool) (ok bool, why string) {
 		return true, "generations answered"
 	case !a.Unanswered.IsZero() || h.pending != nil:
 		return h.count(serving, h.probe(), "one-token generation (a generation went unanswered)")
+	case a.InFlight > 0 && serving:
+		// The watchdog bounds them. A ping here would time out when the
+		// backend is swamped (the flapping this replaced).
+		return true, "generations under way"
 	default:
 		return h.count(serving, h.ping(), "ping")
 	}
