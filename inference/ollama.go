@@ -173,6 +173,67 @@ func (o *Ollama) Probe(ctx context.Context) error {
 	return err
 }
 
+// ErrRestarting (ErrUnavailable) refuses a generation while Reload restarts
+// a stalled model's runner.
+var ErrRestarting = fmt.Errorf("%w: restarting the model's runner after a stall", ErrUnavailable)
+
+// Reload restarts model's runner ("" the default model): it asks the
+// backend to unload the model (keep_alive 0), waits until the backend no
+// longer lists it as running, and loads it again with the num_ctx and
+// keep-alive generations use. Measured on Ollama v0.24.0 (scripts/storm): a
+// runner wedged by the cancel storm is restored this way, without
+// restarting Ollama. Ollama unloads only once no request holds the runner,
+// and a request that reaches it meanwhile sets its keep-alive again, so
+// Generate refuses work (ErrRestarting) until Reload returns; requests
+// still on the wedged runner end within their watchdog bound. The load is
+// bounded by ctx, not by the watchdog: a load can take longer than a first
+// token may. ctx bounds the whole.
+func (o *Ollama) Reload(ctx context.Context, model string) error {
+	model = o.Model(model)
+	o.track.unloading.Add(1)
+	defer o.track.unloading.Add(-1)
+	stream := false
+	load := func(keepAlive time.Duration, opts map[string]any) error {
+		err := o.client.Generate(ctx, &api.GenerateRequest{Model: model, Stream: &stream,
+			KeepAlive: &api.Duration{Duration: keepAlive}, Options: opts},
+			func(api.GenerateResponse) error { return nil })
+		if err == nil {
+			err = ctx.Err() // the api client reports a cancelled call as nil
+		}
+		if err != nil {
+			return classify(err, model)
+		}
+		return nil
+	}
+	if err := load(0, nil); err != nil {
+		return err
+	}
+	for {
+		ps, err := o.client.ListRunning(ctx)
+		if err == nil && !running(ps, model) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: model %q still loaded: %v", ErrUnavailable, model, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	// The next probe, not this load, shows that the new runner generates.
+	return load(o.cfg.KeepAlive, map[string]any{"num_ctx": o.ContextTokens(model)})
+}
+
+// running reports whether ps lists model (Ollama adds ":latest" to a name
+// without a tag).
+func running(ps *api.ProcessResponse, model string) bool {
+	for _, m := range ps.Models {
+		if m.Name == model || m.Model == model || m.Name == model+":latest" {
+			return true
+		}
+	}
+	return false
+}
+
 // Activity reports what generations have seen of the backend: when it last
 // sent anything, whether a generation since ended unanswered, and the
 // watchdog's verdict. It costs a few atomic loads.
@@ -200,6 +261,9 @@ func (o *Ollama) Generate(ctx context.Context, req Request, onDelta DeltaFunc) (
 	}
 	if err := o.check(&req, model); err != nil {
 		return nil, err
+	}
+	if o.track.unloading.Load() > 0 {
+		return nil, ErrRestarting
 	}
 	var deadline time.Time
 	if req.Budget > 0 {
@@ -281,7 +345,7 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	deadline, start time.Time, res *Result, onDelta DeltaFunc) (Candidate, api.Metrics, error) {
 	genCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := o.track.start(o.cfg.Watchdog, req.PromptTokens, cancel)
+	w := o.track.start(o.cfg.Watchdog, model, req.PromptTokens, cancel)
 	defer w.stop()
 	var budgetHit atomic.Bool
 	if !deadline.IsZero() {

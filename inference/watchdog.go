@@ -66,6 +66,8 @@ func (c WatchdogConfig) FirstToken(n int) time.Duration {
 // StallError is ErrUnavailable for a generation the watchdog ended: the
 // backend sent nothing for it for Waited.
 type StallError struct {
+	// Model the generation was for (a wedge is its runner's).
+	Model string
 	// Tokens received before the stall; 0 means no first token.
 	Tokens int
 	Waited time.Duration
@@ -110,6 +112,7 @@ type tracker struct {
 	lastProgress atomic.Int64 // unix ns
 	unanswered   atomic.Int64 // unix ns
 	stalled      atomic.Pointer[StallError]
+	unloading    atomic.Int32 // Reload calls under way
 
 	mu   sync.Mutex
 	gens map[*watch]struct{}
@@ -154,6 +157,7 @@ func (t *tracker) activity() Activity {
 type watch struct {
 	t          *tracker
 	cfg        WatchdogConfig
+	model      string
 	cancel     func()
 	registered time.Time
 
@@ -171,9 +175,9 @@ type watch struct {
 
 // start registers a watchdog for a request of promptTokens and arms it;
 // cancel ends the request. Call stop when the request is over.
-func (t *tracker) start(cfg WatchdogConfig, promptTokens int, cancel func()) *watch {
+func (t *tracker) start(cfg WatchdogConfig, model string, promptTokens int, cancel func()) *watch {
 	now := time.Now()
-	w := &watch{t: t, cfg: cfg, cancel: cancel, registered: now, bound: cfg.FirstToken(promptTokens), since: now, armed: now}
+	w := &watch{t: t, cfg: cfg, model: model, cancel: cancel, registered: now, bound: cfg.FirstToken(promptTokens), since: now, armed: now}
 	w.deadline = now.Add(w.bound)
 	t.mu.Lock()
 	if t.gens == nil {
@@ -263,7 +267,7 @@ func (w *watch) fire() {
 		w.timer.Reset(until.Sub(now))
 		return
 	}
-	w.fired = &StallError{Tokens: tokens, Waited: now.Sub(since)}
+	w.fired = &StallError{Model: w.model, Tokens: tokens, Waited: now.Sub(since)}
 	if until.IsZero() {
 		w.t.stalled.Store(w.fired)
 	}

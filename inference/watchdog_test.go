@@ -2,10 +2,13 @@ package inference
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -259,5 +262,73 @@ func TestProbe(t *testing.T) {
 	o = newWatchedOllama(t, &scripted{serve: hold()}, fastWatchdog())
 	if err := o.Probe(context.Background()); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("probe of a silent backend: %v", err)
+	}
+}
+
+// Reload asks for keep_alive 0, refuses generations until the backend no
+// longer lists the model, loads it again with the configured num_ctx and
+// keep-alive, and returns then.
+func TestReload(t *testing.T) {
+	var mu sync.Mutex
+	polls := 0
+	var loads []map[string]any
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/generate", func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		loads = append(loads, body)
+		mu.Unlock()
+		chunk(w, map[string]any{"model": "m", "done": true})
+	})
+	mux.HandleFunc("/api/ps", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		polls++
+		n := polls
+		mu.Unlock()
+		models := []map[string]any{}
+		if n < 3 {
+			models = append(models, map[string]any{"name": "m:latest", "model": "m:latest"})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"models": models})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	cfg := DefaultConfig()
+	cfg.URL, cfg.DefaultModel, cfg.ContextTokens = srv.URL, "m", 1024
+	o, err := NewOllama(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- o.Reload(context.Background(), "") }()
+	for o.track.unloading.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil); !errors.Is(err, ErrRestarting) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("generate while unloading: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(loads) != 2 || polls != 3 {
+		t.Fatalf("requests %v, %d polls; want an unload, a load and 3 polls", loads, polls)
+	}
+	if ka := loads[0]["keep_alive"]; loads[0]["model"] != "m" || (ka != 0.0 && ka != "0s") || loads[0]["prompt"] != "" {
+		t.Errorf("unload request %v", loads[0])
+	}
+	if opts, _ := loads[1]["options"].(map[string]any); loads[1]["keep_alive"] != "30m0s" || opts["num_ctx"] != 1024.0 {
+		t.Errorf("load request %v", loads[1])
+	}
+	polls = -1000 // from now on listed for ever
+	mu.Unlock()
+	if o.track.unloading.Load() != 0 {
+		t.Fatal("still refusing generations")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := o.Reload(ctx, "m"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("reload of a model that stays loaded: %v", err)
 	}
 }

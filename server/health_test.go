@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/infill-dev/infill/inference"
+	"go.uber.org/zap"
 )
 
 // prober is a backend's health surface with set answers; the real backend
@@ -18,7 +19,13 @@ type prober struct {
 	pingErr, genErr error
 	pings, probes   int
 	// answer, when set, holds Probe until it is closed.
-	answer chan struct{}
+	answer   chan struct{}
+	unloaded []string
+}
+
+func (p *prober) Reload(_ context.Context, model string) error {
+	p.unloaded = append(p.unloaded, model)
+	return nil
 }
 
 func (p *prober) Ping(context.Context) error { p.pings++; return p.pingErr }
@@ -40,7 +47,7 @@ func (p *prober) Probe(ctx context.Context) error {
 func (p *prober) Activity() inference.Activity { return p.act }
 
 func newHealth(p *prober) *healthState {
-	return &healthState{cfg: DefaultConfig(), backend: p, prober: p, ctx: context.Background(), wg: new(sync.WaitGroup)}
+	return &healthState{cfg: DefaultConfig(), backend: p, prober: p, ctx: context.Background(), wg: new(sync.WaitGroup), log: zap.NewNop()}
 }
 
 func TestHealthCheck(t *testing.T) {
@@ -109,9 +116,10 @@ func TestHealthFailureThreshold(t *testing.T) {
 // check but goes on (it may be loading the model after a restart); the next
 // check waits for the same probe.
 func TestHealthProbeOutlivesTimeout(t *testing.T) {
-	p := &prober{act: inference.Activity{Stalled: &inference.StallError{}}, answer: make(chan struct{})}
+	p := &prober{act: inference.Activity{Unanswered: time.Now()}, answer: make(chan struct{})}
 	h := newHealth(p)
 	h.cfg.HealthProbeTimeout = 20 * time.Millisecond
+	h.cfg.HealthFailures = 1
 	ok, why := h.check(true)
 	if ok || !strings.Contains(why, "no answer yet") {
 		t.Fatalf("check = %v (%s), want a failure without an answer", ok, why)
@@ -123,10 +131,41 @@ func TestHealthProbeOutlivesTimeout(t *testing.T) {
 	}
 }
 
+// A stall the probe confirms restarts the stalled model's runner after the
+// check (health says NOT_SERVING first), at most every 30 s, and drops the
+// probe waiting on the old runner.
+func TestHealthReloadsAStalledModel(t *testing.T) {
+	last := time.Now().Add(-time.Minute)
+	p := &prober{act: inference.Activity{LastProgress: last, Stalled: &inference.StallError{Model: "m"}}, answer: make(chan struct{})}
+	h := newHealth(p)
+	h.cfg.HealthProbeTimeout = 10 * time.Millisecond
+	ok, why := h.check(true)
+	if ok || len(p.unloaded) != 0 || !strings.Contains(why, "restarting the model's runner") {
+		t.Fatalf("check = %v (%s), reloaded %v", ok, why, p.unloaded)
+	}
+	h.reloadDue()
+	if len(p.unloaded) != 1 || p.unloaded[0] != "m" || h.pending != nil {
+		t.Fatalf("reloaded %v, probe pending %v", p.unloaded, h.pending != nil)
+	}
+	h.check(false) // soon after: no second restart
+	h.reloadDue()
+	if len(p.unloaded) != 1 {
+		t.Fatalf("reloaded %v, want one", p.unloaded)
+	}
+	h.lastReload = h.lastReload.Add(-reloadEvery)
+	h.check(false)
+	h.reloadDue()
+	if len(p.unloaded) != 2 {
+		t.Fatalf("reloaded %v, want another after %v", p.unloaded, reloadEvery)
+	}
+	close(p.answer)
+	h.wg.Wait()
+}
+
 // A backend without Activity and Probe (a test's stand-in) is pinged.
 func TestHealthPingOnly(t *testing.T) {
 	p := &prober{pingErr: errors.New("down")}
-	h := &healthState{cfg: DefaultConfig(), backend: p, ctx: context.Background()}
+	h := &healthState{cfg: DefaultConfig(), backend: p, ctx: context.Background(), log: zap.NewNop()}
 	if ok, _ := h.check(false); ok || p.pings != 1 || p.probes != 0 {
 		t.Fatalf("ok %v, %d pings, %d probes", ok, p.pings, p.probes)
 	}

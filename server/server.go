@@ -234,6 +234,9 @@ type HealthProber interface {
 	Probe(ctx context.Context) error
 	// Activity is what generations have seen of the backend.
 	Activity() inference.Activity
+	// Reload restarts a model's runner (unload, then load): what restores
+	// an Ollama runner wedged by cancelled streams (issue 20).
+	Reload(ctx context.Context, model string) error
 }
 
 // watchHealth checks the backend every HealthInterval and flips health
@@ -242,11 +245,12 @@ func (s *Server) watchHealth() {
 	defer s.watchWG.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // ends a probe still under way (watchWG waits for it)
-	h := healthState{cfg: s.cfg, backend: s.deps.Backend, ctx: ctx, wg: &s.watchWG}
+	h := healthState{cfg: s.cfg, backend: s.deps.Backend, ctx: ctx, wg: &s.watchWG, log: s.log}
 	h.prober, _ = s.deps.Backend.(HealthProber)
 	serving := false
 	check := func() {
 		ok, why := h.check(serving)
+		defer h.reloadDue() // after health says NOT_SERVING, not before
 		if ok == serving {
 			return
 		}
@@ -281,7 +285,10 @@ func (s *Server) watchHealth() {
 // activity the check is:
 //
 //   - the inference watchdog saw a stall: a one-token generation must
-//     answer, else NOT_SERVING at once;
+//     answer, else NOT_SERVING at once, and the stalled model's runner is
+//     restarted (unloaded and loaded again, at most every 30 s). A wedged
+//     Ollama v0.24.0 runner comes back this way without restarting Ollama
+//     (scripts/storm);
 //   - generations were answered within HealthRecent: serving, no check (a
 //     busy backend gets no extra work and health does not flap under load);
 //   - a generation ended unanswered since the last answer (clients that
@@ -309,6 +316,12 @@ type healthState struct {
 	ctx     context.Context // ends a probe under way
 	wg      *sync.WaitGroup // counts it
 	pending chan error      // the probe under way, if any
+	stopIt  func()          // cancels it
+	// lastReload is when the stalled model's runner was last restarted;
+	// due is the stall to restart it for after this check.
+	lastReload time.Time
+	due        error
+	log        *zap.Logger
 }
 
 // errNoAnswer is a generation probe still without an answer.
@@ -319,18 +332,20 @@ var errNoAnswer = errors.New("no answer yet")
 func (h *healthState) probe() error {
 	if h.pending == nil {
 		ch := make(chan error, 1)
-		h.pending = ch
+		ctx, cancel := context.WithCancel(h.ctx)
+		h.pending, h.stopIt = ch, cancel
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
-			ch <- h.prober.Probe(h.ctx)
+			defer cancel()
+			ch <- h.prober.Probe(ctx)
 		}()
 	}
 	t := time.NewTimer(h.cfg.HealthProbeTimeout)
 	defer t.Stop()
 	select {
 	case err := <-h.pending:
-		h.pending = nil
+		h.pending, h.stopIt = nil, nil
 		return err
 	case <-t.C:
 		return fmt.Errorf("%w after %v", errNoAnswer, h.cfg.HealthProbeTimeout)
@@ -348,7 +363,13 @@ func (h *healthState) check(serving bool) (ok bool, why string) {
 	case a.Stalled != nil:
 		if err := h.probe(); err != nil {
 			h.failures = h.cfg.HealthFailures
-			return false, fmt.Sprintf("%v; a one-token generation: %v", a.Stalled, err)
+			why := fmt.Sprintf("%v; a one-token generation: %v", a.Stalled, err)
+			if time.Since(h.lastReload) >= reloadEvery {
+				h.lastReload = time.Now()
+				h.due = a.Stalled
+				why += "; restarting the model's runner"
+			}
+			return false, why
 		}
 		h.failures = 0
 		return true, "one-token generation after a stall"
@@ -364,6 +385,41 @@ func (h *healthState) check(serving bool) (ok bool, why string) {
 	default:
 		return h.count(serving, h.ping(), "ping")
 	}
+}
+
+// reloadEvery spaces restarts of a runner that stays stalled.
+const reloadEvery = 30 * time.Second
+
+// reloadDue restarts the stalled model's runner if a check asked for it:
+// it drops the probe waiting on the old runner and waits for the restart
+// (the generations still on the old runner end within their watchdog bound;
+// new ones are refused meanwhile), at most twice the first-token bound plus
+// a minute for the load. The next check's probe tells whether it worked.
+func (h *healthState) reloadDue() {
+	stall := h.due
+	if stall == nil {
+		return
+	}
+	h.due = nil
+	model := ""
+	var se *inference.StallError
+	if errors.As(stall, &se) {
+		model = se.Model
+	}
+	if h.stopIt != nil {
+		h.stopIt()
+		<-h.pending
+		h.pending, h.stopIt = nil, nil
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, 2*h.cfg.Inference.Watchdog.FirstTokenBase+time.Minute)
+	defer cancel()
+	begin := time.Now()
+	if err := h.prober.Reload(ctx, model); err != nil {
+		h.log.Error("backend stalled: restarting the model's runner failed", zap.String("model", model), zap.Error(err))
+		return
+	}
+	h.log.Warn("backend stalled: restarted the model's runner (unloaded and loaded it)", zap.String("model", model),
+		zap.Duration("took", time.Since(begin)))
 }
 
 func (h *healthState) ping() error {
