@@ -99,6 +99,11 @@ type Run struct {
 	// NotServingAfterS is the time from the last token (the wedge's
 	// start) to health NOT_SERVING; -1 when it never went.
 	NotServingAfterS *float64 `json:"not_serving_after_s,omitempty"`
+	// ServingAgainAfterS is the time from NOT_SERVING to SERVING again,
+	// by infill's own doing (it restarts a stalled model's runner).
+	ServingAgainAfterS *float64 `json:"serving_again_after_s,omitempty"`
+	// CallAfterHeal is the status of a Complete call once SERVING again.
+	CallAfterHeal string `json:"call_after_heal,omitempty"`
 }
 
 // Diagnosis is what a wedged backend looks like after the storm.
@@ -109,6 +114,8 @@ type Diagnosis struct {
 	RunnerCPUms        float64 `json:"runner_cpu_ms_over_2s"`
 	RecoveredByItself  bool    `json:"recovered_by_itself"`
 	RecoverWaitS       float64 `json:"recover_wait_s"`
+	UnloadRestores     bool    `json:"unload_restores"`
+	UnloadError        string  `json:"unload_error,omitempty"`
 	RestartRestores    bool    `json:"restart_restores"`
 	InfillAfterRestart string  `json:"infill_after_restart,omitempty"`
 }
@@ -242,7 +249,26 @@ func storm(f flags, target string) (*Run, error) {
 	if res.Wedged {
 		r.CancelledBefore, r.WedgeAfterS = res.CancelledBefore, res.LastToken.Seconds()
 		logf("%s: WEDGED after %d cancelled streams (last token at %.1fs, detected at %.1fs)", target, res.CancelledBefore, res.LastToken.Seconds(), res.Detected.Seconds())
-		r.Diagnosis = diagnose(b, f.recoverWait, srv, f.dump)
+		if srv != nil {
+			// infill heals the backend by itself (it restarts a stalled
+			// model's runner): wait for it, then make a call.
+			healed := srv.waitServing(res.LastToken, 2*time.Minute)
+			if healed {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				_, err := srv.client.Complete(ctx, request(4))
+				cancel()
+				r.CallAfterHeal = status.Code(err).String()
+				if err != nil {
+					r.CallAfterHeal += ": " + status.Convert(err).Message()
+				}
+				logf("%s: SERVING again by itself; a call after it: %s", target, r.CallAfterHeal)
+			} else {
+				logf("%s: not SERVING again within 2 minutes", target)
+			}
+		}
+		if r.CallAfterHeal != "OK" {
+			r.Diagnosis = diagnose(b, f.recoverWait, srv, f.dump)
+		}
 	} else {
 		logf("%s: no wedge: %d streams in %.1fs", target, r.Sent, r.ElapsedS)
 	}
@@ -257,6 +283,13 @@ func storm(f flags, target string) (*Run, error) {
 				}
 			}
 			r.NotServingAfterS = &d
+			for _, t := range r.Health {
+				if t.Status == "SERVING" && d >= 0 && t.AtS > res.LastToken.Seconds()+d {
+					e := t.AtS - res.LastToken.Seconds() - d
+					r.ServingAgainAfterS = &e
+					break
+				}
+			}
 		}
 	}
 	return r, nil
@@ -326,6 +359,17 @@ func diagnose(b *ollamatest.Backend, recoverWait time.Duration, srv *infill, dum
 	if d.RecoveredByItself {
 		return d
 	}
+	// Unloading the model (keep_alive 0) ends its runner; the next request
+	// loads a new one.
+	if err := unload(b); err != nil {
+		d.UnloadError = err.Error()
+	} else {
+		d.UnloadRestores = oneToken(b, 30*time.Second) == nil
+	}
+	logf("diagnosis: unloading the model restores it: %v %s", d.UnloadRestores, d.UnloadError)
+	if d.UnloadRestores {
+		return d
+	}
 	if dump {
 		pids, _ := b.Processes()
 		for _, p := range pids {
@@ -356,6 +400,31 @@ func diagnose(b *ollamatest.Backend, recoverWait time.Duration, srv *infill, dum
 		logf("diagnosis: an infill call after the restart: %s", d.InfillAfterRestart)
 	}
 	return d
+}
+
+// unload asks Ollama to unload the model and waits until no model runs.
+func unload(b *ollamatest.Backend) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	body := fmt.Sprintf(`{"model":%q,"keep_alive":0}`, b.Model)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.URL+"/api/generate", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("unload: HTTP %s", resp.Status)
+	}
+	for ctx.Err() == nil {
+		ps, err := b.Client().ListRunning(ctx)
+		if err == nil && len(ps.Models) == 0 {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the model is still loaded: %w", ctx.Err())
 }
 
 func oneToken(b *ollamatest.Backend, timeout time.Duration) error {
@@ -475,6 +544,24 @@ func (s *infill) watch(begin time.Time) {
 			}
 		}
 	}()
+}
+
+// waitServing waits until the poller has seen NOT_SERVING after the last
+// token and then SERVING, or until d passes.
+func (s *infill) waitServing(lastToken, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		down := false
+		for _, t := range s.transitions() {
+			if t.AtS >= lastToken.Seconds() && t.Status == "NOT_SERVING" {
+				down = true
+			} else if down && t.Status == "SERVING" {
+				return true
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
 }
 
 func (s *infill) transitions() []Transition {
