@@ -345,7 +345,7 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 	deadline, start time.Time, res *Result, onDelta DeltaFunc) (Candidate, api.Metrics, error) {
 	genCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := o.track.start(o.cfg.Watchdog, model, req.PromptTokens, cancel)
+	w := o.track.start(o.cfg.Watchdog, model, req.PromptTokens, o.track.cold(model, o.cfg.KeepAlive, time.Now()), cancel)
 	defer w.stop()
 	var budgetHit atomic.Bool
 	if !deadline.IsZero() {

@@ -30,7 +30,7 @@ func BenchmarkStream(b *testing.B) {
 		var tr tracker // with the watchdog, as Generate runs it
 		b.ReportAllocs()
 		for b.Loop() {
-			w := tr.start(DefaultWatchdogConfig(), "m", 100, func() {})
+			w := tr.start(DefaultWatchdogConfig(), "m", 100, false, func() {})
 			if err := generateStream(context.Background(), hc, u, req, w, count); err != nil {
 				b.Fatal(err)
 			}

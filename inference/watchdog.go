@@ -12,14 +12,17 @@ import (
 // sends its response headers with the first token, so the first-token bound
 // is also the response-header bound of a generation.
 //
-// The defaults leave a real model room: they were chosen from the tiny test
-// model on a 2-core machine shared with other work (scripts/storm/REPORT.md
-// has the figures), where a 4,000-token prompt evaluates in about 1 s and a
-// model loads in 0.5–2 s. A real Qwen2.5-Coder 1.5B on a GPU evaluates
-// thousands of tokens per second; on a laptop CPU a few hundred, and a 7B
-// there can drop below 100, which is why the allowance is 1/50 s per token.
-// Raise the bounds for a slower backend: a bound that is too tight ends
-// honest generations with ErrUnavailable.
+// The defaults leave a real model room. Measured with the tiny test model
+// on the 2-core machine shared with other work (scripts/storm -prompt-eval,
+// REPORT.md): a first token after 0.1-1 s for a short prompt once loaded; a
+// model load of 7-8 s under load; prompt evaluation from 1,200 tokens/s (139
+// tokens) down to 160/s (2,600 tokens) and 63/s (4,096 tokens: 65 s) at a
+// load average of 16. A real Qwen2.5-Coder 1.5B on a GPU evaluates
+// thousands of tokens per second; on a laptop CPU a few hundred, less for
+// long prompts, and a 7B there can drop to 20-50: set PromptTokensPerSecond
+// below the slowest rate the backend shows for the longest prompts it gets.
+// A bound that is too tight ends honest generations with ErrUnavailable and
+// makes the server's health restart the model's runner.
 type WatchdogConfig struct {
 	// FirstTokenBase is the first-token bound of an empty prompt: it
 	// covers connecting, loading the model when it is not loaded (Ollama
@@ -32,6 +35,12 @@ type WatchdogConfig struct {
 	// TokenGap ends a generation that has had no message from the backend
 	// for this long after its first token.
 	TokenGap time.Duration
+	// LoadAllowance is added to the first-token bound of a request for a
+	// model the backend has not answered for within the keep-alive (or
+	// ever): Ollama loads a model on demand, and a load on a busy machine
+	// took 7 s for the tiny model here; a real model from disk takes
+	// longer. A wedge needs traffic, so it never meets this allowance.
+	LoadAllowance time.Duration
 	// ResponseHeaderTimeout bounds the backend's answer to the calls that
 	// are not generations (version, model info).
 	ResponseHeaderTimeout time.Duration
@@ -43,6 +52,7 @@ func DefaultWatchdogConfig() WatchdogConfig {
 		FirstTokenBase:        15 * time.Second,
 		PromptTokensPerSecond: 50,
 		TokenGap:              10 * time.Second,
+		LoadAllowance:         time.Minute,
 		ResponseHeaderTimeout: 10 * time.Second,
 	}
 }
@@ -51,6 +61,9 @@ func DefaultWatchdogConfig() WatchdogConfig {
 func (c WatchdogConfig) Validate() error {
 	if c.FirstTokenBase <= 0 || c.TokenGap <= 0 || c.ResponseHeaderTimeout <= 0 {
 		return errors.New("inference: Watchdog FirstTokenBase, TokenGap and ResponseHeaderTimeout must be > 0")
+	}
+	if c.LoadAllowance < 0 {
+		return errors.New("inference: Watchdog LoadAllowance must be >= 0")
 	}
 	if !(c.PromptTokensPerSecond > 0) { // also NaN
 		return fmt.Errorf("inference: Watchdog PromptTokensPerSecond %v must be > 0", c.PromptTokensPerSecond)
@@ -113,9 +126,26 @@ type tracker struct {
 	unanswered   atomic.Int64 // unix ns
 	stalled      atomic.Pointer[StallError]
 	unloading    atomic.Int32 // Reload calls under way
+	models       sync.Map     // model name → *atomic.Int64, its last answer (unix ns)
 
 	mu   sync.Mutex
 	gens map[*watch]struct{}
+}
+
+// model returns the last-answer time of model.
+func (t *tracker) model(name string) *atomic.Int64 {
+	if v, ok := t.models.Load(name); ok {
+		return v.(*atomic.Int64)
+	}
+	v, _ := t.models.LoadOrStore(name, new(atomic.Int64))
+	return v.(*atomic.Int64)
+}
+
+// cold reports whether the backend has not answered for model within
+// keepAlive (or ever), so that it may have to load it first.
+func (t *tracker) cold(model string, keepAlive time.Duration, now time.Time) bool {
+	ns := t.model(model).Load()
+	return ns == 0 || now.Sub(time.Unix(0, ns)) >= keepAlive
 }
 
 func (t *tracker) progress(now time.Time) {
@@ -155,11 +185,12 @@ func (t *tracker) activity() Activity {
 // silent for a bound. A request that stops after its first token is ended
 // whatever the others do.
 type watch struct {
-	t          *tracker
-	cfg        WatchdogConfig
-	model      string
-	cancel     func()
-	registered time.Time
+	t           *tracker
+	cfg         WatchdogConfig
+	model       string
+	modelAnswer *atomic.Int64 // the model's last answer
+	cancel      func()
+	registered  time.Time
 
 	mu       sync.Mutex
 	timer    *time.Timer
@@ -174,10 +205,15 @@ type watch struct {
 }
 
 // start registers a watchdog for a request of promptTokens and arms it;
-// cancel ends the request. Call stop when the request is over.
-func (t *tracker) start(cfg WatchdogConfig, model string, promptTokens int, cancel func()) *watch {
+// cancel ends the request, cold adds the load allowance. Call stop when the
+// request is over.
+func (t *tracker) start(cfg WatchdogConfig, model string, promptTokens int, cold bool, cancel func()) *watch {
 	now := time.Now()
-	w := &watch{t: t, cfg: cfg, model: model, cancel: cancel, registered: now, bound: cfg.FirstToken(promptTokens), since: now, armed: now}
+	w := &watch{t: t, cfg: cfg, model: model, modelAnswer: t.model(model), cancel: cancel, registered: now,
+		bound: cfg.FirstToken(promptTokens), since: now, armed: now}
+	if cold {
+		w.bound += cfg.LoadAllowance
+	}
 	w.deadline = now.Add(w.bound)
 	t.mu.Lock()
 	if t.gens == nil {
@@ -198,7 +234,9 @@ func (w *watch) answer() {
 	if w == nil {
 		return
 	}
-	w.t.progress(time.Now())
+	now := time.Now()
+	w.t.progress(now)
+	w.modelAnswer.Store(now.UnixNano())
 	w.mu.Lock()
 	w.answered = true
 	w.mu.Unlock()
@@ -210,7 +248,9 @@ func (w *watch) message(token bool) {
 	if w == nil {
 		return
 	}
-	w.t.progress(time.Now())
+	now := time.Now()
+	w.t.progress(now)
+	w.modelAnswer.Store(now.UnixNano())
 	w.mu.Lock()
 	w.answered = true
 	if token {

@@ -332,3 +332,44 @@ func TestReload(t *testing.T) {
 		t.Fatalf("reload of a model that stays loaded: %v", err)
 	}
 }
+
+// A request for a model the backend has not answered for within the
+// keep-alive may wait for a load: it gets LoadAllowance on top.
+func TestWatchdogLoadAllowance(t *testing.T) {
+	s := &scripted{serve: func(w http.ResponseWriter, r *http.Request, body map[string]any) {
+		if body["prompt"] == "ok" {
+			tokens("x")(w, r, body)
+			return
+		}
+		hold()(w, r, body)
+	}}
+	wd := fastWatchdog()
+	wd.FirstTokenBase, wd.LoadAllowance = 100*time.Millisecond, 400*time.Millisecond
+	o := newWatchedOllama(t, s, wd)
+	stall := func() time.Duration {
+		start := time.Now()
+		_, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil)
+		var se *StallError
+		if !errors.As(err, &se) {
+			t.Fatalf("err = %v, want a stall", err)
+		}
+		return time.Since(start)
+	}
+	if d := stall(); d < 500*time.Millisecond {
+		t.Fatalf("cold request ended after %v, want the load allowance on top", d)
+	}
+	if _, err := o.Generate(context.Background(), Request{Prompt: "ok"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := stall(); d >= 500*time.Millisecond {
+		t.Fatalf("warm request ended after %v, want no load allowance", d)
+	}
+	if c := DefaultWatchdogConfig(); c.LoadAllowance <= 0 {
+		t.Fatal("no default load allowance")
+	}
+	bad := DefaultWatchdogConfig()
+	bad.LoadAllowance = -time.Second
+	if bad.Validate() == nil {
+		t.Fatal("negative LoadAllowance accepted")
+	}
+}

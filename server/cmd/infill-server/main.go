@@ -71,6 +71,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.HealthFailures, "health-failures", cfg.HealthFailures, "failed health checks in a row before NOT_SERVING")
 	fs.DurationVar(&cfg.Inference.Watchdog.FirstTokenBase, "stall-first-token", cfg.Inference.Watchdog.FirstTokenBase, "a generation with no first token within this (plus the prompt allowance) ends UNAVAILABLE")
 	fs.Float64Var(&cfg.Inference.Watchdog.PromptTokensPerSecond, "stall-prompt-rate", cfg.Inference.Watchdog.PromptTokensPerSecond, "slowest prompt evaluation allowed, tokens/s: each prompt token adds 1/rate s to the first-token bound")
+	fs.DurationVar(&cfg.Inference.Watchdog.LoadAllowance, "stall-load-allowance", cfg.Inference.Watchdog.LoadAllowance, "added to the first-token bound when the model may need loading (not answered within --keep-alive)")
 	fs.DurationVar(&cfg.Inference.Watchdog.TokenGap, "stall-token-gap", cfg.Inference.Watchdog.TokenGap, "a generation with no new token for this long ends UNAVAILABLE")
 	fs.DurationVar(&cfg.Inference.Watchdog.ResponseHeaderTimeout, "backend-header-timeout", cfg.Inference.Watchdog.ResponseHeaderTimeout, "bound of the backend's answer to calls other than generations")
 	fs.IntVar(&cfg.Eval.Workers, "eval-workers", cfg.Eval.Workers, "samples graded at once per evaluation call")
