@@ -94,6 +94,7 @@ type Ollama struct {
 	base   *url.URL
 	http   *http.Client // generations: the watchdog bounds them
 	client *api.Client  // the cold calls (version, show), with a header timeout
+	admin  *api.Client  // Reload's calls: a model load answers late, its ctx bounds it
 	log    *zap.Logger
 	track  tracker
 }
@@ -123,7 +124,7 @@ func NewOllama(cfg Config, log *zap.Logger) (*Ollama, error) {
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: cfg.Watchdog.ResponseHeaderTimeout,
 	}}
-	return &Ollama{cfg: cfg, base: u, http: hc, client: api.NewClient(u, cold), log: log}, nil
+	return &Ollama{cfg: cfg, base: u, http: hc, client: api.NewClient(u, cold), admin: api.NewClient(u, hc), log: log}, nil
 }
 
 // Model returns the model a request for name uses.
@@ -194,7 +195,7 @@ func (o *Ollama) Reload(ctx context.Context, model string) error {
 	defer o.track.unloading.Add(-1)
 	stream := false
 	load := func(keepAlive time.Duration, opts map[string]any) error {
-		err := o.client.Generate(ctx, &api.GenerateRequest{Model: model, Stream: &stream,
+		err := o.admin.Generate(ctx, &api.GenerateRequest{Model: model, Stream: &stream,
 			KeepAlive: &api.Duration{Duration: keepAlive}, Options: opts},
 			func(api.GenerateResponse) error { return nil })
 		if err == nil {

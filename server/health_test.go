@@ -131,17 +131,25 @@ func TestHealthProbeOutlivesTimeout(t *testing.T) {
 	}
 }
 
-// A stall the probe confirms restarts the stalled model's runner after the
-// check (health says NOT_SERVING first), at most every 30 s, and drops the
-// probe waiting on the old runner.
+// A stall that the probe's own stall confirms restarts the stalled model's
+// runner after the check (health says NOT_SERVING first), at most every 30
+// s; a probe that merely has not answered yet restarts nothing.
 func TestHealthReloadsAStalledModel(t *testing.T) {
 	last := time.Now().Add(-time.Minute)
 	p := &prober{act: inference.Activity{LastProgress: last, Stalled: &inference.StallError{Model: "m"}}, answer: make(chan struct{})}
 	h := newHealth(p)
 	h.cfg.HealthProbeTimeout = 10 * time.Millisecond
 	ok, why := h.check(true)
-	if ok || len(p.unloaded) != 0 || !strings.Contains(why, "restarting the model's runner") {
-		t.Fatalf("check = %v (%s), reloaded %v", ok, why, p.unloaded)
+	h.reloadDue()
+	if ok || len(p.unloaded) != 0 || !strings.Contains(why, "no answer yet") {
+		t.Fatalf("check = %v (%s), reloaded %v; want NOT_SERVING and no restart yet", ok, why, p.unloaded)
+	}
+	p.genErr = &inference.StallError{Model: "m"} // the probe stalls too
+	close(p.answer)
+	h.wg.Wait()
+	ok, why = h.check(false)
+	if ok || !strings.Contains(why, "restarting the model's runner") {
+		t.Fatalf("check = %v (%s)", ok, why)
 	}
 	h.reloadDue()
 	if len(p.unloaded) != 1 || p.unloaded[0] != "m" || h.pending != nil {
@@ -158,7 +166,6 @@ func TestHealthReloadsAStalledModel(t *testing.T) {
 	if len(p.unloaded) != 2 {
 		t.Fatalf("reloaded %v, want another after %v", p.unloaded, reloadEvery)
 	}
-	close(p.answer)
 	h.wg.Wait()
 }
 

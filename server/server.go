@@ -285,7 +285,8 @@ func (s *Server) watchHealth() {
 // activity the check is:
 //
 //   - the inference watchdog saw a stall: a one-token generation must
-//     answer, else NOT_SERVING at once, and the stalled model's runner is
+//     answer, else NOT_SERVING at once; when that generation stalls too
+//     (nothing within its own watchdog bound), the stalled model's runner is
 //     restarted (unloaded and loaded again, at most every 30 s). A wedged
 //     Ollama v0.24.0 runner comes back this way without restarting Ollama
 //     (scripts/storm);
@@ -364,7 +365,12 @@ func (h *healthState) check(serving bool) (ok bool, why string) {
 		if err := h.probe(); err != nil {
 			h.failures = h.cfg.HealthFailures
 			why := fmt.Sprintf("%v; a one-token generation: %v", a.Stalled, err)
-			if time.Since(h.lastReload) >= reloadEvery {
+			// Restart the runner only once the probe itself has stalled (a
+			// second generation got nothing within its bound while nothing
+			// progressed), not for a backend that is merely slow to answer
+			// within the check's timeout.
+			var se *inference.StallError
+			if errors.As(err, &se) && time.Since(h.lastReload) >= reloadEvery {
 				h.lastReload = time.Now()
 				h.due = a.Stalled
 				why += "; restarting the model's runner"
