@@ -68,6 +68,7 @@ type flags struct {
 	quiet        time.Duration
 	drain        time.Duration
 	recoverWait  time.Duration
+	healWait     time.Duration
 	maxTokens    int
 	keep         string
 	dump         bool
@@ -104,6 +105,9 @@ type Run struct {
 	ServingAgainAfterS *float64 `json:"serving_again_after_s,omitempty"`
 	// CallAfterHeal is the status of a Complete call once SERVING again.
 	CallAfterHeal string `json:"call_after_heal,omitempty"`
+	// Heals are the NOT_SERVING spells health went through and ended by
+	// itself during the storm: when each began and how long it lasted.
+	Heals []Heal `json:"heals,omitempty"`
 }
 
 // Diagnosis is what a wedged backend looks like after the storm.
@@ -118,6 +122,12 @@ type Diagnosis struct {
 	UnloadError        string  `json:"unload_error,omitempty"`
 	RestartRestores    bool    `json:"restart_restores"`
 	InfillAfterRestart string  `json:"infill_after_restart,omitempty"`
+}
+
+// Heal is one NOT_SERVING spell that ended.
+type Heal struct {
+	DownAtS float64 `json:"down_at_s"`
+	ForS    float64 `json:"for_s"`
 }
 
 // Transition is a health change seen by the poller.
@@ -137,6 +147,7 @@ func main() {
 	flag.DurationVar(&f.quiet, "quiet", 20*time.Second, "no first token for this long while streams wait: wedged")
 	flag.DurationVar(&f.drain, "drain", 30*time.Second, "through infill: how long waiting streams may end by themselves after a wedge")
 	flag.DurationVar(&f.recoverWait, "recover-wait", 30*time.Second, "after a wedge, how long to wait for the backend to recover by itself")
+	flag.DurationVar(&f.healWait, "heal-wait", 3*time.Minute, "through infill: how long a stream that got UNAVAILABLE waits for health to say SERVING again before the storm goes on")
 	flag.IntVar(&f.maxTokens, "max-tokens", 16, "num_predict of each stream (the storm cancels after the first)")
 	flag.StringVar(&f.keep, "keep", "", "copy each run's Ollama log into this directory")
 	flag.BoolVar(&f.dump, "dump", false, "on a wedge, make Ollama's server and runner print their goroutines (SIGQUIT) into the kept log before restarting it")
@@ -237,7 +248,18 @@ func storm(f flags, target string) (*Run, error) {
 		begin = time.Now()
 		srv.watch(begin)
 		req := request(uint32(f.maxTokens))
-		fn = servertest.StormStream(srv.client, &infillv1.StreamCompleteRequest{Repository: req.Repository, Cursor: req.Cursor, Generation: req.Generation})
+		inner := servertest.StormStream(srv.client, &infillv1.StreamCompleteRequest{Repository: req.Repository, Cursor: req.Cursor, Generation: req.Generation})
+		// A client backs off after UNAVAILABLE until health says SERVING
+		// again; infill heals a wedged runner by itself, so the storm goes
+		// on and counts the wedges and heals (Heals).
+		fn = func(ctx context.Context, first func()) error {
+			err := inner(ctx, first)
+			if err != nil && strings.HasPrefix(err.Error(), "Unavailable") {
+				time.Sleep(2 * time.Second) // health notices within a check or two
+				srv.waitStatus(healthpb.HealthCheckResponse_SERVING, f.healWait)
+			}
+			return err
+		}
 		opts.Drain = f.drain
 	}
 	res := ollamatest.Storm(context.Background(), opts, fn)
@@ -274,6 +296,11 @@ func storm(f flags, target string) (*Run, error) {
 	}
 	if srv != nil {
 		r.Health = srv.transitions()
+		for i, t := range r.Health {
+			if t.Status == "NOT_SERVING" && i+1 < len(r.Health) && r.Health[i+1].Status == "SERVING" {
+				r.Heals = append(r.Heals, Heal{DownAtS: t.AtS, ForS: r.Health[i+1].AtS - t.AtS})
+			}
+		}
 		if res.Wedged {
 			d := -1.0
 			for _, t := range r.Health {
@@ -562,6 +589,14 @@ func (s *infill) waitServing(lastToken, d time.Duration) bool {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return false
+}
+
+// waitStatus waits until health reports st, or d passes.
+func (s *infill) waitStatus(st healthpb.HealthCheckResponse_ServingStatus, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for s.status() != st && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func (s *infill) transitions() []Transition {
