@@ -234,12 +234,17 @@ func (w *watch) answer() {
 	if w == nil {
 		return
 	}
+	w.heard()
+	w.mu.Unlock()
+}
+
+// heard records that the backend answered now and locks w.
+func (w *watch) heard() {
 	now := time.Now()
 	w.t.progress(now)
 	w.modelAnswer.Store(now.UnixNano())
 	w.mu.Lock()
 	w.answered = true
-	w.mu.Unlock()
 }
 
 // message records a message from the backend (token says whether it
@@ -248,11 +253,7 @@ func (w *watch) message(token bool) {
 	if w == nil {
 		return
 	}
-	now := time.Now()
-	w.t.progress(now)
-	w.modelAnswer.Store(now.UnixNano())
-	w.mu.Lock()
-	w.answered = true
+	w.heard()
 	if token {
 		w.tokens++
 	}
