@@ -80,6 +80,7 @@ type flags struct {
 type Run struct {
 	Target          string         `json:"target"`
 	FirstTokenBaseS float64        `json:"watchdog_first_token_base_s,omitempty"`
+	BackendSlots    *int           `json:"backend_slots,omitempty"`
 	OllamaVersion   string         `json:"ollama_version"`
 	NumParallel     int            `json:"ollama_num_parallel"`
 	Streams         int            `json:"streams"`
@@ -152,12 +153,18 @@ func main() {
 	flag.StringVar(&f.keep, "keep", "", "copy each run's Ollama log into this directory")
 	flag.BoolVar(&f.dump, "dump", false, "on a wedge, make Ollama's server and runner print their goroutines (SIGQUIT) into the kept log before restarting it")
 	flag.BoolVar(&f.debug, "ollama-debug", false, "run Ollama with OLLAMA_DEBUG=1")
+	slots := flag.Int("backend-slots", -1, "through infill: admission's --backend-slots (0: no admission; -1: the server default)")
 	firstToken := flag.Duration("stall-first-token", 0, "through infill: the watchdog's first-token base (0: the server default)")
 	promptEval := flag.Bool("prompt-eval", false, "instead of a storm, measure the model load and prompt evaluation rates (the watchdog's defaults)")
 	flag.Parse()
 	f.targets = strings.Split(targets, ",")
-	if *firstToken > 0 {
-		f.serverConfig = func(c *server.Config) { c.Inference.Watchdog.FirstTokenBase = *firstToken }
+	f.serverConfig = func(c *server.Config) {
+		if *firstToken > 0 {
+			c.Inference.Watchdog.FirstTokenBase = *firstToken
+		}
+		if *slots >= 0 {
+			c.Admission.Slots = *slots
+		}
 	}
 	if *promptEval {
 		if err := measurePromptEval(f); err != nil {
@@ -244,6 +251,7 @@ func storm(f flags, target string) (*Run, error) {
 			return nil, err
 		}
 		r.FirstTokenBaseS = srv.cfg.Inference.Watchdog.FirstTokenBase.Seconds()
+		r.BackendSlots = &srv.cfg.Admission.Slots
 		defer srv.stop()
 		begin = time.Now()
 		srv.watch(begin)
