@@ -86,7 +86,26 @@ type Result struct {
 	TTFT           time.Duration       `json:"ttft_ns"`
 	Total          time.Duration       `json:"total_ns"`
 	ExecDuration   time.Duration       `json:"exec_ns"`
-	Error          string              `json:"error,omitempty"`
+	// Exception is what the test code raised ("AssertionError", its
+	// message), when it raised.
+	Exception *sandbox.Exception `json:"exception,omitempty"`
+	Error     string             `json:"error,omitempty"`
+}
+
+// ReferenceResult words the verdict as the human-eval-infilling harness
+// writes its "result" field: "passed", "timed out", or "failed: " and the
+// exception's message ("failed: " alone when the run ended without one).
+func (r *Result) ReferenceResult() string {
+	switch r.Verdict {
+	case VerdictPassed:
+		return "passed"
+	case VerdictTimeout:
+		return "timed out"
+	}
+	if r.Exception != nil {
+		return "failed: " + r.Exception.Message
+	}
+	return "failed: "
 }
 
 // Passed reports whether the sample passed.
@@ -144,6 +163,7 @@ func grade(ctx context.Context, log *zap.Logger, ex Executor, cfg *Config, t *Ta
 	res.StdoutTail = tail(out.Stdout, cfg.OutputTailBytes)
 	res.StderrTail = tail(out.Stderr, cfg.OutputTailBytes)
 	res.Tests = out.Tests
+	res.Exception = out.Exception
 	res.WeakSignal = spec.Mode == sandbox.ModeCommand
 	res.Verdict, res.Reason = verdict(&out, spec.Mode, t.Exec.Test.ExpectedTests)
 	return res, nil
@@ -191,10 +211,16 @@ func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
 		if t.Path != "" && filepath.IsLocal(filepath.FromSlash(t.Path)) && strings.HasSuffix(t.Path, ".py") {
 			name = t.Path
 		}
+		timeout := t.Exec.Timeout
+		if timeout <= 0 {
+			timeout = cfg.ProgramTimeout
+		}
+		// HumanEval family: run as its reference harness runs it (its
+		// reliability guard, a fresh globals dict), so verdicts match.
 		return sandbox.Spec{
-			Mode: sandbox.ModeProgram, Target: name,
+			Mode: sandbox.ModeHumanEval, Target: name,
 			Files:   map[string]string{name: file + t.Exec.Epilogue},
-			Timeout: t.Exec.Timeout,
+			Timeout: timeout,
 		}, nil
 	case ExecRepository:
 		if !cfg.repoAllowed(t.Exec.RepoDir) {

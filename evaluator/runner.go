@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -29,7 +30,14 @@ type Config struct {
 	// AllowedRepoRoots, if non-empty, restricts ExecRepository tasks to
 	// repositories under one of these absolute directories.
 	AllowedRepoRoots []string
+	// ProgramTimeout is the limit of an ExecProgram (HumanEval-family)
+	// sample's own run time when its task sets none (default 3s, as the
+	// human-eval-infilling harness); the sandbox's start-up is not charged.
+	ProgramTimeout time.Duration
 }
+
+// DefaultProgramTimeout is human-eval-infilling's default timeout.
+const DefaultProgramTimeout = 3 * time.Second
 
 // ErrInvalidConfig wraps Config validation errors.
 var ErrInvalidConfig = errors.New("evaluator: invalid config")
@@ -44,6 +52,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.OutputTailBytes == 0 {
 		c.OutputTailBytes = 2048
+	}
+	if c.ProgramTimeout == 0 {
+		c.ProgramTimeout = DefaultProgramTimeout
 	}
 	return c
 }
@@ -60,6 +71,9 @@ func (c Config) Validate() error {
 	}
 	if c.OutputTailBytes < 0 {
 		return fmt.Errorf("%w: negative OutputTailBytes", ErrInvalidConfig)
+	}
+	if c.ProgramTimeout < 0 {
+		return fmt.Errorf("%w: negative ProgramTimeout", ErrInvalidConfig)
 	}
 	for _, r := range c.AllowedRepoRoots {
 		if !filepath.IsAbs(r) {

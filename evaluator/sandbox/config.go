@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -52,6 +53,15 @@ type Config struct {
 	// SkipNames are file or directory names not copied into the private copy
 	// (default ".git" and "__pycache__").
 	SkipNames []string
+	// StartupTimeout bounds the time from launch until the runner is about
+	// to run untrusted code (default 30s); past it the run is an ErrSetup.
+	// Start-up is not charged to Timeout.
+	StartupTimeout time.Duration
+	// WarmWorkers is the most idle pre-started sandboxes kept for
+	// ModeProgram and ModeHumanEval runs without a SourceDir (default
+	// runtime.NumCPU(); negative: none, every run starts its own sandbox).
+	// One is started on demand for each run in flight that finds none idle.
+	WarmWorkers int
 }
 
 // Defaults.
@@ -64,6 +74,7 @@ const (
 	DefaultTmpfsBytes       = 64 << 20
 	DefaultOutputTailBytes  = 16 << 10
 	DefaultOutputLimitBytes = 8 << 20
+	DefaultStartupTimeout   = 30 * time.Second
 	nobody                  = 65534
 )
 
@@ -120,6 +131,12 @@ func (c Config) WithDefaults() Config {
 	if c.SkipNames == nil {
 		c.SkipNames = []string{".git", "__pycache__"}
 	}
+	if c.StartupTimeout == 0 {
+		c.StartupTimeout = DefaultStartupTimeout
+	}
+	if c.WarmWorkers == 0 {
+		c.WarmWorkers = runtime.NumCPU()
+	}
 	return c
 }
 
@@ -129,8 +146,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
 	}
 	switch {
-	case c.Timeout <= 0:
-		return bad("Timeout must be positive")
+	case c.Timeout <= 0 || c.StartupTimeout <= 0:
+		return bad("Timeout and StartupTimeout must be positive")
 	case c.CPUTime <= 0:
 		return bad("CPUTime must be positive")
 	case c.MemoryBytes < 16<<20:

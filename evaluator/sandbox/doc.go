@@ -27,6 +27,27 @@
 // RLIMIT_NPROC. The private copy lives under Config.TempDir; RLIMIT_FSIZE
 // bounds each file written there, the wall clock bounds the rest.
 //
+// Clock: the wall-clock limit is charged from the moment the runner is about
+// to run untrusted code (its START on the status pipe), so sandbox and
+// interpreter start-up are not; Config.StartupTimeout bounds those apart.
+//
+// Warm sandboxes (warm.go): program runs without a source directory go to a
+// pre-started sandbox whose runner forks each run into fresh PID, mount and
+// IPC namespaces with fresh tmpfs /work, /tmp and /dev/shm and its own
+// /proc, with every capability dropped; when the run's process ends the
+// kernel kills whatever it left. Each run is as isolated as a cold one and
+// has the same limits, pass signal and output capture, without paying for
+// bubblewrap and Python start-up each time.
+//
+// ModeHumanEval runs a program as the human-eval-infilling harness does: the
+// functions its reliability guard disables are disabled the same way (set to
+// None, listed in runner.py and probed one by one by the hostile suite), stdin
+// raises OSError, and the program runs in an empty globals dict, so verdicts
+// agree with the reference harness's — in addition to the sandbox.
+//
+// Environment failures (pytest missing, a missing test entry point, a test
+// command exiting 127 or 126) are ErrEnvironment, not test failures.
+//
 // The package knows nothing about benchmarks or metrics; package evaluator
 // maps tasks onto Specs and Results onto verdicts.
 package sandbox

@@ -1,18 +1,43 @@
 # infill sandbox runner. Trusted wrapper executed by Debian's python3 inside the
 # bubblewrap sandbox; it runs untrusted code and reports a positive pass signal.
 #
-# Protocol (see sandbox.go):
+# Cold protocol, one run per sandbox (see sandbox.go):
 #   stdin  : one line holding the per-run nonce; read here, before any untrusted
 #            code runs, after which stdin is re-opened on /dev/null.
-#   fd 3   : status pipe. "START\n" once the runner is up, and, only when the
+#   fd 3   : status pipe. "START\n" just before untrusted code runs (the run's
+#            own clock starts there), "EXC <nonce> <json>\n" when the test code
+#            raised, "ENV <nonce> <json>\n" when the environment, not the code
+#            under test, failed (no pytest, no entry point), and, only when the
 #            test code returned normally, "PASS <nonce> <json>\n" as the very
 #            last action before os._exit(0).
 # Modes:
-#   program FILE         exec FILE as __main__ (HumanEval program); any
-#                        exception, including SystemExit, is a failure.
+#   program FILE         exec FILE as __main__; any exception, including
+#                        SystemExit, is a failure.
+#   humaneval FILE       run FILE's text as the human-eval-infilling harness
+#                        runs a check program: its reliability guard first,
+#                        then exec in a fresh, empty globals dict, stdin
+#                        unreadable; any exception is a failure.
 #   script FILE ARGS...  run FILE as __main__ via runpy (like `python FILE`);
 #                        SystemExit(0 or None) counts as normal completion.
 #   pytest ARGS...       pytest.main(ARGS) in this process, counting outcomes.
+#
+# Warm protocol (serve mode, warm.go): this process stays up inside one
+# sandbox and runs samples one at a time, each in a fresh PID, mount and IPC
+# namespace of its own with fresh tmpfs /work, /tmp and /dev/shm, so that
+# nothing of a sample outlives it. fd 3 is a Unix stream socket to the host.
+#   host -> runner: b"R" + 4-byte big-endian length + JSON request, with the
+#                   sample's stdout, stderr and status pipes attached
+#                   (SCM_RIGHTS) to the first byte; b"K" + 4 zero bytes kills
+#                   the sample under way (ignored when none is).
+#   runner -> host: one JSON line per sample: {"status": W} with the raw wait
+#                   status of the sample's process, or {"killed": true}, or
+#                   {"error": "..."} when the namespace could not be made.
+# Process chain per sample: this server forks G into a new PID namespace,
+# whose PID 1 it is; G unshares mount and IPC namespaces, mounts the tmpfs
+# and its /proc, starts a session, drops every capability, writes the files
+# and forks H, which runs the sample exactly as the cold modes do. When H
+# ends G reports its wait status and exits, and the kernel kills whatever
+# else is left in the namespace.
 import json
 import os
 import sys
@@ -57,6 +82,25 @@ def _pass(nonce, info):
     os._exit(0)
 
 
+def _env_error(nonce, message, code=2):
+    """The environment failed (not the code under test): no verdict."""
+    try:
+        sys.stderr.write("infill runner: " + message + "\n")
+    except Exception:
+        pass
+    _status(b"ENV " + nonce + b" " + json.dumps({"message": message}).encode() + b"\n")
+    _fail(code)
+
+
+def _exception(nonce, exc):
+    try:
+        message = str(exc)
+    except BaseException:
+        message = "<unprintable %s>" % type(exc).__name__
+    info = {"type": type(exc).__name__, "message": message}
+    _status(b"EXC " + nonce + b" " + json.dumps(info).encode() + b"\n")
+
+
 def _exit_code(exc):
     code = exc.code
     if code is None:
@@ -68,6 +112,127 @@ def _exit_code(exc):
     except Exception:
         pass
     return 1
+
+
+# What the human-eval-infilling harness disables before it runs a check
+# program (its reliability_guard, called without a memory limit), listed here
+# so that a completion calling one of them gets the verdict it gets there: the
+# attribute is replaced by None, so calling it raises TypeError.
+_GUARDED_OS = (
+    "kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir",
+    "setuid", "fork", "forkpty", "killpg", "rename", "renames", "truncate",
+    "replace", "unlink", "fchmod", "fchown", "chmod", "chown", "chroot",
+    "lchflags", "lchmod", "lchown", "getcwd", "chdir",
+)
+_GUARDED_SHUTIL = ("rmtree", "move", "chown")
+_GUARDED_BUILTINS = ("exit", "quit", "help")
+# Importing these afterwards raises ImportError (sys.modules entry None).
+_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
+
+
+def guard():
+    import builtins
+    import faulthandler
+    import shutil
+    import subprocess
+
+    faulthandler.disable()
+    for name in _GUARDED_BUILTINS:
+        setattr(builtins, name, None)
+    # Set through os.environ before os.putenv goes, as the harness does.
+    os.environ["OMP_NUM_THREADS"] = "1"
+    for name in _GUARDED_OS:
+        setattr(os, name, None)
+    for name in _GUARDED_SHUTIL:
+        setattr(shutil, name, None)
+    subprocess.Popen = None
+    for name in _BLOCKED_MODULES:
+        sys.modules[name] = None
+
+
+class _NoInput:
+    """stdin of a HumanEval program: reading raises OSError, as under the
+    reference harness, whose stdin is a write-only buffer."""
+
+    def read(self, *args, **kwargs):
+        raise OSError
+
+    readline = readlines = read
+
+    def readable(self):
+        return False
+
+    def __iter__(self):
+        raise OSError
+
+    def close(self):
+        pass
+
+    closed = False
+    encoding = "utf-8"
+
+
+def run_program(nonce, path):
+    import traceback
+
+    sys.argv = [path]
+    sys.path[0] = os.path.dirname(os.path.abspath(path))
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    env = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
+    _status(b"START\n")
+    try:
+        exec(compile(source, path, "exec"), env)
+    except BaseException as exc:
+        _exception(nonce, exc)
+        traceback.print_exc()
+        _fail(1)
+    del env
+    _pass(nonce, {})
+
+
+def run_humaneval(nonce, path):
+    import traceback
+
+    sys.argv = [path]
+    sys.path[0] = os.path.dirname(os.path.abspath(path))
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    guard()
+    sys.stdin = _NoInput()
+    _status(b"START\n")
+    try:
+        # As the harness: the text compiled as "<string>" (so messages name
+        # it the same way) into an empty globals dict.
+        exec(source, {})
+    except BaseException as exc:
+        _exception(nonce, exc)
+        traceback.print_exc()
+        _fail(1)
+    _pass(nonce, {})
+
+
+def run_script(nonce, args):
+    import runpy
+    import traceback
+
+    path = args[0]
+    if not os.path.isfile(path):
+        _env_error(nonce, "test entry point %s is missing" % path)
+    sys.argv = list(args)
+    sys.path[0] = os.path.dirname(os.path.abspath(path))
+    _status(b"START\n")
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        code = _exit_code(exc)
+        if code != 0:
+            _fail(code)
+    except BaseException as exc:
+        _exception(nonce, exc)
+        traceback.print_exc()
+        _fail(1)
+    _pass(nonce, {})
 
 
 class _Counter:
@@ -94,69 +259,337 @@ class _Counter:
             self.errors += 1
 
 
-def main():
-    nonce = _read_nonce()
-    _status(b"START\n")
-    if len(sys.argv) < 2 or not nonce:
-        sys.stderr.write("infill runner: bad invocation\n")
-        _fail(2)
-    mode, args = sys.argv[1], sys.argv[2:]
+# pytest's own exit codes that say the environment, not the code under
+# test, is wrong: usage error, no tests collected.
+_PYTEST_ENV_CODES = {4: "pytest usage error (exit 4)", 5: "pytest collected no tests (exit 5)"}
+
+
+def run_pytest(nonce, args):
     import traceback
 
-    if mode == "program":
-        path = args[0]
-        sys.argv = [path]
-        sys.path[0] = os.path.dirname(os.path.abspath(path))
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-        env = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
-        try:
-            exec(compile(source, path, "exec"), env)
-        except BaseException:
-            traceback.print_exc()
-            _fail(1)
-        del env
-        _pass(nonce, {})
-    elif mode == "script":
-        import runpy
+    sys.argv = ["pytest"] + list(args)
+    sys.path[0] = os.getcwd()
+    try:
+        import pytest
+    except ImportError:
+        _env_error(nonce, "pytest is not installed (Debian package python3-pytest)", 127)
+    counter = _Counter()
+    _status(b"START\n")
+    try:
+        code = pytest.main(list(args), plugins=[counter])
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except BaseException as exc:
+        _exception(nonce, exc)
+        traceback.print_exc()
+        _fail(1)
+    code = int(code)
+    if code in _PYTEST_ENV_CODES:
+        _env_error(nonce, _PYTEST_ENV_CODES[code], code)
+    if code != 0:
+        _fail(code)
+    _pass(nonce, {"passed": counter.passed, "failed": counter.failed,
+                  "errors": counter.errors, "skipped": counter.skipped})
 
-        path = args[0]
-        sys.argv = list(args)
-        sys.path[0] = os.path.dirname(os.path.abspath(path))
-        try:
-            runpy.run_path(path, run_name="__main__")
-        except SystemExit as exc:
-            code = _exit_code(exc)
-            if code != 0:
-                _fail(code)
-        except BaseException:
-            traceback.print_exc()
-            _fail(1)
-        _pass(nonce, {})
+
+def run(nonce, mode, args):
+    if mode == "program":
+        run_program(nonce, args[0])
+    elif mode == "humaneval":
+        run_humaneval(nonce, args[0])
+    elif mode == "script":
+        run_script(nonce, args)
     elif mode == "pytest":
-        sys.argv = ["pytest"] + list(args)
-        sys.path[0] = os.getcwd()
+        run_pytest(nonce, args)
+    sys.stderr.write("infill runner: unknown mode %r\n" % mode)
+    _fail(2)
+
+
+# ---------------------------------------------------------------- warm mode
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 4, 24, 38, 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+
+
+class _Kernel:
+    """The few system calls Python 3.11 does not wrap, through ctypes."""
+
+    def __init__(self):
+        import ctypes
+
+        self.ctypes = ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.capset_nr = SYS_CAPSET.get(os.uname().machine)
+        if self.capset_nr is None:
+            raise OSError("capset: unknown system call number on %s" % os.uname().machine)
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            self.last_cap = int(f.read())
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                        ("inheritable", ctypes.c_uint32)]
+
+        # _LINUX_CAPABILITY_VERSION_3, and two empty sets (64 capabilities).
+        self.cap_header, self.cap_data = Header(0x20080522, 0), (Data * 2)()
+        self.own_pid_ns = None
+
+    def enter_own_pid_ns(self):
+        """Moves the serving runner into a PID namespace of its own, as its
+        PID 1. bubblewrap's PID namespace belongs to the user namespace
+        outside the one --disable-userns nests, where this process has no
+        capability; a namespace made here belongs to this one, so that
+        reset_pid_ns may return to it after each sample's."""
+        self.unshare(CLONE_NEWPID)
+        pid = os.fork()
+        if pid:
+            _, st = os.waitpid(pid, 0)
+            os._exit(os.waitstatus_to_exitcode(st) & 0xFF)
+        self.own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+
+    def _check(self, rc, what):
+        if rc != 0:
+            err = self.ctypes.get_errno()
+            raise OSError(err, "%s: %s" % (what, os.strerror(err)))
+
+    def unshare(self, flags):
+        self._check(self.libc.unshare(flags), "unshare")
+
+    def reset_pid_ns(self):
+        """Make later children join this process's own PID namespace again,
+        so that the next unshare(CLONE_NEWPID) is allowed."""
+        self._check(self.libc.setns(self.own_pid_ns, CLONE_NEWPID), "setns")
+
+    def mount(self, source, target, fstype, flags, data):
+        enc = lambda s: s.encode() if s is not None else None
+        self._check(self.libc.mount(enc(source), enc(target), enc(fstype),
+                                    self.ctypes.c_ulong(flags), enc(data)), "mount " + target)
+
+    def prctl(self, option, arg):
+        c = self.ctypes.c_ulong
+        self._check(self.libc.prctl(option, c(arg), c(0), c(0), c(0)), "prctl %d" % option)
+
+    def drop_capabilities(self):
+        """Empty the bounding, ambient, inheritable, permitted and effective
+        sets and forbid gaining privileges again."""
+        for cap in range(self.last_cap + 1):
+            self.prctl(PR_CAPBSET_DROP, cap)
+        self.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+        ref = self.ctypes.byref
+        self._check(self.libc.syscall(self.capset_nr, ref(self.cap_header), ref(self.cap_data)), "capset")
+        self.prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+def _write_files(files):
+    for name, content in files.items():
+        d = os.path.dirname(name)
+        if d:
+            os.makedirs(d, exist_ok=True)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(content)
+
+
+def _sample_h(req, fds):
+    """H: the sample itself, run as a cold run's runner runs it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    for target, fd in zip((1, 2, 3), fds):
+        os.dup2(fd, target)
+    os.closerange(4, 1 << 16)
+    os.environ.clear()
+    os.environ.update(req["env"])
+    _KERNEL.prctl(PR_SET_DUMPABLE, 1)
+    run(req["nonce"].encode(), req["mode"], req["args"])
+
+
+def _sample_g(req, fds, result_w):
+    """G: PID 1 of the sample's PID namespace. It makes the sample's mount
+    and IPC namespaces, mounts its tmpfs and /proc, drops every capability,
+    writes the files, runs H and reports H's wait status."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _KERNEL.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.setsid()
+    _KERNEL.unshare(CLONE_NEWNS | CLONE_NEWIPC)
+    _KERNEL.mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    size = "size=%d,mode=1777" % req["tmpfs_bytes"]
+    for d in ("/tmp", "/dev/shm"):
+        _KERNEL.mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, size)
+    _KERNEL.mount("tmpfs", "/work", "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=0755" % req["work_bytes"])
+    _KERNEL.mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    _KERNEL.drop_capabilities()
+    for name, value in req["rlimits"].items():
+        resource.setrlimit(getattr(resource, name), tuple(value))
+    os.makedirs(req["cwd"], exist_ok=True)
+    os.chdir(req["cwd"])
+    _write_files(req["files"])
+    h = os.fork()
+    if h == 0:
         try:
-            import pytest
-        except ImportError:
-            sys.stderr.write("infill runner: pytest is not installed (Debian package python3-pytest)\n")
-            _fail(2)
-        counter = _Counter()
-        try:
-            code = pytest.main(list(args), plugins=[counter])
-        except SystemExit as exc:
-            code = _exit_code(exc)
-        except BaseException:
-            traceback.print_exc()
-            _fail(1)
-        code = int(code)
-        if code != 0:
-            _fail(code)
-        _pass(nonce, {"passed": counter.passed, "failed": counter.failed,
-                      "errors": counter.errors, "skipped": counter.skipped})
+            os.close(result_w)
+            _sample_h(req, fds)
+        finally:
+            os._exit(70)
+    for fd in fds:
+        os.close(fd)
+    while True:
+        pid, st = os.waitpid(-1, 0)
+        if pid == h:
+            break
+    os.write(result_w, b"%d\n" % st)
+    os._exit(0)
+
+
+def _recv_exact(sock, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return buf
+
+
+def _recv_message(sock):
+    import socket
+
+    head, fds, _, _ = socket.recv_fds(sock, 5, 3)
+    if not head:
+        raise EOFError
+    head += _recv_exact(sock, 5 - len(head))
+    size = int.from_bytes(head[1:5], "big")
+    return head[:1], _recv_exact(sock, size) if size else b"", fds
+
+
+def _serve_one(sock, req, fds):
+    """Runs one sample; returns the reply and whether the host is gone."""
+    import select
+    import signal
+
+    result_r, result_w = os.pipe()
+    _KERNEL.unshare(CLONE_NEWPID)
+    try:
+        g = os.fork()
+    except BaseException:
+        _KERNEL.reset_pid_ns()
+        raise
+    if g:
+        _KERNEL.reset_pid_ns()
     else:
-        sys.stderr.write("infill runner: unknown mode %r\n" % mode)
+        try:
+            os.close(result_r)
+            sock.close()
+            _sample_g(req, fds, result_w)
+        except BaseException as exc:
+            os.write(result_w, b"E " + json.dumps(str(exc)).encode() + b"\n")
+        finally:
+            os._exit(71)
+    os.close(result_w)
+    for fd in fds:
+        os.close(fd)
+    poll = select.poll()
+    poll.register(result_r, select.POLLIN)
+    poll.register(sock.fileno(), select.POLLIN)
+    killed, data, closed = False, b"", False
+    while not closed and b"\n" not in data:
+        for fd, _ in poll.poll():
+            if fd == result_r:
+                chunk = os.read(result_r, 4096)
+                closed = not chunk
+                data += chunk
+                continue
+            try:
+                kind, _, more = _recv_message(sock)
+            except EOFError:
+                kind, more = b"K", ()
+                poll.unregister(sock.fileno())
+                killed = "exit"
+            for extra in more:
+                os.close(extra)
+            if kind == b"K" and not killed:
+                killed = True
+            if kind == b"K":
+                os.kill(g, signal.SIGKILL)
+    os.close(result_r)
+    # G's exit kills whatever the sample left in its namespace.
+    os.waitpid(g, 0)
+    line = data.decode(errors="replace").split("\n", 1)[0]
+    if killed:
+        out = {"killed": True}
+    elif line.startswith("E "):
+        out = {"error": json.loads(line[2:])}
+    elif line.isdigit():
+        out = {"status": int(line)}
+    else:
+        out = {"error": "the sample's namespace ended without a status"}
+    return out, killed == "exit"
+
+
+def serve():
+    import socket
+
+    global _KERNEL
+    _KERNEL = _Kernel()
+    _KERNEL.enter_own_pid_ns()
+    # Modules HumanEval programs import, and what the runner itself imports
+    # when it runs a sample, loaded once here so that each sample's fresh
+    # process (a fork of this one) has them already, as the reference
+    # harness's forked workers have what it imported.
+    import collections, functools, hashlib, heapq, itertools, math, re, string, typing  # noqa: F401
+    import faulthandler, resource, runpy, select, shutil, signal, subprocess, traceback  # noqa: F401
+
+    _KERNEL.prctl(PR_SET_DUMPABLE, 0)
+    sock = socket.socket(fileno=3)
+    sock.sendall(b'{"ready": true}\n')
+    while True:
+        try:
+            kind, payload, fds = _recv_message(sock)
+        except EOFError:
+            os._exit(0)
+        if kind != b"R":
+            for fd in fds:
+                os.close(fd)
+            continue
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            sock.sendall(json.dumps({"error": "request without its three pipes"}).encode() + b"\n")
+            continue
+        _flush()
+        out, gone = _serve_one(sock, json.loads(payload), fds)
+        if gone:
+            os._exit(0)
+        sock.sendall(json.dumps(out).encode() + b"\n")
+
+
+_KERNEL = None
+
+
+def main():
+    if sys.argv[1:2] == ["serve"]:
+        serve()
+        return
+    nonce = _read_nonce()
+    if len(sys.argv) < 2 or not nonce or sys.argv[1] != "pytest" and len(sys.argv) < 3:
+        sys.stderr.write("infill runner: bad invocation\n")
         _fail(2)
+    if sys.argv[1] not in ("program", "humaneval", "script", "pytest"):
+        sys.stderr.write("infill runner: unknown mode %r\n" % sys.argv[1])
+        _fail(2)
+    run(nonce, sys.argv[1], sys.argv[2:])
 
 
 main()

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,8 +42,16 @@ const (
 	// the number of passed, failed, errored and skipped tests.
 	ModePytest
 	// ModeCommand runs Spec.Command directly. It has no positive pass signal
-	// beyond the exit status: Result.PassSignal stays false.
+	// beyond the exit status: Result.PassSignal stays false. Exit status 127
+	// (command not found) and 126 (not executable) are ErrEnvironment.
 	ModeCommand
+	// ModeHumanEval runs the Python file Spec.Target the way the
+	// human-eval-infilling harness runs a check program: the functions its
+	// reliability guard disables are disabled the same way (replaced by
+	// None), stdin raises OSError when read, and the text is executed in a
+	// fresh, empty globals dict (so __name__ is not "__main__"). Any
+	// exception fails; Result.Exception says which.
+	ModeHumanEval
 )
 
 func (m Mode) String() string {
@@ -55,6 +64,8 @@ func (m Mode) String() string {
 		return "pytest"
 	case ModeCommand:
 		return "command"
+	case ModeHumanEval:
+		return "humaneval"
 	}
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
@@ -122,7 +133,23 @@ type Result struct {
 	Stdout, Stderr string
 	// StdoutBytes and StderrBytes are the totals written.
 	StdoutBytes, StderrBytes int64
-	Duration                 time.Duration
+	// Exception is what the test code raised, as the runner reported it
+	// (ModeProgram, ModeHumanEval, ModeScript, ModePytest); nil otherwise.
+	Exception *Exception
+	// Duration is the run's own time: from the moment the runner was about
+	// to run untrusted code (its START) to the end. The wall-clock limit
+	// applies to it; start-up is not charged.
+	Duration time.Duration
+	// Startup is the time from launch to the runner's START.
+	Startup time.Duration
+	// Warm is set when the run used a pre-started sandbox.
+	Warm bool
+}
+
+// Exception is an exception the test code raised: its type name and str().
+type Exception struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
 }
 
 // Passed reports exit status 0 together with the positive pass signal
@@ -147,11 +174,16 @@ var (
 	ErrSetup = errors.New("sandbox: setup failed")
 	// ErrClosed is returned by Run after Close.
 	ErrClosed = errors.New("sandbox: closed")
+	// ErrEnvironment means the run's environment, not the code under test,
+	// failed: the test runner is missing (pytest not installed, a command
+	// exiting 127), the test entry point is missing, pytest found no tests.
+	ErrEnvironment = errors.New("sandbox: environment failure")
 )
 
 var (
-	errWallTimeout = errors.New("wall-clock timeout")
-	errOutputLimit = errors.New("output limit exceeded")
+	errWallTimeout    = errors.New("wall-clock timeout")
+	errOutputLimit    = errors.New("output limit exceeded")
+	errStartupTimeout = errors.New("start-up timeout")
 )
 
 // Sandbox runs Specs. It is safe for concurrent use.
@@ -162,6 +194,9 @@ type Sandbox struct {
 	supportDir string
 	baseArgs   []string
 	asRoot     bool
+	// warm holds pre-started sandboxes for ModeProgram and ModeHumanEval
+	// runs without a SourceDir; nil when disabled or unavailable.
+	warm *warmPool
 
 	mu     sync.RWMutex
 	closed bool
@@ -170,7 +205,9 @@ type Sandbox struct {
 // New validates cfg (after applying defaults), writes the runner to a
 // private support directory and probes that a sandbox can start. It returns
 // an error wrapping ErrUnavailable when bubblewrap, unprivileged user
-// namespaces, prlimit or the interpreter are missing.
+// namespaces, prlimit or the interpreter are missing. When warm sandboxes
+// are enabled (Config.WarmWorkers) it starts one and runs a probe in it; if
+// that fails every run takes the cold path and a warning says why.
 func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
 	if log == nil {
 		log = zap.NewNop()
@@ -205,13 +242,25 @@ func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
 		_ = os.RemoveAll(s.supportDir)
 		return nil, err
 	}
+	if cfg.WarmWorkers > 0 {
+		s.warm = &warmPool{max: cfg.WarmWorkers}
+		if err := s.probeWarm(); err != nil {
+			log.Warn("sandbox: warm sandboxes unavailable, every run starts its own", zap.Error(err))
+			s.warm.close()
+			s.warm = nil
+		}
+	}
 	return s, nil
 }
 
 // Config returns the effective configuration.
 func (s *Sandbox) Config() Config { return s.cfg }
 
-// Close removes the support directory. Runs in flight finish first.
+// Warm reports whether pre-started sandboxes are in use.
+func (s *Sandbox) Warm() bool { return s.warm != nil }
+
+// Close stops the idle warm sandboxes and removes the support directory.
+// Runs in flight finish first.
 func (s *Sandbox) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -219,6 +268,9 @@ func (s *Sandbox) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.warm != nil {
+		s.warm.close()
+	}
 	return os.RemoveAll(s.supportDir)
 }
 
@@ -309,7 +361,7 @@ func (spec *Spec) validate() error {
 		return fmt.Errorf("%w: %s", ErrInvalidSpec, fmt.Sprintf(format, a...))
 	}
 	switch spec.Mode {
-	case ModeProgram, ModeScript:
+	case ModeProgram, ModeScript, ModeHumanEval:
 		if spec.Target == "" || !filepath.IsLocal(spec.Target) {
 			return bad("Target %q must be a local relative path", spec.Target)
 		}
@@ -350,6 +402,17 @@ func (spec *Spec) validate() error {
 // error means no verdict could be reached: an invalid spec, a sandbox that
 // failed to start, or ctx cancelled (the run is then killed and ctx's error
 // returned). Test failures, crashes, timeouts and floods are Results.
+
+// Run executes spec in a fresh sandbox and returns how it ended. A returned
+// error means no verdict could be reached: an invalid spec, a sandbox that
+// failed to start, an environment failure (ErrEnvironment), or ctx
+// cancelled (the run is then killed and ctx's error returned). Test
+// failures, crashes, timeouts and floods are Results.
+//
+// ModeProgram and ModeHumanEval runs without a SourceDir go to a warm
+// sandbox when those are enabled: a pre-started one whose server forks each
+// run into fresh PID, mount and IPC namespaces with fresh tmpfs /work, /tmp
+// and /dev/shm (see warm.go); isolation and limits are those of a cold run.
 func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -361,6 +424,9 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
+	}
+	if s.warm != nil && spec.SourceDir == "" && (spec.Mode == ModeProgram || spec.Mode == ModeHumanEval) {
+		return s.runWarm(ctx, &spec)
 	}
 	runDir, err := os.MkdirTemp(s.cfg.TempDir, "infill-run-")
 	if err != nil {
@@ -396,35 +462,174 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 	return s.exec(ctx, &spec, work, path.Join("/work", workName))
 }
 
-func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (Result, error) {
-	c := s.cfg
-	timeout := c.Timeout
+// limits are the timeouts and rlimits of one run.
+type limits struct {
+	timeout time.Duration
+	cpu     int64 // seconds, soft; hard is one more
+}
+
+func (s *Sandbox) limitsFor(spec *Spec) limits {
+	timeout := s.cfg.Timeout
 	if spec.Timeout > 0 {
 		timeout = spec.Timeout
 	}
-	cpuLimit := c.CPUTime
+	cpuLimit := s.cfg.CPUTime
 	if spec.Timeout > 0 && spec.Timeout < cpuLimit {
 		cpuLimit = spec.Timeout
 	}
-	cpu := int64((cpuLimit + time.Second - 1) / time.Second)
-	var nonceBytes [16]byte
-	if _, err := rand.Read(nonceBytes[:]); err != nil {
-		return Result{}, fmt.Errorf("%w: nonce: %v", ErrSetup, err)
+	return limits{timeout: timeout, cpu: int64((cpuLimit + time.Second - 1) / time.Second)}
+}
+
+// env is the environment inside the sandbox.
+func (s *Sandbox) env(spec *Spec) [][2]string {
+	env := [][2]string{{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/tmp"}, {"TMPDIR", "/tmp"},
+		{"LANG", "C.UTF-8"}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"}}
+	keys := make([]string, 0, len(spec.Env))
+	for k := range spec.Env {
+		keys = append(keys, k)
 	}
-	nonce := hex.EncodeToString(nonceBytes[:])
+	slices.Sort(keys)
+	for _, k := range keys {
+		env = append(env, [2]string{k, spec.Env[k]})
+	}
+	return env
+}
+
+func newNonce() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("%w: nonce: %v", ErrSetup, err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// capture is one run's output capture and clock: stdout and stderr tails,
+// the status pipe, the output limit, and the wall clock, which starts when
+// the runner reports START (or at launch for ModeCommand) so that start-up
+// is not charged to the run.
+type capture struct {
+	stdout, stderr, status *tailWriter
+	cancel                 context.CancelCauseFunc
+
+	mu       sync.Mutex
+	launched time.Time
+	started  time.Time
+	timer    *time.Timer
+	timeout  time.Duration
+}
+
+func newCapture(c *Config, cancel context.CancelCauseFunc, timeout time.Duration) *capture {
+	limiter := &outputLimiter{limit: c.OutputLimitBytes, exceeded: func() { cancel(errOutputLimit) }}
+	cp := &capture{
+		stdout: &tailWriter{max: c.OutputTailBytes, lim: limiter},
+		stderr: &tailWriter{max: c.OutputTailBytes, lim: limiter},
+		cancel: cancel, timeout: timeout,
+	}
+	cp.status = &tailWriter{max: 64 << 10, lim: limiter, onWrite: cp.sawStatus}
+	return cp
+}
+
+// launch starts the start-up clock (or, with start, the run's own clock).
+func (cp *capture) launch(startup time.Duration, start bool) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.launched = time.Now()
+	if start {
+		cp.startLocked()
+		return
+	}
+	cp.timer = time.AfterFunc(startup, func() { cp.cancel(errStartupTimeout) })
+}
+
+func (cp *capture) startLocked() {
+	if !cp.started.IsZero() {
+		return
+	}
+	if cp.timer != nil {
+		cp.timer.Stop()
+	}
+	cp.started = time.Now()
+	cp.timer = time.AfterFunc(cp.timeout, func() { cp.cancel(errWallTimeout) })
+}
+
+// sawStatus starts the run's clock at the runner's START line.
+func (cp *capture) sawStatus(buf []byte) bool {
+	if bytes.HasPrefix(buf, []byte("START\n")) || bytes.Contains(buf, []byte("\nSTART\n")) {
+		cp.mu.Lock()
+		cp.startLocked()
+		cp.mu.Unlock()
+		return true
+	}
+	return false
+}
+
+// stop stops the clock and fills res's captured fields.
+func (cp *capture) stop(res *Result) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.timer != nil {
+		cp.timer.Stop()
+	}
+	now := time.Now()
+	if cp.started.IsZero() {
+		res.Startup = now.Sub(cp.launched)
+	} else {
+		res.Startup = cp.started.Sub(cp.launched)
+		res.Duration = now.Sub(cp.started)
+	}
+	res.Stdout, res.Stderr = cp.stdout.String(), cp.stderr.String()
+	res.StdoutBytes, res.StderrBytes = cp.stdout.total, cp.stderr.total
+}
+
+func (cp *capture) isStarted() bool {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return !cp.started.IsZero()
+}
+
+// finish interprets the status pipe: an environment failure becomes
+// ErrEnvironment; otherwise the pass signal, pytest counts and exception.
+func (cp *capture) finish(res *Result, spec *Spec, nonce string) error {
+	if spec.Mode == ModeCommand {
+		switch res.ExitCode {
+		case 127:
+			return fmt.Errorf("%w: test command %q not found (exit 127)", ErrEnvironment, spec.Command[0])
+		case 126:
+			return fmt.Errorf("%w: test command %q cannot be executed (exit 126)", ErrEnvironment, spec.Command[0])
+		}
+		return nil
+	}
+	st := parseStatus(cp.status.String(), nonce)
+	if st.env != "" {
+		return fmt.Errorf("%w: %s", ErrEnvironment, st.env)
+	}
+	res.Exception = st.exception
+	res.PassSignal = st.pass
+	if spec.Mode == ModePytest {
+		res.Tests = st.tests
+		if st.pass && st.tests == nil {
+			res.PassSignal = false
+		}
+	}
+	return nil
+}
+
+func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (Result, error) {
+	c := s.cfg
+	lim := s.limitsFor(spec)
+	nonce, err := newNonce()
+	if err != nil {
+		return Result{}, err
+	}
 
 	args := append([]string(nil), s.baseArgs...)
 	// The root tmpfs is made read-only last, after /work is mounted on it.
-	args = append(args, "--bind", hostWork, "/work", "--remount-ro", "/", "--chdir", cwd, "--clearenv",
-		"--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
-		"--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
-		"--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-		"--setenv", "PYTHONNOUSERSITE", "1")
-	for k, v := range spec.Env {
-		args = append(args, "--setenv", k, v)
+	args = append(args, "--bind", hostWork, "/work", "--remount-ro", "/", "--chdir", cwd, "--clearenv")
+	for _, kv := range s.env(spec) {
+		args = append(args, "--setenv", kv[0], kv[1])
 	}
 	args = append(args, "--", c.PrlimitPath,
-		fmt.Sprintf("--cpu=%d:%d", cpu, cpu+1),
+		fmt.Sprintf("--cpu=%d:%d", lim.cpu, lim.cpu+1),
 		fmt.Sprintf("--as=%d", c.MemoryBytes),
 		fmt.Sprintf("--nproc=%d", c.Processes),
 		fmt.Sprintf("--fsize=%d", c.FileSizeBytes),
@@ -441,13 +646,7 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	timer := time.AfterFunc(timeout, func() { cancel(errWallTimeout) })
-	defer timer.Stop()
-
-	limiter := &outputLimiter{limit: c.OutputLimitBytes, exceeded: func() { cancel(errOutputLimit) }}
-	stdout := &tailWriter{max: c.OutputTailBytes, lim: limiter}
-	stderr := &tailWriter{max: c.OutputTailBytes, lim: limiter}
-	status := &tailWriter{max: 64 << 10, lim: limiter}
+	cp := newCapture(&c, cancel, lim.timeout)
 
 	// stdin carries the nonce; the runner reads it before untrusted code runs.
 	stdinR, stdinW, err := os.Pipe()
@@ -469,8 +668,8 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 	cmd := exec.CommandContext(runCtx, s.bwrap, args...)
 	cmd.Env = []string{}
 	cmd.Stdin = stdinR
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
+	cmd.Stdout = cp.stdout
+	cmd.Stderr = cp.stderr
 	cmd.ExtraFiles = []*os.File{statusW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if s.asRoot {
@@ -484,16 +683,17 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 	}
 	cmd.WaitDelay = 5 * time.Second
 
-	start := time.Now()
+	cp.launch(c.StartupTimeout, spec.Mode == ModeCommand)
 	if err := cmd.Start(); err != nil {
 		statusW.Close()
+		cp.stop(&Result{})
 		return Result{}, fmt.Errorf("%w: starting bwrap: %v", ErrSetup, err)
 	}
 	statusW.Close()
 	statusDone := make(chan struct{})
 	go func() {
 		defer close(statusDone)
-		_, _ = io.Copy(status, statusR)
+		_, _ = io.Copy(cp.status, statusR)
 	}()
 	waitErr := cmd.Wait()
 	select {
@@ -502,14 +702,8 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 		_ = statusR.SetReadDeadline(time.Now())
 		<-statusDone
 	}
-	res := Result{
-		ExitCode:    -1,
-		Stdout:      stdout.String(),
-		Stderr:      stderr.String(),
-		StdoutBytes: stdout.total,
-		StderrBytes: stderr.total,
-		Duration:    time.Since(start),
-	}
+	res := Result{ExitCode: -1}
+	cp.stop(&res)
 	cause := context.Cause(runCtx)
 	switch {
 	case errors.Is(cause, errWallTimeout):
@@ -518,6 +712,8 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 	case errors.Is(cause, errOutputLimit):
 		res.Status = StatusOutputLimit
 		return res, nil
+	case errors.Is(cause, errStartupTimeout):
+		return res, fmt.Errorf("%w: the sandbox did not start within %v", ErrSetup, c.StartupTimeout)
 	case ctx.Err() != nil:
 		return res, ctx.Err()
 	}
@@ -526,11 +722,6 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 		return res, fmt.Errorf("%w: waiting for bwrap: %v", ErrSetup, waitErr)
 	}
 	code := cmd.ProcessState.ExitCode()
-	statusText := status.String()
-	started := strings.HasPrefix(statusText, "START\n")
-	if spec.Mode != ModeCommand && !started && code != 0 {
-		return res, fmt.Errorf("%w: sandbox did not start (exit %d): %s", ErrSetup, code, lastLine(res.Stderr))
-	}
 	if spec.Mode == ModeCommand && code == 1 && strings.HasPrefix(res.Stderr, "bwrap: ") {
 		return res, fmt.Errorf("%w: %s", ErrSetup, lastLine(res.Stderr))
 	}
@@ -551,30 +742,61 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 		res.Status = StatusExited
 		res.ExitCode = code
 	}
-	if spec.Mode != ModeCommand {
-		res.PassSignal, res.Tests = parsePass(statusText, nonce, spec.Mode)
+	if err := cp.finish(&res, spec, nonce); err != nil {
+		return res, err
+	}
+	if spec.Mode != ModeCommand && !cp.isStarted() && code != 0 {
+		return res, fmt.Errorf("%w: sandbox did not start (exit %d): %s", ErrSetup, code, lastLine(res.Stderr))
 	}
 	return res, nil
 }
 
-// parsePass looks for the runner's "PASS <nonce> <json>" line.
-func parsePass(status, nonce string, m Mode) (bool, *TestCounts) {
-	prefix := "PASS " + nonce + " "
+// runnerStatus is what the runner reported on the status pipe.
+type runnerStatus struct {
+	pass      bool
+	tests     *TestCounts
+	exception *Exception
+	env       string
+}
+
+// parseStatus reads the runner's lines carrying this run's nonce: "PASS",
+// "EXC" and "ENV", each followed by JSON.
+func parseStatus(status, nonce string) runnerStatus {
+	var st runnerStatus
 	for _, line := range strings.Split(status, "\n") {
-		rest, ok := strings.CutPrefix(line, prefix)
+		kind, rest, ok := strings.Cut(line, " ")
 		if !ok {
 			continue
 		}
-		if m != ModePytest {
-			return true, nil
+		n, payload, ok := strings.Cut(rest, " ")
+		if !ok || n != nonce {
+			continue
 		}
-		var tc TestCounts
-		if err := json.Unmarshal([]byte(rest), &tc); err != nil {
-			return false, nil
+		switch kind {
+		case "PASS":
+			st.pass = true
+			var tc TestCounts
+			if json.Unmarshal([]byte(payload), &tc) == nil && strings.Contains(payload, `"passed"`) {
+				st.tests = &tc
+			}
+		case "EXC":
+			var e Exception
+			if json.Unmarshal([]byte(payload), &e) == nil {
+				st.exception = &e
+			}
+		case "ENV":
+			var e struct {
+				Message string `json:"message"`
+			}
+			if json.Unmarshal([]byte(payload), &e) == nil {
+				st.env = e.Message
+			}
+			if st.env == "" {
+				st.env = "the test environment failed"
+			}
 		}
-		return true, &tc
 	}
-	return false, nil
+	return st
 }
 
 func lastLine(s string) string {
@@ -615,6 +837,8 @@ type tailWriter struct {
 	max   int
 	total int64
 	lim   *outputLimiter
+	// onWrite, if set, sees the tail after each write until it returns true.
+	onWrite func(tail []byte) bool
 }
 
 func (w *tailWriter) Write(p []byte) (int, error) {
@@ -627,6 +851,9 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 			w.buf = append(w.buf[:0], w.buf[over:]...)
 		}
 		w.buf = append(w.buf, p...)
+	}
+	if w.onWrite != nil && w.onWrite(w.buf) {
+		w.onWrite = nil
 	}
 	w.mu.Unlock()
 	if w.lim != nil {

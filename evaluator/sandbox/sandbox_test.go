@@ -27,56 +27,80 @@ func newTestSandbox(t testing.TB, cfg Config) *Sandbox {
 	return sb
 }
 
+// bothPaths runs fn on a sandbox with warm sandboxes and on one without, so
+// that program runs are checked on both paths. Without warm sandboxes here
+// the warm half skips (fails with CI=true).
+func bothPaths(t *testing.T, cfg Config, fn func(t *testing.T, sb *Sandbox)) {
+	t.Helper()
+	for _, warm := range []bool{true, false} {
+		t.Run(map[bool]string{true: "warm", false: "cold"}[warm], func(t *testing.T) {
+			c := cfg
+			if !warm {
+				c.WarmWorkers = -1
+			}
+			sb := newTestSandbox(t, c)
+			if warm && !sb.Warm() {
+				if os.Getenv("CI") == "true" {
+					t.Fatal("warm sandboxes unavailable")
+				}
+				t.Skip("warm sandboxes unavailable here")
+			}
+			fn(t, sb)
+		})
+	}
+}
+
 func program(src string) Spec {
 	return Spec{Mode: ModeProgram, Target: "program.py", Files: map[string]string{"program.py": src}}
 }
 
 func TestRunVerdicts(t *testing.T) {
-	sb := newTestSandbox(t, Config{Timeout: 10 * time.Second})
-	cases := []struct {
-		name   string
-		spec   Spec
-		pass   bool
-		status Status
-		code   int
-	}{
-		{"ok", program("def f():\n    return 1\nassert f() == 1\nprint('hi')\n"), true, StatusExited, 0},
-		{"assertion", program("assert 1 == 2\n"), false, StatusExited, 1},
-		{"syntax error", program("def f(:\n"), false, StatusExited, 1},
-		{"os._exit(0)", program("import os\nos._exit(0)\nassert False\n"), false, StatusExited, 0},
-		{"sys.exit(0) in program", program("import sys\nsys.exit(0)\n"), false, StatusExited, 1},
-		{"exec away", program("import os\nos.execv('/bin/true', ['true'])\n"), false, StatusExited, 0},
-		{"self kill", program("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"), false, StatusSignaled, -1},
-		{"kill group", program("import os, signal\nos.kill(0, signal.SIGKILL)\n"), false, StatusSignaled, -1},
-		{"kill all", program("import os, signal\nos.kill(-1, signal.SIGKILL)\n"), false, StatusExited, 1},
-		{"kill parent then exit 0", program("import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\nos._exit(0)\n"), false, StatusExited, 0},
-		{"script exit 0", Spec{Mode: ModeScript, Target: "s.py", Args: []string{"a"}, Files: map[string]string{"s.py": "import sys\nassert sys.argv[1:] == ['a']\nsys.exit(0)\n"}}, true, StatusExited, 0},
-		{"script exit 3", Spec{Mode: ModeScript, Target: "s.py", Files: map[string]string{"s.py": "import sys\nsys.exit(3)\n"}}, false, StatusExited, 3},
-		{"multiprocessing", program("import multiprocessing\nif __name__ == '__main__':\n    with multiprocessing.Pool(2) as p:\n        assert p.map(abs, [-1, -2]) == [1, 2]\n"), true, StatusExited, 0},
-		{"threads and tmp", program("import threading, tempfile\nt = threading.Thread(target=lambda: None)\nt.start(); t.join()\nwith tempfile.NamedTemporaryFile() as f:\n    f.write(b'x')\n"), true, StatusExited, 0},
-		{"no nested user namespace", program("import subprocess\nr = subprocess.run(['unshare', '-U', 'true'], capture_output=True)\nassert r.returncode != 0, r\n"), true, StatusExited, 0},
-		{"non-root and no capabilities", program("import os\nassert os.getuid() == 65534 and os.getgid() == 65534\nassert open('/proc/self/status').read().split('CapEff:')[1].split()[0] == '0000000000000000'\nassert os.getpid() < 10\n"), true, StatusExited, 0},
-		{"command", Spec{Mode: ModeCommand, Command: []string{"/bin/sh", "-c", "exit 0"}}, true, StatusExited, 0},
-		{"command fail", Spec{Mode: ModeCommand, Command: []string{"/bin/sh", "-c", "exit 4"}}, false, StatusExited, 4},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			res, err := sb.Run(context.Background(), tc.spec)
-			if err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			if got := res.Passed(tc.spec.Mode); got != tc.pass {
-				t.Errorf("Passed = %v, want %v (status %s exit %d signal %d)\nstdout: %s\nstderr: %s", got, tc.pass, res.Status, res.ExitCode, res.Signal, res.Stdout, res.Stderr)
-			}
-			if res.Status != tc.status {
-				t.Errorf("Status = %s, want %s (exit %d)\nstderr: %s", res.Status, tc.status, res.ExitCode, res.Stderr)
-			}
-			if tc.status == StatusExited && res.ExitCode != tc.code {
-				t.Errorf("ExitCode = %d, want %d\nstderr: %s", res.ExitCode, tc.code, res.Stderr)
-			}
-		})
-	}
+	bothPaths(t, Config{Timeout: 10 * time.Second}, func(t *testing.T, sb *Sandbox) {
+		cases := []struct {
+			name   string
+			spec   Spec
+			pass   bool
+			status Status
+			code   int
+		}{
+			{"ok", program("def f():\n    return 1\nassert f() == 1\nprint('hi')\n"), true, StatusExited, 0},
+			{"assertion", program("assert 1 == 2\n"), false, StatusExited, 1},
+			{"syntax error", program("def f(:\n"), false, StatusExited, 1},
+			{"os._exit(0)", program("import os\nos._exit(0)\nassert False\n"), false, StatusExited, 0},
+			{"sys.exit(0) in program", program("import sys\nsys.exit(0)\n"), false, StatusExited, 1},
+			{"exec away", program("import os\nos.execv('/bin/true', ['true'])\n"), false, StatusExited, 0},
+			{"self kill", program("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"), false, StatusSignaled, -1},
+			{"kill group", program("import os, signal\nos.kill(0, signal.SIGKILL)\n"), false, StatusSignaled, -1},
+			{"kill all", program("import os, signal\nos.kill(-1, signal.SIGKILL)\n"), false, StatusExited, 1},
+			{"kill parent then exit 0", program("import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\nos._exit(0)\n"), false, StatusExited, 0},
+			{"script exit 0", Spec{Mode: ModeScript, Target: "s.py", Args: []string{"a"}, Files: map[string]string{"s.py": "import sys\nassert sys.argv[1:] == ['a']\nsys.exit(0)\n"}}, true, StatusExited, 0},
+			{"script exit 3", Spec{Mode: ModeScript, Target: "s.py", Files: map[string]string{"s.py": "import sys\nsys.exit(3)\n"}}, false, StatusExited, 3},
+			{"multiprocessing", program("import multiprocessing\nif __name__ == '__main__':\n    with multiprocessing.Pool(2) as p:\n        assert p.map(abs, [-1, -2]) == [1, 2]\n"), true, StatusExited, 0},
+			{"threads and tmp", program("import threading, tempfile\nt = threading.Thread(target=lambda: None)\nt.start(); t.join()\nwith tempfile.NamedTemporaryFile() as f:\n    f.write(b'x')\n"), true, StatusExited, 0},
+			{"no nested user namespace", program("import subprocess\nr = subprocess.run(['unshare', '-U', 'true'], capture_output=True)\nassert r.returncode != 0, r\n"), true, StatusExited, 0},
+			{"non-root and no capabilities", program("import os\nassert os.getuid() == 65534 and os.getgid() == 65534\nassert open('/proc/self/status').read().split('CapEff:')[1].split()[0] == '0000000000000000'\nassert os.getpid() < 10\n"), true, StatusExited, 0},
+			{"command", Spec{Mode: ModeCommand, Command: []string{"/bin/sh", "-c", "exit 0"}}, true, StatusExited, 0},
+			{"command fail", Spec{Mode: ModeCommand, Command: []string{"/bin/sh", "-c", "exit 4"}}, false, StatusExited, 4},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				res, err := sb.Run(context.Background(), tc.spec)
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				if got := res.Passed(tc.spec.Mode); got != tc.pass {
+					t.Errorf("Passed = %v, want %v (status %s exit %d signal %d)\nstdout: %s\nstderr: %s", got, tc.pass, res.Status, res.ExitCode, res.Signal, res.Stdout, res.Stderr)
+				}
+				if res.Status != tc.status {
+					t.Errorf("Status = %s, want %s (exit %d)\nstderr: %s", res.Status, tc.status, res.ExitCode, res.Stderr)
+				}
+				if tc.status == StatusExited && res.ExitCode != tc.code {
+					t.Errorf("ExitCode = %d, want %d\nstderr: %s", res.ExitCode, tc.code, res.Stderr)
+				}
+			})
+		}
+	})
 }
 
 func TestPytestCounts(t *testing.T) {
