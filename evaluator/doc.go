@@ -2,8 +2,11 @@
 // benchmark task model (Task, Level, Exec), the Completer interface through
 // which completions are obtained, grading of one completion in the sandbox
 // (Verdict, Result), a bounded worker pool that streams results as they
-// finish (Runner), and the append-only results journal that lets an
-// interrupted run resume (Journal).
+// finish (Runner), a limit on sandbox runs shared by every Runner of a
+// server (Pool), and the append-only results journal that lets an
+// interrupted run resume (Journal). HumanEval-family tasks (ExecProgram)
+// run as the human-eval-infilling harness runs them, with its 3 s default
+// timeout, so that verdicts match it.
 //
 // Loaders for benchmark formats live in evaluator/dataset, the bubblewrap
 // sandbox in evaluator/sandbox, scores in evaluator/metrics and benchmark

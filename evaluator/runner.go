@@ -111,6 +111,13 @@ type Job struct {
 	Task        Task
 	Samples     int
 	Completions []Completion
+	// FirstSample is the number of the job's first sample; its samples are
+	// FirstSample, FirstSample+1, ... (a task's samples may arrive in
+	// several jobs, each numbering on from the last).
+	FirstSample int
+	// Completer, if set, makes this job's completions instead of the
+	// Runner's (a request's own generation settings).
+	Completer Completer
 }
 
 // ErrNoCompleter is the VerdictError reason for a job without completions
@@ -154,11 +161,15 @@ func NewRunner(cfg Config, exec Executor, completer Completer, log *zap.Logger) 
 // Grade completes (when c is nil) and grades one sample of t. It returns an
 // error only when ctx is done.
 func (r *Runner) Grade(ctx context.Context, t Task, sample int, c *Completion) (Result, error) {
+	return r.grade(ctx, r.completer, t, sample, c)
+}
+
+func (r *Runner) grade(ctx context.Context, completer Completer, t Task, sample int, c *Completion) (Result, error) {
 	if c == nil {
-		if r.completer == nil {
+		if completer == nil {
 			return errorResult(r.log, &t, sample, ErrNoCompleter), nil
 		}
-		got, err := r.completer.Complete(ctx, t, sample)
+		got, err := completer.Complete(ctx, t, sample)
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
@@ -194,8 +205,8 @@ func (r *Runner) RunJobs(ctx context.Context, jobs []Job, emit func(Result) erro
 }
 
 type unit struct {
-	job    *Job
-	sample int
+	job   *Job
+	index int // into the job's samples; its number is job.FirstSample+index
 }
 
 // Run grades every sample of every job received on jobs until jobs is
@@ -250,10 +261,14 @@ func (r *Runner) Run(ctx context.Context, jobs <-chan Job, emit func(Result) err
 			defer wg.Done()
 			for u := range units {
 				var c *Completion
-				if u.sample < len(u.job.Completions) {
-					c = &u.job.Completions[u.sample]
+				if u.index < len(u.job.Completions) {
+					c = &u.job.Completions[u.index]
 				}
-				res, err := r.Grade(ctx, u.job.Task, u.sample, c)
+				completer := r.completer
+				if u.job.Completer != nil {
+					completer = u.job.Completer
+				}
+				res, err := r.grade(ctx, completer, u.job.Task, u.job.FirstSample+u.index, c)
 				if err != nil {
 					continue // ctx done: drain without recording
 				}
@@ -278,7 +293,8 @@ dispatch:
 			n = max(1, len(job.Completions))
 		}
 		jp := &job
-		for s := range n {
+		for i := range n {
+			s := job.FirstSample + i
 			if journal != nil && journal.Done(job.Task.Benchmark, job.Task.ID, s) {
 				// Done already: its journaled result counts in this run's
 				// summary, once (results of tasks not asked for do not).
@@ -293,7 +309,7 @@ dispatch:
 				continue
 			}
 			select {
-			case units <- unit{jp, s}:
+			case units <- unit{jp, i}:
 			case <-ctx.Done():
 				break dispatch
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/metrics"
+	"github.com/infill-dev/infill/evaluator/sandbox"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
@@ -41,6 +42,25 @@ const defaultSampleTemperature = 0.8
 type evaluationService struct {
 	infillv1.UnimplementedEvaluationServiceServer
 	s *Server
+
+	// pool bounds the sandbox runs of every call together: one
+	// server-wide pool of Eval.Workers slots, made on first use.
+	poolOnce sync.Once
+	pool     *evaluator.Pool
+}
+
+// executor is the server-wide pool over the sandbox, or nil without one.
+func (e *evaluationService) executor() evaluator.Executor {
+	e.poolOnce.Do(func() {
+		if e.s.deps.Executor != nil {
+			// Validated config: Workers >= 1, so NewPool cannot fail.
+			e.pool, _ = evaluator.NewPool(e.s.deps.Executor, e.s.cfg.Eval.Workers)
+		}
+	})
+	if e.pool == nil {
+		return nil
+	}
+	return e.pool
 }
 
 func (e *evaluationService) ListBenchmarks(context.Context, *infillv1.ListBenchmarksRequest) (*infillv1.ListBenchmarksResponse, error) {
@@ -52,15 +72,18 @@ func (e *evaluationService) ListBenchmarks(context.Context, *infillv1.ListBenchm
 }
 
 func (e *evaluationService) Evaluate(stream infillv1.EvaluationService_EvaluateServer) error {
-	return toStatus(stream.Context(), e.s.log, e.s.evaluate(stream))
+	return toStatus(stream.Context(), e.s.log, e.s.evaluate(stream, e.executor()))
 }
 
 func (e *evaluationService) RunBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1.EvaluationService_RunBenchmarkServer) error {
-	return toStatus(stream.Context(), e.s.log, e.s.runBenchmark(req, stream))
+	return toStatus(stream.Context(), e.s.log, e.s.runBenchmark(req, stream, e.executor()))
 }
 
-func (s *Server) newRunner(resultsPath string, ks []int, pc *pipelineCompleter) (*evaluator.Runner, error) {
-	if s.deps.Executor == nil {
+// newRunner returns a Runner for one call over ex, the server-wide pool.
+// Its own worker count only bounds how many of the call's samples are
+// generated or waiting for a slot at once.
+func (s *Server) newRunner(ex evaluator.Executor, resultsPath string, ks []int, c evaluator.Completer) (*evaluator.Runner, error) {
+	if ex == nil {
 		return nil, status.Error(codes.FailedPrecondition,
 			"evaluation is unavailable: the server has no sandbox (install bubblewrap and restart)")
 	}
@@ -70,20 +93,20 @@ func (s *Server) newRunner(resultsPath string, ks []int, pc *pipelineCompleter) 
 		ResultsPath:      resultsPath,
 		AllowedRepoRoots: s.cfg.Eval.RepoRoots,
 	}
-	return evaluator.NewRunner(cfg, s.deps.Executor, pc, s.log.Named("evaluator"))
+	return evaluator.NewRunner(cfg, ex, c, s.log.Named("evaluator"))
 }
 
 // evaluate serves the bidirectional Evaluate stream: a reader goroutine
 // turns requests into jobs, the runner grades them with its worker pool and
 // emits results (serialised) onto the stream, and the summary goes last.
-func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer) error {
+func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer, ex evaluator.Executor) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	pc := &pipelineCompleter{s: s, perTask: make(map[string]genParams), seen: make(map[string]bool)}
-	runner, err := s.newRunner("", passKs, pc)
+	runner, err := s.newRunner(ex, "", passKs, nil)
 	if err != nil {
 		return err
 	}
+	next := map[string]int{} // per task: the number of its next sample
 	jobs := make(chan evaluator.Job)
 	var readErr error
 	var wg sync.WaitGroup
@@ -98,7 +121,7 @@ func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer) erro
 			}
 			if err == nil {
 				var job evaluator.Job
-				if job, err = s.toJob(req, pc); err != nil {
+				if job, err = s.toJob(req, next); err != nil {
 					err = annotate(ctx, s.log, err, fmt.Sprintf("request %d (task %q)", i, req.GetTask().GetTaskId()))
 				} else {
 					select {
@@ -131,7 +154,7 @@ func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer) erro
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // runBenchmark runs a named benchmark the server holds.
-func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1.EvaluationService_RunBenchmarkServer) error {
+func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1.EvaluationService_RunBenchmarkServer, ex evaluator.Executor) error {
 	ctx := stream.Context()
 	if s.deps.Benchmarks == nil {
 		return status.Error(codes.FailedPrecondition, "the server holds no benchmarks (configure --humaneval-dir or --execrepobench-*)")
@@ -170,7 +193,7 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	if l := int(req.GetLimit()); l > 0 && l < len(tasks) {
 		tasks = tasks[:l]
 	}
-	runner, err := s.newRunner(resultsPath, ks, &pipelineCompleter{s: s,
+	runner, err := s.newRunner(ex, resultsPath, ks, &pipelineCompleter{s: s,
 		gen: genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: samples}})
 	if err != nil {
 		return err
@@ -243,10 +266,11 @@ func countJournaled(ctx context.Context, path string, tasks []evaluator.Task, sa
 	return n, nil
 }
 
-// genParams are the generation settings of an evaluation call.
+// genParams are the generation settings of an evaluation call or request.
 type genParams struct {
-	model   string
-	opts    *infillv1.GenerationOptions
+	model string
+	opts  *infillv1.GenerationOptions
+	// samples > 1 selects the default sampling temperature.
 	samples int
 }
 
@@ -257,24 +281,10 @@ type genParams struct {
 type pipelineCompleter struct {
 	s   *Server
 	gen genParams
-	// perTask holds each Evaluate request's own settings, by task; seen
-	// the tasks of the stream so far (each may come once).
-	mu      sync.Mutex
-	perTask map[string]genParams
-	seen    map[string]bool
-}
-
-func (p *pipelineCompleter) params(t evaluator.Task) genParams {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if g, ok := p.perTask[taskKey(t)]; ok {
-		return g
-	}
-	return p.gen
 }
 
 func (p *pipelineCompleter) Complete(ctx context.Context, t evaluator.Task, sample int) (evaluator.Completion, error) {
-	g := p.params(t)
+	g := p.gen
 	opts := &infillv1.GenerationOptions{}
 	if g.opts != nil {
 		opts = proto.Clone(g.opts).(*infillv1.GenerationOptions)
@@ -315,8 +325,9 @@ func (p *pipelineCompleter) Complete(ctx context.Context, t evaluator.Task, samp
 		TTFT: resp.Timings.GetTimeToFirstToken().AsDuration(), Total: resp.Timings.GetTotal().AsDuration()}, nil
 }
 
-// toJob converts and checks one Evaluate request.
-func (s *Server) toJob(req *infillv1.EvaluateRequest, pc *pipelineCompleter) (evaluator.Job, error) {
+// toJob converts and checks one Evaluate request. next holds, per task of
+// the stream, the number its next sample gets.
+func (s *Server) toJob(req *infillv1.EvaluateRequest, next map[string]int) (evaluator.Job, error) {
 	pt := req.GetTask()
 	if pt == nil {
 		return evaluator.Job{}, invalid("task", "required")
@@ -362,18 +373,18 @@ func (s *Server) toJob(req *infillv1.EvaluateRequest, pc *pipelineCompleter) (ev
 	if job.Samples == 0 {
 		job.Samples = 1
 	}
-	if err := s.checkSamples(job.Samples); err != nil {
-		return evaluator.Job{}, err
-	}
 	key := taskKey(t)
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if pc.seen[key] {
-		return evaluator.Job{}, invalid("task.task_id", fmt.Sprintf("%q of benchmark %q came earlier on this stream: task ids are unique", t.ID, t.Benchmark))
+	job.FirstSample = next[key]
+	if total := job.FirstSample + job.Samples; total > s.cfg.Eval.MaxSamples {
+		return evaluator.Job{}, invalid("samples", fmt.Sprintf("task %q of benchmark %q: %d samples on this stream exceed the limit of %d",
+			t.ID, t.Benchmark, total, s.cfg.Eval.MaxSamples))
 	}
-	pc.seen[key] = true
+	next[key] = job.FirstSample + job.Samples
 	if len(job.Completions) == 0 {
-		pc.perTask[key] = genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: job.Samples}
+		// Several samples of one task, in this request or over the stream,
+		// are sampled (default temperature), not greedy repeats.
+		job.Completer = &pipelineCompleter{s: s, gen: genParams{model: req.GetModel(), opts: req.GetGeneration(),
+			samples: max(job.Samples, job.FirstSample+job.Samples)}}
 	}
 	return job, nil
 }
@@ -492,7 +503,15 @@ func toSampleResult(r *evaluator.Result) *infillv1.SampleResult {
 		ExactMatch: r.ExactMatch, EditSimilarity: uint32(r.EditSimilarity),
 		TimeToFirstToken: durationpb.New(r.TTFT), Generation: durationpb.New(r.Total),
 		Execution: durationpb.New(r.ExecDuration), Error: r.Error,
+		Exception: toException(r.Exception),
 	}
+}
+
+func toException(e *sandbox.Exception) *infillv1.TestException {
+	if e == nil {
+		return nil
+	}
+	return &infillv1.TestException{Type: e.Type, Message: e.Message}
 }
 
 func toSummary(rep evaluator.Report) *infillv1.EvaluationSummary {

@@ -4,9 +4,20 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/server"
 
 	"github.com/infill-dev/infill/evaluator/dataset"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
@@ -144,8 +155,9 @@ func TestEvaluateRejectsBadTasks(t *testing.T) {
 			codes.InvalidArgument, 0},
 		"too many completions": {[]*infillv1.EvaluateRequest{{Task: prog("t"), Completions: make([]string, 201)}},
 			codes.InvalidArgument, 0},
-		"task id twice": {[]*infillv1.EvaluateRequest{{Task: prog("t"), Completions: []string{"1"}},
-			{Task: prog("u"), Completions: []string{"1"}}, {Task: prog("t"), Completions: []string{"2"}}}, codes.InvalidArgument, 2},
+		// A task may come again, but its samples over the stream are bounded.
+		"samples of one task over the stream beyond the limit": {[]*infillv1.EvaluateRequest{{Task: prog("t"), Completions: make([]string, 150)},
+			{Task: prog("u"), Completions: []string{"1"}}, {Task: prog("t"), Completions: make([]string, 51)}}, codes.InvalidArgument, 2},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st, err := h.eval.Evaluate(context.Background())
@@ -282,5 +294,175 @@ func TestRunBenchmarkResumes(t *testing.T) {
 	lb, err := h.eval.ListBenchmarks(context.Background(), &infillv1.ListBenchmarksRequest{})
 	if err != nil || len(lb.Benchmarks) != 5 {
 		t.Fatalf("ListBenchmarks: %v %v", lb, err)
+	}
+}
+
+// evaluateAll sends reqs on one Evaluate stream and collects the results
+// and the summary.
+func evaluateAll(t *testing.T, client infillv1.EvaluationServiceClient, reqs []*infillv1.EvaluateRequest) ([]*infillv1.SampleResult, *infillv1.EvaluationSummary) {
+	t.Helper()
+	st, err := client.Evaluate(context.Background())
+	if err != nil {
+		t.Error(err)
+		return nil, nil
+	}
+	go func() {
+		for _, r := range reqs {
+			if st.Send(r) != nil {
+				return
+			}
+		}
+		st.CloseSend()
+	}()
+	var results []*infillv1.SampleResult
+	for {
+		m, err := st.Recv()
+		if err == io.EOF {
+			return results, nil
+		}
+		if err != nil {
+			t.Error(err)
+			return results, nil
+		}
+		if r := m.GetResult(); r != nil {
+			results = append(results, r)
+		}
+		if s := m.GetSummary(); s != nil {
+			return results, s
+		}
+	}
+}
+
+func programTask(task evaluator.Task) *infillv1.EvalTask {
+	return &infillv1.EvalTask{TaskId: task.ID, Benchmark: task.Benchmark, Level: infillv1.Level_LEVEL_SINGLE_LINE,
+		Prefix: task.Prefix, Suffix: task.Suffix, Reference: task.Reference,
+		Execution: &infillv1.EvalTask_Program{Program: &infillv1.ProgramExecution{Epilogue: task.Exec.Epilogue}}}
+}
+
+// TestEvaluateSeveralRequestsPerTask: five samples per task, each on its own
+// request and the tasks interleaved (as lines of a samples file), are
+// numbered 0..4 per task, graded independently and pooled for pass@k,
+// which equals the unbiased estimator computed here.
+func TestEvaluateSeveralRequestsPerTask(t *testing.T) {
+	h, dir := startEval(t)
+	tasks, err := dataset.LoadHumanEval(filepath.Join(dir, dataset.HumanEvalSingleLine.FileName()), dataset.HumanEvalSingleLine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks = tasks[:4]
+	passes := []int{0, 1, 3, 5} // canonical completions per task, of five
+	var reqs []*infillv1.EvaluateRequest
+	for i := range 5 {
+		for j, task := range tasks {
+			c := "    return None\n"
+			if i < passes[j] {
+				c = task.Reference
+			}
+			reqs = append(reqs, &infillv1.EvaluateRequest{Task: programTask(task), Completions: []string{c}})
+		}
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(reqs), func(a, b int) { reqs[a], reqs[b] = reqs[b], reqs[a] })
+	results, summary := evaluateAll(t, h.eval, reqs)
+	if len(results) != 20 || summary == nil {
+		t.Fatalf("%d results, summary %v", len(results), summary)
+	}
+	seen := map[string]map[uint32]bool{}
+	passed := map[string]int{}
+	for _, r := range results {
+		if seen[r.TaskId] == nil {
+			seen[r.TaskId] = map[uint32]bool{}
+		}
+		seen[r.TaskId][r.Sample] = true
+		if r.Verdict == infillv1.Verdict_VERDICT_PASSED {
+			passed[r.TaskId]++
+		}
+	}
+	for j, task := range tasks {
+		if len(seen[task.ID]) != 5 || !seen[task.ID][0] || !seen[task.ID][4] || passed[task.ID] != passes[j] {
+			t.Errorf("%s: samples %v, %d passed, want 0..4 and %d", task.ID, seen[task.ID], passed[task.ID], passes[j])
+		}
+	}
+	for _, k := range []int{1, 5} {
+		want := 0.0
+		for _, c := range passes {
+			want += 1 - comb(5-c, k)/comb(5, k)
+		}
+		want /= float64(len(passes))
+		var got float64 = -1
+		for _, pk := range summary.Overall.PassAtK {
+			if int(pk.K) == k {
+				got = pk.Value
+			}
+		}
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("pass@%d = %v, want %v", k, got, want)
+		}
+	}
+}
+
+// comb is the binomial coefficient C(n, k) as a float.
+func comb(n, k int) float64 {
+	if k < 0 || k > n {
+		return 0
+	}
+	r := 1.0
+	for i := 1; i <= k; i++ {
+		r = r * float64(n-k+i) / float64(i)
+	}
+	return r
+}
+
+// countingExecutor counts the sandbox runs in flight.
+type countingExecutor struct {
+	inner         evaluator.Executor
+	now, maxSoFar atomic.Int32
+}
+
+func (c *countingExecutor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	n := c.now.Add(1)
+	defer c.now.Add(-1)
+	for {
+		m := c.maxSoFar.Load()
+		if n <= m || c.maxSoFar.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return c.inner.Run(ctx, spec)
+}
+
+// TestEvaluateSharesOnePool: two Evaluate calls at once, each with more
+// samples than the server has workers, never run more sandboxes at once
+// than --eval-workers (2), and do fill it.
+func TestEvaluateSharesOnePool(t *testing.T) {
+	sb, err := sandbox.New(sandbox.Config{Timeout: 20 * time.Second}, zaptest.NewLogger(t))
+	servertest.Require(t, err, "bubblewrap sandbox")
+	t.Cleanup(func() { sb.Close() })
+	counter := &countingExecutor{inner: sb}
+	srv := servertest.StartWith(t, servertest.Options{
+		Config: func(c *server.Config) { c.Eval.Workers = 2 },
+		Deps:   func(d *server.Deps) { d.Executor = counter },
+	})
+	h := dial(t, srv)
+	var reqs []*infillv1.EvaluateRequest
+	for i := range 6 {
+		reqs = append(reqs, &infillv1.EvaluateRequest{
+			Task: &infillv1.EvalTask{TaskId: fmt.Sprint(i), Benchmark: "pool", Prefix: "import time\n", Suffix: "\n",
+				Execution: &infillv1.EvalTask_Program{Program: &infillv1.ProgramExecution{Epilogue: "assert True\n"}}},
+			Completions: []string{"time.sleep(0.3)"}})
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results, summary := evaluateAll(t, h.eval, reqs)
+			if len(results) != 6 || summary == nil || summary.Overall.Verdicts["passed"] != 6 {
+				t.Errorf("%d results, summary %v", len(results), summary)
+			}
+		}()
+	}
+	wg.Wait()
+	if m := counter.maxSoFar.Load(); m != 2 {
+		t.Fatalf("at most %d sandboxes ran at once, want exactly the pool's 2", m)
 	}
 }

@@ -155,7 +155,9 @@ const (
 	Verdict_VERDICT_PASSED      Verdict = 1
 	Verdict_VERDICT_FAILED      Verdict = 2
 	Verdict_VERDICT_TIMEOUT     Verdict = 3
-	// No verdict could be reached (generation failed, sandbox error).
+	// No verdict could be reached: generation failed, the sandbox did not
+	// start, the test runner is missing (exit 127, no pytest), the repository
+	// lacks its test entry point.
 	Verdict_VERDICT_ERROR Verdict = 4
 	// Not executed (no execution given): only text metrics.
 	Verdict_VERDICT_SKIPPED Verdict = 5
@@ -286,7 +288,12 @@ func (x *TestSpec) GetExpectedTests() uint32 {
 }
 
 // ProgramExecution runs prefix + completion + suffix + epilogue as one
-// Python program (HumanEval infilling: epilogue = "\n" + test + "\ncheck(f)").
+// Python program (HumanEval infilling: epilogue = "\n" + test + "\ncheck(f)"),
+// the way the human-eval-infilling harness runs it, so that verdicts match
+// that harness's: what its reliability_guard disables (os.kill, os.system,
+// os.fork, subprocess.Popen, shutil.rmtree, exit, ...) is disabled the same
+// way, stdin raises OSError when read, and the program runs in an empty
+// globals dict. This is in addition to the sandbox.
 type ProgramExecution struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Epilogue      string                 `protobuf:"bytes,1,opt,name=epilogue,proto3" json:"epilogue,omitempty"`
@@ -411,7 +418,9 @@ type EvalTask struct {
 	//	*EvalTask_Program
 	//	*EvalTask_Repository
 	Execution isEvalTask_Execution `protobuf_oneof:"execution"`
-	// Wall-clock limit per sample (0: server default).
+	// Limit of one sample's own run time; the sandbox's start-up is not
+	// charged (0: the family's default: 3 s for program tasks, as
+	// human-eval-infilling; the server's --sandbox-timeout for repositories).
 	Timeout       *durationpb.Duration `protobuf:"bytes,13,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -575,7 +584,12 @@ type EvaluateRequest struct {
 	// Samples to generate (0: 1; at most the server's limit, 200 by
 	// default). With more than one and no temperature, the server samples at
 	// temperature 0.8 (seed + sample). With completions: 0 or their number.
-	// A task (benchmark and task_id) comes at most once per stream.
+	//
+	// A task (benchmark and task_id) may come in several requests, e.g. one
+	// line of a samples file each: each request's samples are numbered on
+	// from the task's previous ones (SampleResult.sample), so they are graded
+	// independently and pooled for pass@k. At most the server's limit of
+	// samples per task over the whole stream.
 	Samples       uint32             `protobuf:"varint,3,opt,name=samples,proto3" json:"samples,omitempty"`
 	Generation    *GenerationOptions `protobuf:"bytes,4,opt,name=generation,proto3" json:"generation,omitempty"`
 	Model         string             `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
@@ -670,10 +684,15 @@ type SampleResult struct {
 	EditSimilarity   uint32               `protobuf:"varint,13,opt,name=edit_similarity,json=editSimilarity,proto3" json:"edit_similarity,omitempty"`
 	TimeToFirstToken *durationpb.Duration `protobuf:"bytes,14,opt,name=time_to_first_token,json=timeToFirstToken,proto3" json:"time_to_first_token,omitempty"`
 	Generation       *durationpb.Duration `protobuf:"bytes,15,opt,name=generation,proto3" json:"generation,omitempty"`
-	Execution        *durationpb.Duration `protobuf:"bytes,16,opt,name=execution,proto3" json:"execution,omitempty"`
-	Error            string               `protobuf:"bytes,17,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The sample's own run time (start-up not included).
+	Execution *durationpb.Duration `protobuf:"bytes,16,opt,name=execution,proto3" json:"execution,omitempty"`
+	// Why no verdict was reached (VERDICT_ERROR): the generation failed, the
+	// sandbox did not start, the test runner or entry point is missing.
+	Error string `protobuf:"bytes,17,opt,name=error,proto3" json:"error,omitempty"`
+	// The exception the test code raised, when it raised one.
+	Exception     *TestException `protobuf:"bytes,18,opt,name=exception,proto3" json:"exception,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SampleResult) Reset() {
@@ -825,6 +844,68 @@ func (x *SampleResult) GetError() string {
 	return ""
 }
 
+func (x *SampleResult) GetException() *TestException {
+	if x != nil {
+		return x.Exception
+	}
+	return nil
+}
+
+// TestException is an exception raised by the test code: its Python type
+// name and str() (the human-eval-infilling harness's result is
+// "failed: " + message).
+type TestException struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TestException) Reset() {
+	*x = TestException{}
+	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TestException) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TestException) ProtoMessage() {}
+
+func (x *TestException) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TestException.ProtoReflect.Descriptor instead.
+func (*TestException) Descriptor() ([]byte, []int) {
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TestException) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *TestException) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // PassAtK is the unbiased pass@k estimate, 0–1.
 type PassAtK struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -836,7 +917,7 @@ type PassAtK struct {
 
 func (x *PassAtK) Reset() {
 	*x = PassAtK{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +929,7 @@ func (x *PassAtK) String() string {
 func (*PassAtK) ProtoMessage() {}
 
 func (x *PassAtK) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +942,7 @@ func (x *PassAtK) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PassAtK.ProtoReflect.Descriptor instead.
 func (*PassAtK) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{6}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PassAtK) GetK() uint32 {
@@ -892,7 +973,7 @@ type LatencySummary struct {
 
 func (x *LatencySummary) Reset() {
 	*x = LatencySummary{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +985,7 @@ func (x *LatencySummary) String() string {
 func (*LatencySummary) ProtoMessage() {}
 
 func (x *LatencySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +998,7 @@ func (x *LatencySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatencySummary.ProtoReflect.Descriptor instead.
 func (*LatencySummary) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{7}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LatencySummary) GetCount() uint32 {
@@ -979,7 +1060,7 @@ type MetricsGroup struct {
 
 func (x *MetricsGroup) Reset() {
 	*x = MetricsGroup{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1072,7 @@ func (x *MetricsGroup) String() string {
 func (*MetricsGroup) ProtoMessage() {}
 
 func (x *MetricsGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1085,7 @@ func (x *MetricsGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsGroup.ProtoReflect.Descriptor instead.
 func (*MetricsGroup) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{8}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *MetricsGroup) GetBenchmark() string {
@@ -1093,7 +1174,7 @@ type EvaluationSummary struct {
 
 func (x *EvaluationSummary) Reset() {
 	*x = EvaluationSummary{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1105,7 +1186,7 @@ func (x *EvaluationSummary) String() string {
 func (*EvaluationSummary) ProtoMessage() {}
 
 func (x *EvaluationSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1118,7 +1199,7 @@ func (x *EvaluationSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluationSummary.ProtoReflect.Descriptor instead.
 func (*EvaluationSummary) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{9}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EvaluationSummary) GetOverall() *MetricsGroup {
@@ -1170,7 +1251,7 @@ type EvaluateResponse struct {
 
 func (x *EvaluateResponse) Reset() {
 	*x = EvaluateResponse{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1263,7 @@ func (x *EvaluateResponse) String() string {
 func (*EvaluateResponse) ProtoMessage() {}
 
 func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1276,7 @@ func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateResponse.ProtoReflect.Descriptor instead.
 func (*EvaluateResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{10}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EvaluateResponse) GetEvent() isEvaluateResponse_Event {
@@ -1265,7 +1346,7 @@ type RunBenchmarkRequest struct {
 
 func (x *RunBenchmarkRequest) Reset() {
 	*x = RunBenchmarkRequest{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1358,7 @@ func (x *RunBenchmarkRequest) String() string {
 func (*RunBenchmarkRequest) ProtoMessage() {}
 
 func (x *RunBenchmarkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1371,7 @@ func (x *RunBenchmarkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunBenchmarkRequest.ProtoReflect.Descriptor instead.
 func (*RunBenchmarkRequest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{11}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RunBenchmarkRequest) GetBenchmark() string {
@@ -1363,7 +1444,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1456,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,7 +1469,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{12}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Progress) GetDone() uint32 {
@@ -1441,7 +1522,7 @@ type RunBenchmarkResponse struct {
 
 func (x *RunBenchmarkResponse) Reset() {
 	*x = RunBenchmarkResponse{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1534,7 @@ func (x *RunBenchmarkResponse) String() string {
 func (*RunBenchmarkResponse) ProtoMessage() {}
 
 func (x *RunBenchmarkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1547,7 @@ func (x *RunBenchmarkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunBenchmarkResponse.ProtoReflect.Descriptor instead.
 func (*RunBenchmarkResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{13}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RunBenchmarkResponse) GetEvent() isRunBenchmarkResponse_Event {
@@ -1534,7 +1615,7 @@ type ListBenchmarksRequest struct {
 
 func (x *ListBenchmarksRequest) Reset() {
 	*x = ListBenchmarksRequest{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1627,7 @@ func (x *ListBenchmarksRequest) String() string {
 func (*ListBenchmarksRequest) ProtoMessage() {}
 
 func (x *ListBenchmarksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1640,7 @@ func (x *ListBenchmarksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBenchmarksRequest.ProtoReflect.Descriptor instead.
 func (*ListBenchmarksRequest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{14}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{15}
 }
 
 // ListBenchmarksResponse lists benchmark names.
@@ -1572,7 +1653,7 @@ type ListBenchmarksResponse struct {
 
 func (x *ListBenchmarksResponse) Reset() {
 	*x = ListBenchmarksResponse{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1665,7 @@ func (x *ListBenchmarksResponse) String() string {
 func (*ListBenchmarksResponse) ProtoMessage() {}
 
 func (x *ListBenchmarksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1678,7 @@ func (x *ListBenchmarksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBenchmarksResponse.ProtoReflect.Descriptor instead.
 func (*ListBenchmarksResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{15}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListBenchmarksResponse) GetBenchmarks() []string {
@@ -1650,7 +1731,7 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x04 \x01(\v2\x1c.infill.v1.GenerationOptionsR\n" +
 	"generation\x12\x14\n" +
-	"\x05model\x18\x05 \x01(\tR\x05model\"\x89\x05\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\"\xc1\x05\n" +
 	"\fSampleResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1c\n" +
 	"\tbenchmark\x18\x02 \x01(\tR\tbenchmark\x12&\n" +
@@ -1677,7 +1758,11 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"generation\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"generation\x127\n" +
 	"\texecution\x18\x10 \x01(\v2\x19.google.protobuf.DurationR\texecution\x12\x14\n" +
-	"\x05error\x18\x11 \x01(\tR\x05error\"-\n" +
+	"\x05error\x18\x11 \x01(\tR\x05error\x126\n" +
+	"\texception\x18\x12 \x01(\v2\x18.infill.v1.TestExceptionR\texception\"=\n" +
+	"\rTestException\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"-\n" +
 	"\aPassAtK\x12\f\n" +
 	"\x01k\x18\x01 \x01(\rR\x01k\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value\"\xdc\x01\n" +
@@ -1780,7 +1865,7 @@ func file_infill_v1_evaluation_proto_rawDescGZIP() []byte {
 }
 
 var file_infill_v1_evaluation_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_infill_v1_evaluation_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_infill_v1_evaluation_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_infill_v1_evaluation_proto_goTypes = []any{
 	(Level)(0),                     // 0: infill.v1.Level
 	(TestKind)(0),                  // 1: infill.v1.TestKind
@@ -1791,66 +1876,68 @@ var file_infill_v1_evaluation_proto_goTypes = []any{
 	(*EvalTask)(nil),               // 6: infill.v1.EvalTask
 	(*EvaluateRequest)(nil),        // 7: infill.v1.EvaluateRequest
 	(*SampleResult)(nil),           // 8: infill.v1.SampleResult
-	(*PassAtK)(nil),                // 9: infill.v1.PassAtK
-	(*LatencySummary)(nil),         // 10: infill.v1.LatencySummary
-	(*MetricsGroup)(nil),           // 11: infill.v1.MetricsGroup
-	(*EvaluationSummary)(nil),      // 12: infill.v1.EvaluationSummary
-	(*EvaluateResponse)(nil),       // 13: infill.v1.EvaluateResponse
-	(*RunBenchmarkRequest)(nil),    // 14: infill.v1.RunBenchmarkRequest
-	(*Progress)(nil),               // 15: infill.v1.Progress
-	(*RunBenchmarkResponse)(nil),   // 16: infill.v1.RunBenchmarkResponse
-	(*ListBenchmarksRequest)(nil),  // 17: infill.v1.ListBenchmarksRequest
-	(*ListBenchmarksResponse)(nil), // 18: infill.v1.ListBenchmarksResponse
-	nil,                            // 19: infill.v1.MetricsGroup.VerdictsEntry
-	(*File)(nil),                   // 20: infill.v1.File
-	(*durationpb.Duration)(nil),    // 21: google.protobuf.Duration
-	(*GenerationOptions)(nil),      // 22: infill.v1.GenerationOptions
+	(*TestException)(nil),          // 9: infill.v1.TestException
+	(*PassAtK)(nil),                // 10: infill.v1.PassAtK
+	(*LatencySummary)(nil),         // 11: infill.v1.LatencySummary
+	(*MetricsGroup)(nil),           // 12: infill.v1.MetricsGroup
+	(*EvaluationSummary)(nil),      // 13: infill.v1.EvaluationSummary
+	(*EvaluateResponse)(nil),       // 14: infill.v1.EvaluateResponse
+	(*RunBenchmarkRequest)(nil),    // 15: infill.v1.RunBenchmarkRequest
+	(*Progress)(nil),               // 16: infill.v1.Progress
+	(*RunBenchmarkResponse)(nil),   // 17: infill.v1.RunBenchmarkResponse
+	(*ListBenchmarksRequest)(nil),  // 18: infill.v1.ListBenchmarksRequest
+	(*ListBenchmarksResponse)(nil), // 19: infill.v1.ListBenchmarksResponse
+	nil,                            // 20: infill.v1.MetricsGroup.VerdictsEntry
+	(*File)(nil),                   // 21: infill.v1.File
+	(*durationpb.Duration)(nil),    // 22: google.protobuf.Duration
+	(*GenerationOptions)(nil),      // 23: infill.v1.GenerationOptions
 }
 var file_infill_v1_evaluation_proto_depIdxs = []int32{
 	1,  // 0: infill.v1.TestSpec.kind:type_name -> infill.v1.TestKind
 	3,  // 1: infill.v1.RepositoryExecution.test:type_name -> infill.v1.TestSpec
 	0,  // 2: infill.v1.EvalTask.level:type_name -> infill.v1.Level
-	20, // 3: infill.v1.EvalTask.context:type_name -> infill.v1.File
+	21, // 3: infill.v1.EvalTask.context:type_name -> infill.v1.File
 	4,  // 4: infill.v1.EvalTask.program:type_name -> infill.v1.ProgramExecution
 	5,  // 5: infill.v1.EvalTask.repository:type_name -> infill.v1.RepositoryExecution
-	21, // 6: infill.v1.EvalTask.timeout:type_name -> google.protobuf.Duration
+	22, // 6: infill.v1.EvalTask.timeout:type_name -> google.protobuf.Duration
 	6,  // 7: infill.v1.EvaluateRequest.task:type_name -> infill.v1.EvalTask
-	22, // 8: infill.v1.EvaluateRequest.generation:type_name -> infill.v1.GenerationOptions
+	23, // 8: infill.v1.EvaluateRequest.generation:type_name -> infill.v1.GenerationOptions
 	0,  // 9: infill.v1.SampleResult.level:type_name -> infill.v1.Level
 	2,  // 10: infill.v1.SampleResult.verdict:type_name -> infill.v1.Verdict
-	21, // 11: infill.v1.SampleResult.time_to_first_token:type_name -> google.protobuf.Duration
-	21, // 12: infill.v1.SampleResult.generation:type_name -> google.protobuf.Duration
-	21, // 13: infill.v1.SampleResult.execution:type_name -> google.protobuf.Duration
-	21, // 14: infill.v1.LatencySummary.mean:type_name -> google.protobuf.Duration
-	21, // 15: infill.v1.LatencySummary.p50:type_name -> google.protobuf.Duration
-	21, // 16: infill.v1.LatencySummary.p95:type_name -> google.protobuf.Duration
-	21, // 17: infill.v1.LatencySummary.max:type_name -> google.protobuf.Duration
-	0,  // 18: infill.v1.MetricsGroup.level:type_name -> infill.v1.Level
-	9,  // 19: infill.v1.MetricsGroup.pass_at_k:type_name -> infill.v1.PassAtK
-	19, // 20: infill.v1.MetricsGroup.verdicts:type_name -> infill.v1.MetricsGroup.VerdictsEntry
-	10, // 21: infill.v1.MetricsGroup.time_to_first_token:type_name -> infill.v1.LatencySummary
-	10, // 22: infill.v1.MetricsGroup.total:type_name -> infill.v1.LatencySummary
-	11, // 23: infill.v1.EvaluationSummary.overall:type_name -> infill.v1.MetricsGroup
-	11, // 24: infill.v1.EvaluationSummary.by_benchmark:type_name -> infill.v1.MetricsGroup
-	11, // 25: infill.v1.EvaluationSummary.by_level:type_name -> infill.v1.MetricsGroup
-	8,  // 26: infill.v1.EvaluateResponse.result:type_name -> infill.v1.SampleResult
-	12, // 27: infill.v1.EvaluateResponse.summary:type_name -> infill.v1.EvaluationSummary
-	22, // 28: infill.v1.RunBenchmarkRequest.generation:type_name -> infill.v1.GenerationOptions
-	21, // 29: infill.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	15, // 30: infill.v1.RunBenchmarkResponse.progress:type_name -> infill.v1.Progress
-	8,  // 31: infill.v1.RunBenchmarkResponse.result:type_name -> infill.v1.SampleResult
-	12, // 32: infill.v1.RunBenchmarkResponse.summary:type_name -> infill.v1.EvaluationSummary
-	7,  // 33: infill.v1.EvaluationService.Evaluate:input_type -> infill.v1.EvaluateRequest
-	14, // 34: infill.v1.EvaluationService.RunBenchmark:input_type -> infill.v1.RunBenchmarkRequest
-	17, // 35: infill.v1.EvaluationService.ListBenchmarks:input_type -> infill.v1.ListBenchmarksRequest
-	13, // 36: infill.v1.EvaluationService.Evaluate:output_type -> infill.v1.EvaluateResponse
-	16, // 37: infill.v1.EvaluationService.RunBenchmark:output_type -> infill.v1.RunBenchmarkResponse
-	18, // 38: infill.v1.EvaluationService.ListBenchmarks:output_type -> infill.v1.ListBenchmarksResponse
-	36, // [36:39] is the sub-list for method output_type
-	33, // [33:36] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	22, // 11: infill.v1.SampleResult.time_to_first_token:type_name -> google.protobuf.Duration
+	22, // 12: infill.v1.SampleResult.generation:type_name -> google.protobuf.Duration
+	22, // 13: infill.v1.SampleResult.execution:type_name -> google.protobuf.Duration
+	9,  // 14: infill.v1.SampleResult.exception:type_name -> infill.v1.TestException
+	22, // 15: infill.v1.LatencySummary.mean:type_name -> google.protobuf.Duration
+	22, // 16: infill.v1.LatencySummary.p50:type_name -> google.protobuf.Duration
+	22, // 17: infill.v1.LatencySummary.p95:type_name -> google.protobuf.Duration
+	22, // 18: infill.v1.LatencySummary.max:type_name -> google.protobuf.Duration
+	0,  // 19: infill.v1.MetricsGroup.level:type_name -> infill.v1.Level
+	10, // 20: infill.v1.MetricsGroup.pass_at_k:type_name -> infill.v1.PassAtK
+	20, // 21: infill.v1.MetricsGroup.verdicts:type_name -> infill.v1.MetricsGroup.VerdictsEntry
+	11, // 22: infill.v1.MetricsGroup.time_to_first_token:type_name -> infill.v1.LatencySummary
+	11, // 23: infill.v1.MetricsGroup.total:type_name -> infill.v1.LatencySummary
+	12, // 24: infill.v1.EvaluationSummary.overall:type_name -> infill.v1.MetricsGroup
+	12, // 25: infill.v1.EvaluationSummary.by_benchmark:type_name -> infill.v1.MetricsGroup
+	12, // 26: infill.v1.EvaluationSummary.by_level:type_name -> infill.v1.MetricsGroup
+	8,  // 27: infill.v1.EvaluateResponse.result:type_name -> infill.v1.SampleResult
+	13, // 28: infill.v1.EvaluateResponse.summary:type_name -> infill.v1.EvaluationSummary
+	23, // 29: infill.v1.RunBenchmarkRequest.generation:type_name -> infill.v1.GenerationOptions
+	22, // 30: infill.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	16, // 31: infill.v1.RunBenchmarkResponse.progress:type_name -> infill.v1.Progress
+	8,  // 32: infill.v1.RunBenchmarkResponse.result:type_name -> infill.v1.SampleResult
+	13, // 33: infill.v1.RunBenchmarkResponse.summary:type_name -> infill.v1.EvaluationSummary
+	7,  // 34: infill.v1.EvaluationService.Evaluate:input_type -> infill.v1.EvaluateRequest
+	15, // 35: infill.v1.EvaluationService.RunBenchmark:input_type -> infill.v1.RunBenchmarkRequest
+	18, // 36: infill.v1.EvaluationService.ListBenchmarks:input_type -> infill.v1.ListBenchmarksRequest
+	14, // 37: infill.v1.EvaluationService.Evaluate:output_type -> infill.v1.EvaluateResponse
+	17, // 38: infill.v1.EvaluationService.RunBenchmark:output_type -> infill.v1.RunBenchmarkResponse
+	19, // 39: infill.v1.EvaluationService.ListBenchmarks:output_type -> infill.v1.ListBenchmarksResponse
+	37, // [37:40] is the sub-list for method output_type
+	34, // [34:37] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_infill_v1_evaluation_proto_init() }
@@ -1863,11 +1950,11 @@ func file_infill_v1_evaluation_proto_init() {
 		(*EvalTask_Program)(nil),
 		(*EvalTask_Repository)(nil),
 	}
-	file_infill_v1_evaluation_proto_msgTypes[10].OneofWrappers = []any{
+	file_infill_v1_evaluation_proto_msgTypes[11].OneofWrappers = []any{
 		(*EvaluateResponse_Result)(nil),
 		(*EvaluateResponse_Summary)(nil),
 	}
-	file_infill_v1_evaluation_proto_msgTypes[13].OneofWrappers = []any{
+	file_infill_v1_evaluation_proto_msgTypes[14].OneofWrappers = []any{
 		(*RunBenchmarkResponse_Progress)(nil),
 		(*RunBenchmarkResponse_Result)(nil),
 		(*RunBenchmarkResponse_Summary)(nil),
@@ -1878,7 +1965,7 @@ func file_infill_v1_evaluation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_infill_v1_evaluation_proto_rawDesc), len(file_infill_v1_evaluation_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,10 @@ const (
 // non-root uid, rlimits, a private copy of the code, a wall-clock kill and a
 // positive pass signal beyond the exit status).
 //
+// Every call shares one server-wide pool of sandbox workers (the server's
+// --eval-workers): however many calls run at once, at most that many
+// samples execute at a time.
+//
 // Completions that the server makes go through the same path as
 // CompletionService (context assembly, then the backend).
 //
@@ -113,6 +117,10 @@ func (c *evaluationServiceClient) ListBenchmarks(ctx context.Context, in *ListBe
 // sandbox (bubblewrap: no network, private PID/user/mount namespaces,
 // non-root uid, rlimits, a private copy of the code, a wall-clock kill and a
 // positive pass signal beyond the exit status).
+//
+// Every call shares one server-wide pool of sandbox workers (the server's
+// --eval-workers): however many calls run at once, at most that many
+// samples execute at a time.
 //
 // Completions that the server makes go through the same path as
 // CompletionService (context assembly, then the backend).
