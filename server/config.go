@@ -62,7 +62,8 @@ type Config struct {
 
 // EvalConfig configures the EvaluationService.
 type EvalConfig struct {
-	// Workers bounds samples graded at once per call.
+	// Workers bounds the samples graded at once by the whole server: one
+	// pool of sandbox runs shared by every evaluation call.
 	Workers int
 	// MaxSamples caps samples per task a client may ask the server to
 	// generate.

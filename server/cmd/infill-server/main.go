@@ -74,7 +74,7 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.Inference.Watchdog.LoadAllowance, "stall-load-allowance", cfg.Inference.Watchdog.LoadAllowance, "added to the first-token bound when the model may need loading (not answered within --keep-alive)")
 	fs.DurationVar(&cfg.Inference.Watchdog.TokenGap, "stall-token-gap", cfg.Inference.Watchdog.TokenGap, "a generation with no new token for this long ends UNAVAILABLE")
 	fs.DurationVar(&cfg.Inference.Watchdog.ResponseHeaderTimeout, "backend-header-timeout", cfg.Inference.Watchdog.ResponseHeaderTimeout, "bound of the backend's answer to calls other than generations")
-	fs.IntVar(&cfg.Eval.Workers, "eval-workers", cfg.Eval.Workers, "samples graded at once per evaluation call")
+	fs.IntVar(&cfg.Eval.Workers, "eval-workers", cfg.Eval.Workers, "samples graded at once by the whole server (one pool shared by every evaluation call)")
 	fs.StringVar(&cfg.Eval.ResultsDir, "results-dir", cfg.Eval.ResultsDir, "directory for RunBenchmark journals (enables run_id resume)")
 	fs.Func("eval-repo-root", "directory repository evaluation tasks may use (repeatable, or comma-separated)", func(v string) error {
 		for _, r := range strings.Split(v, ",") {
@@ -96,7 +96,7 @@ func run(args []string) error {
 	humanEvalDir := fs.String("humaneval-dir", "", "directory of the HumanEval infilling .jsonl.gz files (enables those benchmarks)")
 	erbJSONL := fs.String("execrepobench-jsonl", "", "ExecRepoBench JSON lines file (with --execrepobench-repos)")
 	erbRepos := fs.String("execrepobench-repos", "", "ExecRepoBench repositories directory")
-	sandboxTimeout := fs.Duration("sandbox-timeout", sandbox.DefaultTimeout, "wall-clock limit of one evaluation sample")
+	sandboxTimeout := fs.Duration("sandbox-timeout", sandbox.DefaultTimeout, "limit of one repository sample's own run time (program tasks: 3s, as human-eval-infilling; start-up is not charged)")
 	fs.StringVar(&cfg.Auth.TokenFile, "auth-tokens", "", "file of bearer tokens (hashes, scopes, limits; `infill-server token` makes one); reloaded on SIGHUP. Empty: no tokens")
 	fs.Float64Var(&cfg.Auth.Rate, "token-rate", 0, "requests per second each token may make unless its line says otherwise (0: unlimited)")
 	fs.IntVar(&cfg.Auth.Burst, "token-burst", 0, "requests a token may make at once before --token-rate applies (0: the rate rounded up)")
@@ -151,7 +151,7 @@ func run(args []string) error {
 		return err
 	}
 	deps := server.Deps{Builder: builder, Backend: backend}
-	if sb, err := sandbox.New(sandbox.Config{Timeout: *sandboxTimeout}, log.Named("sandbox")); err != nil {
+	if sb, err := sandbox.New(sandbox.Config{Timeout: *sandboxTimeout, WarmWorkers: cfg.Eval.Workers}, log.Named("sandbox")); err != nil {
 		log.Warn("evaluation disabled: no sandbox", zap.Error(err))
 	} else {
 		defer sb.Close()
