@@ -21,23 +21,26 @@
 #                        SystemExit(0 or None) counts as normal completion.
 #   pytest ARGS...       pytest.main(ARGS) in this process, counting outcomes.
 #
-# Warm protocol (serve mode, warm.go): this process stays up inside one
-# sandbox and runs samples one at a time, each in a fresh PID, mount and IPC
-# namespace of its own with fresh tmpfs /work, /tmp and /dev/shm, so that
-# nothing of a sample outlives it. fd 3 is a Unix stream socket to the host.
-#   host -> runner: b"R" + 4-byte big-endian length + JSON request, with the
-#                   sample's stdout, stderr and status pipes attached
-#                   (SCM_RIGHTS) to the first byte; b"K" + 4 zero bytes kills
-#                   the sample under way (ignored when none is).
-#   runner -> host: one JSON line per sample: {"status": W} with the raw wait
-#                   status of the sample's process, or {"killed": true}, or
-#                   {"error": "..."} when the namespace could not be made.
+# Warm protocol (serve mode, warm.go): "serve TMPFS_BYTES WORK_BYTES". This
+# process stays up inside one sandbox and prepares, one ahead, the process
+# that will run the next sample: in a fresh PID, mount and IPC namespace of
+# its own with fresh tmpfs /work, /tmp and /dev/shm, so that nothing of a
+# sample outlives it. fd 3 is a Unix stream socket to the host (control).
+#   runner -> host, control: {"ready": true}, then {"door": SEQ} per prepared
+#                   sample with one end of a socket pair attached (its door).
+#   host -> runner, control: b"K" + 4-byte big-endian length + SEQ: kill that
+#                   sample's namespace.
+#   host -> door:   b"R" + 4-byte length + JSON request, with the sample's
+#                   stdout, stderr and status pipes attached (SCM_RIGHTS).
+#   door -> host:   one JSON line: {"status": W} with the raw wait status of
+#                   the sample's process, or {"error": "..."}; EOF without it
+#                   when the sample was killed.
 # Process chain per sample: this server forks G into a new PID namespace,
 # whose PID 1 it is; G unshares mount and IPC namespaces, mounts the tmpfs
-# and its /proc, starts a session, drops every capability, writes the files
-# and forks H, which runs the sample exactly as the cold modes do. When H
-# ends G reports its wait status and exits, and the kernel kills whatever
-# else is left in the namespace.
+# and its /proc, starts a session, drops every capability and forks H, which
+# waits on the door, writes the files and runs the sample exactly as the cold
+# modes do. When H ends G reports its wait status on the door and exits, and
+# the kernel kills whatever else is left in the namespace.
 import json
 import os
 import sys
@@ -397,62 +400,6 @@ def _write_files(files):
             f.write(content)
 
 
-def _sample_h(req, fds):
-    """H: the sample itself, run as a cold run's runner runs it."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    for target, fd in zip((1, 2, 3), fds):
-        os.dup2(fd, target)
-    os.closerange(4, 1 << 16)
-    os.environ.clear()
-    os.environ.update(req["env"])
-    _KERNEL.prctl(PR_SET_DUMPABLE, 1)
-    run(req["nonce"].encode(), req["mode"], req["args"])
-
-
-def _sample_g(req, fds, result_w):
-    """G: PID 1 of the sample's PID namespace. It makes the sample's mount
-    and IPC namespaces, mounts its tmpfs and /proc, drops every capability,
-    writes the files, runs H and reports H's wait status."""
-    import resource
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _KERNEL.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    os.setsid()
-    _KERNEL.unshare(CLONE_NEWNS | CLONE_NEWIPC)
-    _KERNEL.mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-    size = "size=%d,mode=1777" % req["tmpfs_bytes"]
-    for d in ("/tmp", "/dev/shm"):
-        _KERNEL.mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, size)
-    _KERNEL.mount("tmpfs", "/work", "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=0755" % req["work_bytes"])
-    _KERNEL.mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-    _KERNEL.drop_capabilities()
-    for name, value in req["rlimits"].items():
-        resource.setrlimit(getattr(resource, name), tuple(value))
-    os.makedirs(req["cwd"], exist_ok=True)
-    os.chdir(req["cwd"])
-    _write_files(req["files"])
-    h = os.fork()
-    if h == 0:
-        try:
-            os.close(result_w)
-            _sample_h(req, fds)
-        finally:
-            os._exit(70)
-    for fd in fds:
-        os.close(fd)
-    while True:
-        pid, st = os.waitpid(-1, 0)
-        if pid == h:
-            break
-    os.write(result_w, b"%d\n" % st)
-    os._exit(0)
-
-
 def _recv_exact(sock, n):
     buf = b""
     while len(buf) < n:
@@ -464,6 +411,8 @@ def _recv_exact(sock, n):
 
 
 def _recv_message(sock):
+    """One host message: kind byte, 4-byte length, payload; with the fds
+    attached to its first byte."""
     import socket
 
     head, fds, _, _ = socket.recv_fds(sock, 5, 3)
@@ -474,71 +423,135 @@ def _recv_message(sock):
     return head[:1], _recv_exact(sock, size) if size else b"", fds
 
 
-def _serve_one(sock, req, fds):
-    """Runs one sample; returns the reply and whether the host is gone."""
-    import select
+def _sample_h(door, taken_w):
+    """H: waits on its door for a sample, then runs it as a cold run's
+    runner runs it."""
+    import resource
     import signal
 
-    result_r, result_w = os.pipe()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        kind, payload, fds = _recv_message(door)
+    except EOFError:
+        os._exit(0)  # the host let the door go unused
+    os.write(taken_w, b"T")
+    if kind != b"R" or len(fds) != 3:
+        door.sendall(json.dumps({"error": "bad sample request"}).encode() + b"\n")
+        os._exit(73)
+    try:
+        req = json.loads(payload)
+        os.makedirs(req["cwd"], exist_ok=True)
+        os.chdir(req["cwd"])
+        _write_files(req["files"])
+        for name, value in req["rlimits"].items():
+            resource.setrlimit(getattr(resource, name), tuple(value))
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        for target, fd in zip((1, 2, 3), fds):
+            os.dup2(fd, target)
+        os.environ.clear()
+        os.environ.update(req["env"])
+        _KERNEL.prctl(PR_SET_DUMPABLE, 1)
+    except BaseException as exc:
+        door.sendall(json.dumps({"error": "setting up the sample: %r" % exc}).encode() + b"\n")
+        os._exit(74)
+    # Nothing of the runner's stays open: not the door, not the notices.
+    os.closerange(4, 1 << 16)
+    run(req["nonce"].encode(), req["mode"], req["args"])
+
+
+def _sample_g(door, taken_w, sizes):
+    """G: PID 1 of a sample's PID namespace. It makes the sample's mount and
+    IPC namespaces, mounts fresh tmpfs and its /proc, drops every
+    capability, starts H, and when H ends writes H's wait status to the
+    door and exits, which ends every process left in the namespace."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _KERNEL.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.setsid()
+    _KERNEL.unshare(CLONE_NEWNS | CLONE_NEWIPC)
+    _KERNEL.mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    for d in ("/tmp", "/dev/shm"):
+        _KERNEL.mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=1777" % sizes["tmpfs"])
+    _KERNEL.mount("tmpfs", "/work", "tmpfs", MS_NOSUID | MS_NODEV, "size=%d,mode=0755" % sizes["work"])
+    _KERNEL.mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    _KERNEL.drop_capabilities()
+    os.chdir("/work")
+    h = os.fork()
+    if h == 0:
+        try:
+            _sample_h(door, taken_w)
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            os._exit(70)
+    os.close(taken_w)
+    while True:
+        pid, st = os.waitpid(-1, 0)
+        if pid == h:
+            break
+    try:
+        door.sendall(json.dumps({"status": st}).encode() + b"\n")
+    except OSError:
+        pass
+    os._exit(0)
+
+
+class _Prepared:
+    """A sample's namespace made ahead of its request: G's pid, a pidfd
+    that becomes readable when G ends, and the pipe on which H says that
+    its request came."""
+
+    def __init__(self, seq, gpid, taken_r):
+        self.seq, self.gpid, self.taken_r = seq, gpid, taken_r
+        self.pidfd = os.pidfd_open(gpid)
+        self.taken = False
+
+
+def _prepare(seq, ctrl, sizes):
+    """Forks G into a new PID namespace with a door (a socket pair) whose
+    host end goes to the host with {"door": seq}."""
+    import socket
+
+    door_host, door_sample = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    taken_r, taken_w = os.pipe()
     _KERNEL.unshare(CLONE_NEWPID)
     try:
         g = os.fork()
     except BaseException:
         _KERNEL.reset_pid_ns()
         raise
-    if g:
-        _KERNEL.reset_pid_ns()
-    else:
+    if g == 0:
         try:
-            os.close(result_r)
-            sock.close()
-            _sample_g(req, fds, result_w)
+            ctrl.close()
+            door_host.close()
+            os.close(taken_r)
+            _sample_g(door_sample, taken_w, sizes)
         except BaseException as exc:
-            os.write(result_w, b"E " + json.dumps(str(exc)).encode() + b"\n")
+            try:
+                door_sample.sendall(json.dumps({"error": str(exc)}).encode() + b"\n")
+            except BaseException:
+                pass
         finally:
             os._exit(71)
-    os.close(result_w)
-    for fd in fds:
-        os.close(fd)
-    poll = select.poll()
-    poll.register(result_r, select.POLLIN)
-    poll.register(sock.fileno(), select.POLLIN)
-    killed, data, closed = False, b"", False
-    while not closed and b"\n" not in data:
-        for fd, _ in poll.poll():
-            if fd == result_r:
-                chunk = os.read(result_r, 4096)
-                closed = not chunk
-                data += chunk
-                continue
-            try:
-                kind, _, more = _recv_message(sock)
-            except EOFError:
-                kind, more = b"K", ()
-                poll.unregister(sock.fileno())
-                killed = "exit"
-            for extra in more:
-                os.close(extra)
-            if kind == b"K" and not killed:
-                killed = True
-            if kind == b"K":
-                os.kill(g, signal.SIGKILL)
-    os.close(result_r)
-    # G's exit kills whatever the sample left in its namespace.
-    os.waitpid(g, 0)
-    line = data.decode(errors="replace").split("\n", 1)[0]
-    if killed:
-        out = {"killed": True}
-    elif line.startswith("E "):
-        out = {"error": json.loads(line[2:])}
-    elif line.isdigit():
-        out = {"status": int(line)}
-    else:
-        out = {"error": "the sample's namespace ended without a status"}
-    return out, killed == "exit"
+    _KERNEL.reset_pid_ns()
+    door_sample.close()
+    os.close(taken_w)
+    socket.send_fds(ctrl, [json.dumps({"door": seq}).encode() + b"\n"], [door_host.fileno()])
+    door_host.close()
+    return _Prepared(seq, g, taken_r)
 
 
-def serve():
+def serve(sizes):
+    """The warm runner: keeps one sample namespace prepared ahead, hands
+    its door to the host, and kills a sample when the host says so. A
+    sample's request and its status go over its door, so this process is
+    not on a sample's path at all."""
+    import select
+    import signal
     import socket
 
     global _KERNEL
@@ -549,30 +562,65 @@ def serve():
     # process (a fork of this one) has them already, as the reference
     # harness's forked workers have what it imported.
     import collections, functools, hashlib, heapq, itertools, math, re, string, typing  # noqa: F401
-    import faulthandler, resource, runpy, select, shutil, signal, subprocess, traceback  # noqa: F401
+    import faulthandler, resource, runpy, shutil, subprocess, traceback  # noqa: F401
 
     _KERNEL.prctl(PR_SET_DUMPABLE, 0)
-    sock = socket.socket(fileno=3)
-    sock.sendall(b'{"ready": true}\n')
+    ctrl = socket.socket(fileno=3)
+    ctrl.sendall(b'{"ready": true}\n')
+    live = {}  # fd (taken_r or pidfd) -> _Prepared, namespaces not yet ended
+    seq = 0
+    poll = select.poll()
+    poll.register(ctrl.fileno(), select.POLLIN)
+
+    def prepare():
+        nonlocal seq
+        seq += 1
+        p = _prepare(seq, ctrl, sizes)
+        for fd in (p.taken_r, p.pidfd):
+            live[fd] = p
+            poll.register(fd, select.POLLIN)
+
+    prepare()
     while True:
-        try:
-            kind, payload, fds = _recv_message(sock)
-        except EOFError:
-            os._exit(0)
-        if kind != b"R":
-            for fd in fds:
+        for fd, _ in poll.poll():
+            if fd == ctrl.fileno():
+                try:
+                    kind, payload, extra = _recv_message(ctrl)
+                except EOFError:
+                    for p in live.values():
+                        os.kill(p.gpid, signal.SIGKILL)
+                    os._exit(0)
+                for x in extra:
+                    os.close(x)
+                if kind == b"K":
+                    target = int(payload or b"0")
+                    for p in set(live.values()):
+                        if p.seq == target:
+                            os.kill(p.gpid, signal.SIGKILL)
+                continue
+            p = live.get(fd)
+            if p is None:
+                continue
+            if fd == p.taken_r:
+                if os.read(fd, 1) and not p.taken:
+                    # Its sample started: make the next one ready meanwhile.
+                    p.taken = True
+                    prepare()
+                    continue
+                poll.unregister(fd)  # H closed it: nothing more to read
+                del live[fd]
                 os.close(fd)
-            continue
-        if len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
-            sock.sendall(json.dumps({"error": "request without its three pipes"}).encode() + b"\n")
-            continue
-        _flush()
-        out, gone = _serve_one(sock, json.loads(payload), fds)
-        if gone:
-            os._exit(0)
-        sock.sendall(json.dumps(out).encode() + b"\n")
+                continue
+            # G ended, and with it the namespace.
+            os.waitpid(p.gpid, 0)
+            for x in (p.taken_r, p.pidfd):
+                # Only its own: a closed fd's number may be another's now.
+                if live.get(x) is p:
+                    del live[x]
+                    poll.unregister(x)
+                    os.close(x)
+            if not p.taken:
+                prepare()  # it died unused: the host holds a dead door
 
 
 _KERNEL = None
@@ -580,7 +628,7 @@ _KERNEL = None
 
 def main():
     if sys.argv[1:2] == ["serve"]:
-        serve()
+        serve({"tmpfs": int(sys.argv[2]), "work": int(sys.argv[3])})
         return
     nonce = _read_nonce()
     if len(sys.argv) < 2 or not nonce or sys.argv[1] != "pytest" and len(sys.argv) < 3:

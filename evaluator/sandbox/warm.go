@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -11,7 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strings"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -21,29 +22,35 @@ import (
 // interpreter of its own (about 20 ms of a ~30 ms floor on an idle machine).
 // A warm sandbox is one bubblewrap sandbox, made once with the same
 // namespaces, mounts and uid as a cold one, whose runner (runner.py serve)
-// stays up and runs samples one at a time. For each sample it forks a chain
-// that unshares fresh PID, mount and IPC namespaces, mounts fresh tmpfs on
-// /work, /tmp and /dev/shm and a /proc of the new PID namespace, drops every
-// capability (the runner holds CAP_SYS_ADMIN and CAP_SETPCAP inside the
-// sandbox's user namespace only to do this) and forks the sample, which the
-// same code as a cold run then runs. When the sample's process ends, its
-// namespace's init exits and the kernel kills whatever the sample left, so
-// nothing of one sample can touch the next: not a process (other PID
-// namespace), not a file (its tmpfs are gone), not an IPC object. The
-// sample's stdout, stderr and status pipes are fresh per sample, passed
-// over the control socket, so capture, limits and the pass signal are
-// exactly those of a cold run. Output floods, timeouts and cancellation kill
-// the sample's namespace through the runner; if the runner does not answer
-// within warmKillGrace the whole warm sandbox is killed instead.
+// stays up and keeps the process for the next sample prepared: forked into
+// fresh PID, mount and IPC namespaces with fresh tmpfs on /work, /tmp and
+// /dev/shm and a /proc of its own, every capability dropped (the runner
+// holds CAP_SYS_ADMIN and CAP_SETPCAP inside the sandbox's user namespace
+// only to do this), waiting on a socket (its door) that the runner hands to
+// this side. A run writes its request to the door and reads the sample's
+// wait status from it; the same code as a cold run then runs the sample.
+// When the sample's process ends, its namespace's init exits and the kernel
+// kills whatever the sample left, so nothing of one sample can touch the
+// next: not a process (other PID namespace), not a file (its tmpfs are
+// gone), not an IPC object. The sample's stdout, stderr and status pipes are
+// fresh per sample, passed over the door, so capture, limits and the pass
+// signal are exactly those of a cold run. Floods, timeouts and cancellation
+// kill the sample's namespace through the runner; if that does not end the
+// sample within warmKillGrace the whole warm sandbox is killed instead.
 
 // warmKillGrace is how long a warm sandbox may take to report a sample it
 // was told to kill before the sandbox itself is killed.
 const warmKillGrace = 5 * time.Second
 
 // warmExtraProcesses are the processes of a warm sandbox's user namespace
-// besides a cold run's (the serving runner, the namespace maker and the
-// sample's init), added to RLIMIT_NPROC so that a sample has the same room.
-const warmExtraProcesses = 3
+// besides a cold run's (the serving runner and its parent, the sample's
+// init, and the next sample's init and process, prepared ahead), added to
+// RLIMIT_NPROC so that a sample has the same room.
+const warmExtraProcesses = 5
+
+// warmFilesBytes is the room on a warm sample's /work for its files, on
+// top of Config.TmpfsBytes for what it writes.
+const warmFilesBytes = 64 << 20
 
 // warmPool keeps idle warm sandboxes.
 type warmPool struct {
@@ -93,12 +100,22 @@ func (p *warmPool) close() {
 
 // worker is one warm sandbox: bwrap running runner.py serve.
 type worker struct {
-	cmd      *exec.Cmd
-	conn     *net.UnixConn
-	lines    *bufio.Reader
-	stderr   *tailWriter
+	cmd    *exec.Cmd
+	ctrl   *net.UnixConn
+	ctrlMu sync.Mutex // serialises writes to ctrl
+	stderr *tailWriter
+	// ready is closed when the runner said it is up; doors carries the
+	// prepared samples' doors, and is closed when the control socket ends.
+	ready    chan struct{}
+	doors    chan warmDoor
 	exited   chan struct{}
 	killOnce sync.Once
+}
+
+// warmDoor is a prepared sample's socket.
+type warmDoor struct {
+	seq  int
+	conn *net.UnixConn
 }
 
 func (w *worker) alive() bool {
@@ -114,9 +131,84 @@ func (w *worker) alive() bool {
 func (w *worker) kill() {
 	w.killOnce.Do(func() {
 		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
-		_ = w.conn.Close()
+		_ = w.ctrl.Close()
 		<-w.exited
+		for d := range w.doors {
+			d.conn.Close()
+		}
 	})
+}
+
+// send writes one message to the runner's control socket.
+func (w *worker) send(kind byte, payload []byte) error {
+	w.ctrlMu.Lock()
+	defer w.ctrlMu.Unlock()
+	msg := make([]byte, 5+len(payload))
+	msg[0] = kind
+	binary.BigEndian.PutUint32(msg[1:5], uint32(len(payload)))
+	copy(msg[5:], payload)
+	_ = w.ctrl.SetWriteDeadline(time.Now().Add(time.Second))
+	_, err := w.ctrl.Write(msg)
+	return err
+}
+
+// readControl reads the runner's control messages: the ready line, and
+// each prepared sample's door (the socket attached to its line).
+func (w *worker) readControl() {
+	defer close(w.doors)
+	var pending []int // received descriptors, in order
+	defer func() {
+		for _, fd := range pending {
+			syscall.Close(fd)
+		}
+	}()
+	buf := make([]byte, 4096)
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	var line []byte
+	readyOnce := sync.Once{}
+	for {
+		n, oobn, _, _, err := w.ctrl.ReadMsgUnix(buf, oob)
+		n, oobn = max(n, 0), max(oobn, 0)
+		if oobn > 0 {
+			if msgs, perr := syscall.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+				for _, m := range msgs {
+					if fds, perr := syscall.ParseUnixRights(&m); perr == nil {
+						pending = append(pending, fds...)
+					}
+				}
+			}
+		}
+		line = append(line, buf[:n]...)
+		for {
+			i := bytes.IndexByte(line, '\n')
+			if i < 0 {
+				break
+			}
+			var m struct {
+				Ready bool `json:"ready"`
+				Door  int  `json:"door"`
+			}
+			_ = json.Unmarshal(line[:i], &m)
+			line = line[i+1:]
+			switch {
+			case m.Ready:
+				readyOnce.Do(func() { close(w.ready) })
+			case m.Door > 0 && len(pending) > 0:
+				fd := pending[0]
+				pending = pending[1:]
+				f := os.NewFile(uintptr(fd), "warm-door")
+				c, cerr := net.FileConn(f)
+				f.Close()
+				if cerr != nil {
+					return
+				}
+				w.doors <- warmDoor{seq: m.Door, conn: c.(*net.UnixConn)}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (s *Sandbox) warmArgs() []string {
@@ -126,7 +218,8 @@ func (s *Sandbox) warmArgs() []string {
 	for _, kv := range s.env(&Spec{}) {
 		args = append(args, "--setenv", kv[0], kv[1])
 	}
-	return append(args, "--", s.cfg.PythonPath, "-B", "/run/infill/runner.py", "serve")
+	return append(args, "--", s.cfg.PythonPath, "-B", "/run/infill/runner.py", "serve",
+		strconv.FormatInt(s.cfg.TmpfsBytes, 10), strconv.FormatInt(s.cfg.TmpfsBytes+warmFilesBytes, 10))
 }
 
 // startWorker starts a warm sandbox and waits until its runner is ready.
@@ -143,8 +236,8 @@ func (s *Sandbox) startWorker() (*worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: control socket: %v", ErrSetup, err)
 	}
-	conn := fc.(*net.UnixConn)
-	w := &worker{conn: conn, lines: bufio.NewReader(conn), stderr: &tailWriter{max: 4096}, exited: make(chan struct{})}
+	w := &worker{ctrl: fc.(*net.UnixConn), stderr: &tailWriter{max: 4096},
+		ready: make(chan struct{}), doors: make(chan warmDoor, 8), exited: make(chan struct{})}
 	cmd := exec.Command(s.bwrap, s.warmArgs()...)
 	cmd.Env = []string{}
 	cmd.Stdout = w.stderr
@@ -156,7 +249,7 @@ func (s *Sandbox) startWorker() (*worker, error) {
 	}
 	w.cmd = cmd
 	if err := cmd.Start(); err != nil {
-		conn.Close()
+		w.ctrl.Close()
 		return nil, fmt.Errorf("%w: starting bwrap: %v", ErrSetup, err)
 	}
 	theirs.Close()
@@ -164,14 +257,15 @@ func (s *Sandbox) startWorker() (*worker, error) {
 		_ = cmd.Wait()
 		close(w.exited)
 	}()
-	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.StartupTimeout))
-	line, err := w.lines.ReadString('\n')
-	_ = conn.SetReadDeadline(time.Time{})
-	if err != nil || !strings.Contains(line, `"ready"`) {
-		w.kill()
-		return nil, fmt.Errorf("%w: warm sandbox did not start: %v %s", ErrSetup, err, lastLine(w.stderr.String()))
+	go w.readControl()
+	select {
+	case <-w.ready:
+		return w, nil
+	case <-w.exited:
+	case <-time.After(s.cfg.StartupTimeout):
 	}
-	return w, nil
+	w.kill()
+	return nil, fmt.Errorf("%w: warm sandbox did not start: %s", ErrSetup, lastLine(w.stderr.String()))
 }
 
 // probeWarm starts one warm sandbox and checks that a sample runs in a
@@ -221,22 +315,21 @@ func (s *Sandbox) runWarm(ctx context.Context, spec *Spec) (Result, error) {
 
 // warmRequest is one sample for runner.py serve.
 type warmRequest struct {
-	Nonce      string              `json:"nonce"`
-	Mode       string              `json:"mode"`
-	Args       []string            `json:"args"`
-	Cwd        string              `json:"cwd"`
-	Files      map[string]string   `json:"files"`
-	Env        map[string]string   `json:"env"`
-	Rlimits    map[string][2]int64 `json:"rlimits"`
-	TmpfsBytes int64               `json:"tmpfs_bytes"`
-	WorkBytes  int64               `json:"work_bytes"`
+	Nonce   string              `json:"nonce"`
+	Mode    string              `json:"mode"`
+	Args    []string            `json:"args"`
+	Cwd     string              `json:"cwd"`
+	Files   map[string]string   `json:"files"`
+	Env     map[string]string   `json:"env"`
+	Rlimits map[string][2]int64 `json:"rlimits"`
 }
 
-// warmReply is runner.py serve's answer for one sample.
+// warmReply is what a sample's door says at its end.
 type warmReply struct {
 	Status *int   `json:"status"`
-	Killed bool   `json:"killed"`
 	Error  string `json:"error"`
+	// eof: the door closed without a line (the sample was killed).
+	eof bool
 }
 
 // runOn runs spec on w. healthy says whether w may run another sample.
@@ -251,26 +344,22 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 	if spec.WorkName != "" {
 		cwd += "/" + spec.WorkName
 	}
-	var size int64
-	for _, f := range spec.Files {
-		size += int64(len(f)) + 4096
-	}
 	env := map[string]string{}
 	for _, kv := range s.env(spec) {
 		env[kv[0]] = kv[1]
 	}
+	procs := int64(c.Processes + warmExtraProcesses)
 	req := warmRequest{
 		Nonce: nonce, Mode: spec.Mode.String(), Args: append([]string{spec.Target}, spec.Args...),
 		Cwd: cwd, Files: spec.Files, Env: env,
 		Rlimits: map[string][2]int64{
 			"RLIMIT_CPU":    {lim.cpu, lim.cpu + 1},
 			"RLIMIT_AS":     {c.MemoryBytes, c.MemoryBytes},
-			"RLIMIT_NPROC":  {int64(c.Processes + warmExtraProcesses), int64(c.Processes + warmExtraProcesses)},
+			"RLIMIT_NPROC":  {procs, procs},
 			"RLIMIT_FSIZE":  {c.FileSizeBytes, c.FileSizeBytes},
 			"RLIMIT_NOFILE": {int64(c.OpenFiles), int64(c.OpenFiles)},
 			"RLIMIT_CORE":   {0, 0},
 		},
-		TmpfsBytes: c.TmpfsBytes, WorkBytes: c.TmpfsBytes + size,
 	}
 	if req.Files == nil {
 		req.Files = map[string]string{}
@@ -279,6 +368,30 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 	if err != nil {
 		return Result{}, true, fmt.Errorf("%w: %v", ErrSetup, err)
 	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	cp := newCapture(&c, cancel, lim.timeout)
+	cp.launch(c.StartupTimeout, false)
+
+	// The prepared sample: ready already, unless runs come faster than the
+	// runner prepares them.
+	var door warmDoor
+	select {
+	case d, ok := <-w.doors:
+		if !ok {
+			cp.stop(&res)
+			return Result{}, false, fmt.Errorf("%w: warm sandbox stopped: %s", ErrSetup, lastLine(w.stderr.String()))
+		}
+		door = d
+	case <-runCtx.Done():
+		cp.stop(&res)
+		if ctx.Err() != nil {
+			return Result{}, true, ctx.Err()
+		}
+		return Result{}, false, fmt.Errorf("%w: the warm sandbox prepared no sample within %v", ErrSetup, c.StartupTimeout)
+	}
+	defer door.conn.Close()
 
 	// Fresh pipes for this sample: ours read, the sample writes.
 	var readEnds, writeEnds []*os.File
@@ -292,28 +405,22 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 		if err != nil {
 			closeAll(readEnds)
 			closeAll(writeEnds)
-			return Result{}, true, fmt.Errorf("%w: %v", ErrSetup, err)
+			cp.stop(&res)
+			return Result{}, false, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
 		readEnds, writeEnds = append(readEnds, r), append(writeEnds, wr)
 	}
 	defer closeAll(readEnds)
-
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	cp := newCapture(&c, cancel, lim.timeout)
-	cp.launch(c.StartupTimeout, false)
-
 	msg := make([]byte, 5+len(payload))
 	msg[0] = 'R'
 	binary.BigEndian.PutUint32(msg[1:5], uint32(len(payload)))
 	copy(msg[5:], payload)
 	oob := syscall.UnixRights(int(writeEnds[0].Fd()), int(writeEnds[1].Fd()), int(writeEnds[2].Fd()))
-	_ = w.conn.SetWriteDeadline(time.Now().Add(c.StartupTimeout))
-	n, _, err := w.conn.WriteMsgUnix(msg, oob, nil)
+	_ = door.conn.SetWriteDeadline(time.Now().Add(c.StartupTimeout))
+	n, _, err := door.conn.WriteMsgUnix(msg, oob, nil)
 	if err == nil && n < len(msg) {
-		_, err = w.conn.Write(msg[n:])
+		_, err = door.conn.Write(msg[n:])
 	}
-	_ = w.conn.SetWriteDeadline(time.Time{})
 	closeAll(writeEnds)
 	if err != nil {
 		cp.stop(&res)
@@ -331,21 +438,27 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 	replies := make(chan warmReply, 1)
 	go func() {
 		var r warmReply
-		line, err := w.lines.ReadString('\n')
-		if err != nil || json.Unmarshal([]byte(line), &r) != nil {
-			r = warmReply{Error: fmt.Sprintf("warm sandbox stopped answering (%v): %s", err, lastLine(w.stderr.String()))}
+		line, err := bufio.NewReader(door.conn).ReadString('\n')
+		switch {
+		case err == io.EOF && line == "":
+			r.eof = true
+		case err != nil && line == "":
+			r.Error = fmt.Sprintf("reading the sample's status: %v", err)
+		case json.Unmarshal([]byte(line), &r) != nil:
+			r.Error = fmt.Sprintf("bad status line %q", line)
 		}
 		replies <- r
 	}()
 
 	var reply warmReply
 	healthy = true
+	killed := false
 	select {
 	case reply = <-replies:
 	case <-runCtx.Done():
 		// Timeout, flood or cancel: the runner kills the sample's namespace.
-		_ = w.conn.SetWriteDeadline(time.Now().Add(time.Second))
-		if _, err := w.conn.Write([]byte{'K', 0, 0, 0, 0}); err != nil {
+		killed = true
+		if err := w.send('K', []byte(strconv.Itoa(door.seq))); err != nil {
 			healthy = false
 			w.kill()
 		}
@@ -354,10 +467,11 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 		case <-time.After(warmKillGrace):
 			healthy = false
 			w.kill()
+			_ = door.conn.Close()
 			reply = <-replies
 		}
 	}
-	if reply.Error != "" || (!reply.Killed && reply.Status == nil) {
+	if reply.Error != "" || (reply.eof && !killed) {
 		healthy = false
 	}
 	// Every writer is gone once the namespace is; the deadline only guards

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/sandbox"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -62,7 +63,15 @@ func resultFromProto(r *infillv1.SampleResult) evaluator.Result {
 		ExactMatch: r.GetExactMatch(), EditSimilarity: int(r.GetEditSimilarity()),
 		TTFT: r.GetTimeToFirstToken().AsDuration(), Total: r.GetGeneration().AsDuration(),
 		ExecDuration: r.GetExecution().AsDuration(), Error: r.GetError(),
+		Exception: exceptionFromProto(r.GetException()),
 	}
+}
+
+func exceptionFromProto(e *infillv1.TestException) *sandbox.Exception {
+	if e == nil {
+		return nil
+	}
+	return &sandbox.Exception{Type: e.GetType(), Message: e.GetMessage()}
 }
 
 // repoMap rewrites local repository directories into the server's paths

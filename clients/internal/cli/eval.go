@@ -19,6 +19,7 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/evaluator/sandbox"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
 
@@ -32,17 +33,18 @@ func newEvalCmd(env *Env, g *globals) *cobra.Command {
 		Use:   "eval",
 		Short: "Run benchmarks through the server, report their results, build benchmarks",
 		Long: `eval runs execution benchmarks through an infill server (which generates the
-completions and grades them in its sandbox), reports the results as a table
+completions and grades them in its sandbox), grades completions made
+elsewhere (grade), reports the results as a table
 and an HTML page, and builds repository benchmarks by masking code.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown eval command %q (run, report, mask, list)", args[0])}
+				return usageError{fmt.Errorf("unknown eval command %q (run, grade, report, mask, list)", args[0])}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newEvalRunCmd(env, g), newEvalReportCmd(env), newEvalMaskCmd(env), newEvalListCmd(env, g))
+	cmd.AddCommand(newEvalRunCmd(env, g), newEvalGradeCmd(env, g), newEvalReportCmd(env), newEvalMaskCmd(env), newEvalListCmd(env, g))
 	return cmd
 }
 
@@ -66,6 +68,11 @@ type evalRunFlags struct {
 	sampleTimeout time.Duration
 	repoMap       string
 	every         time.Duration
+	// Grading given completions (eval grade, eval run --completions).
+	completions     string
+	local           bool
+	workers         int
+	referenceFormat bool
 }
 
 func newEvalRunCmd(env *Env, g *globals) *cobra.Command {
@@ -90,6 +97,9 @@ The benchmark is one of:
                     a benchmark the server holds ('infill eval list'), run
                     whole on the server (RunBenchmark); --run-id makes the
                     server journal it and resume it too.
+
+With --completions FILE nothing is generated: the completions in FILE are
+graded, as 'infill eval grade' does (see its help).
 
 Repository tasks name their repository by its path on this machine; the
 server must allow it (infill-server --eval-repo-root) and see it at the same
@@ -144,15 +154,36 @@ stderr is a terminal; otherwise a progress line is printed every
 	fl.DurationVar(&f.sampleTimeout, "sample-timeout", 0, "wall-clock limit of one sample's tests (default: the server's)")
 	fl.StringVar(&f.repoMap, "repo-map", "", "rewrite repository paths `LOCAL=REMOTE` for a server that sees them elsewhere")
 	fl.DurationVar(&f.every, "progress-every", 10*time.Second, "interval of progress lines when stderr is not a terminal")
+	fl.StringVar(&f.completions, "completions", "", "grade the completions in `FILE` (task_id, completion per line) instead of generating: as 'infill eval grade'")
+	addGradeFlags(fl, f)
 	return cmd
 }
 
 // evalSource is what a run grades, loaded on this machine (tasks) or held
 // by the server (serverName).
 type evalSource struct {
-	name       string // for messages and the default results file
+	name       string // what was asked for; the default results file's name
 	tasks      []evaluator.Task
 	serverName string
+}
+
+// label names the run in messages and progress lines as its results name
+// the benchmarks: the one benchmark's name, or what was asked for with the
+// benchmarks it holds.
+func (src evalSource) label() string {
+	var names []string
+	for i := range src.tasks {
+		if b := src.tasks[i].Benchmark; !slices.Contains(names, b) {
+			names = append(names, b)
+		}
+	}
+	switch {
+	case len(names) == 0:
+		return src.name
+	case len(names) == 1:
+		return names[0]
+	}
+	return src.name + " (" + strings.Join(names, ", ") + ")"
 }
 
 func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name string) error {
@@ -167,13 +198,33 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 	if err != nil {
 		return usageError{err}
 	}
+	var given *samplesFile
+	if f.completions != "" {
+		if given, err = readSamples(f.completions); err != nil {
+			return err
+		}
+		if name == "" && f.execRepoBench == "" && f.infillFile == "" {
+			if name, err = given.humanEvalName(); err != nil {
+				return usageError{err}
+			}
+		}
+	}
 	src, err := f.source(cmd, env, name)
 	if err != nil {
 		return err
 	}
+	var completions map[taskKey][]string
+	if given != nil {
+		if src.tasks, completions, err = given.match(src.tasks); err != nil {
+			return err
+		}
+	}
 	resultsPath := f.results
 	if resultsPath == "" {
 		resultsPath = src.name + ".results.jsonl"
+		if given != nil {
+			resultsPath = given.defaultResults()
+		}
 	}
 	_, statErr := os.Stat(resultsPath)
 	journal, existing, err := evaluator.OpenJournal(resultsPath)
@@ -187,11 +238,15 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 		}
 	}()
 
-	client, _, err := g.dial(env)
-	if err != nil {
-		return err
+	var rpc infillv1.EvaluationServiceClient
+	if !f.local {
+		client, _, err := g.dial(env)
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		rpc = client.Evaluation()
 	}
-	defer client.Close()
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	if cmd.Flags().Changed("timeout") && g.timeout > 0 {
@@ -200,10 +255,13 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 	}
 
 	r := &evalRun{env: env, f: f, cmd: cmd, journal: journal, results: existing, path: resultsPath, ks: ks,
-		rpc: client.Evaluation(), repoMap: rm}
-	if src.serverName != "" {
+		rpc: rpc, repoMap: rm, completions: completions}
+	switch {
+	case src.serverName != "":
 		err = r.serverSide(ctx, src.serverName)
-	} else {
+	case f.local:
+		err = r.inProcess(ctx, src, f.workers)
+	default:
 		err = r.local(ctx, src)
 	}
 	onDisk := func() { // what is safe on disk when a run stops early
@@ -213,19 +271,34 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 		onDisk() // interrupted: exit 130
 		return err
 	}
-	if err != nil && ctx.Err() == context.DeadlineExceeded {
+	// gRPC may report the deadline a moment before ctx's own timer does.
+	if dl, ok := ctx.Deadline(); err != nil && ok && !time.Now().Before(dl) {
 		onDisk() // --timeout ran out: the results so far are kept, as on Ctrl-C
 		return status.Errorf(codes.DeadlineExceeded, "the run did not finish within --timeout %v", g.timeout)
 	}
 	if err != nil {
 		return err
 	}
-	if len(r.results) == 0 {
-		return nil
+	if len(r.results) > 0 {
+		results := r.results
+		if given != nil {
+			results = given.resultsOf(r.results)
+		}
+		fmt.Fprintln(env.Stdout)
+		writeTable(env.Stdout, summarize(results, ks), ks)
 	}
-	fmt.Fprintln(env.Stdout)
-	sum := summarize(r.results, ks)
-	writeTable(env.Stdout, sum, ks)
+	if f.referenceFormat && given != nil {
+		if r.state.Errors > 0 {
+			fmt.Fprintf(env.Stderr, "%s not written: %s\n", given.referencePath(), plural(r.state.Errors, "sample")+" have no verdict")
+		} else if err := given.writeReference(r.results); err != nil {
+			return err
+		} else {
+			fmt.Fprintf(env.Stderr, "reference-format results in %s\n", given.referencePath())
+		}
+	}
+	if msg := r.errorSummary(); msg != "" {
+		return errors.New(msg)
+	}
 	return nil
 }
 
@@ -233,6 +306,18 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 func (f *evalRunFlags) check(ks []int) error {
 	if f.samples < 1 {
 		return fmt.Errorf("--samples must be at least 1")
+	}
+	if f.completions != "" {
+		switch {
+		case f.serverSide || f.reference || f.samples != 1:
+			return fmt.Errorf("--completions grades the given samples: no --server-side, --reference or --samples")
+		case f.workers < 1:
+			return fmt.Errorf("--workers must be at least 1")
+		}
+		return nil // pass@k is reported for the k every task has samples for
+	}
+	if f.local || f.referenceFormat {
+		return fmt.Errorf("--local and --reference-format grade given completions: they need --completions FILE (or 'infill eval grade')")
 	}
 	for _, k := range ks {
 		if k > f.samples {
@@ -271,15 +356,27 @@ func (f *evalRunFlags) source(cmd *cobra.Command, env *Env, name string) (evalSo
 		if f.repos == "" {
 			return evalSource{}, usageError{errors.New("--execrepobench needs --repos DIR (the repositories its samples name)")}
 		}
-		tasks, err := dataset.LoadExecRepoBench(f.execRepoBench, dataset.ExecRepoBenchOptions{ReposDir: f.repos})
-		return f.finish(evalSource{name: fileStem(f.execRepoBench), tasks: tasks}, err)
+		// The file's stem names its tasks' benchmark, so that two files stay
+		// two benchmarks in results and reports, named as in progress lines.
+		stem := fileStem(f.execRepoBench)
+		tasks, err := dataset.LoadExecRepoBench(f.execRepoBench, dataset.ExecRepoBenchOptions{ReposDir: f.repos, Benchmark: stem})
+		return f.finish(evalSource{name: stem, tasks: tasks}, err)
 	case f.infillFile != "":
+		stem := fileStem(f.infillFile)
 		tasks, err := dataset.LoadInfill(f.infillFile)
-		return f.finish(evalSource{name: fileStem(f.infillFile), tasks: tasks}, err)
+		for i := range tasks {
+			if tasks[i].Benchmark == dataset.InfillName {
+				tasks[i].Benchmark = stem // as the server's catalog names an infill file
+			}
+		}
+		return f.finish(evalSource{name: stem, tasks: tasks}, err)
 	case name == "":
 		return evalSource{}, usageError{errors.New("which benchmark? give a HumanEval set (e.g. humaneval-single-line), --execrepobench FILE, --infill FILE or --server-side NAME")}
 	}
 	var sets []dataset.HumanEvalSet
+	if _, err := dataset.ParseHumanEvalSet("humaneval-" + name); err == nil {
+		name = "humaneval-" + name // the reference harness's name of the set
+	}
 	if name != "humaneval" {
 		set, err := dataset.ParseHumanEvalSet(name)
 		if err != nil {
@@ -378,13 +475,21 @@ type evalRun struct {
 	path    string
 	ks      []int
 	repoMap *repoMap
+	// completions, when set, are the samples to grade, by task: the run
+	// generates nothing.
+	completions map[taskKey][]string
 
 	// results is everything in the results file: what was there plus what
 	// this run appended.
 	results []evaluator.Result
 	state   runState
-	errs    []string // distinct error messages of this run, first few
+	// errs counts this run's samples that reached no verdict, by reason.
+	errs      map[string]int
+	errsOrder []string
 }
+
+// taskKey names a task across benchmarks.
+type taskKey struct{ benchmark, id string }
 
 // record appends a new result to the results file. Samples already there
 // are dropped; samples without a verdict are counted, not recorded.
@@ -395,11 +500,15 @@ func (r *evalRun) record(res evaluator.Result) (bool, error) {
 	if res.Verdict == evaluator.VerdictError {
 		r.state.Errors++
 		msg := firstNonEmpty(res.Error, res.Reason, "no verdict")
-		if len(r.errs) < 3 && !slices.Contains(r.errs, msg) {
-			r.errs = append(r.errs, msg)
+		if r.errs == nil {
+			r.errs = map[string]int{}
 		}
+		if r.errs[msg] == 0 {
+			r.errsOrder = append(r.errsOrder, msg)
+		}
+		r.errs[msg]++
 		if r.f.maxErrors > 0 && r.state.Errors >= r.f.maxErrors {
-			return true, fmt.Errorf("stopped after %d samples reached no verdict; first: %s", r.state.Errors, r.errs[0])
+			return true, fmt.Errorf("stopped after %d samples reached no verdict; first: %s", r.state.Errors, r.errsOrder[0])
 		}
 		return true, nil
 	}
@@ -409,6 +518,25 @@ func (r *evalRun) record(res evaluator.Result) (bool, error) {
 	r.results = append(r.results, res)
 	r.count(&res)
 	return true, nil
+}
+
+// errorSummary says how many samples reached no verdict and why, the most
+// frequent reasons first; "" when none.
+func (r *evalRun) errorSummary() string {
+	if r.state.Errors == 0 {
+		return ""
+	}
+	reasons := slices.Clone(r.errsOrder)
+	slices.SortStableFunc(reasons, func(a, b string) int { return r.errs[b] - r.errs[a] })
+	var parts []string
+	for i, msg := range reasons {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more reasons", len(reasons)-3))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d × %s", r.errs[msg], msg))
+	}
+	return fmt.Sprintf("%s reached no verdict (ERROR): %s", plural(r.state.Errors, "sample"), strings.Join(parts, "; "))
 }
 
 func (r *evalRun) count(res *evaluator.Result) {
@@ -425,10 +553,17 @@ func (r *evalRun) count(res *evaluator.Result) {
 func (r *evalRun) header(name string, tasks, todo int) {
 	samples := plural(r.f.samples, "sample")
 	what := "generated by the server"
-	if r.f.reference {
+	switch {
+	case r.completions != nil:
+		samples = plural(r.state.Total, "sample")
+		what = "given"
+		fmt.Fprintf(r.env.Stderr, "%s: %s, %s (%s) → %s", name, plural(tasks, "task"), samples, what, r.path)
+	case r.f.reference:
 		what = "reference middles"
+		fallthrough
+	default:
+		fmt.Fprintf(r.env.Stderr, "%s: %s × %s (%s) → %s", name, plural(tasks, "task"), samples, what, r.path)
 	}
-	fmt.Fprintf(r.env.Stderr, "%s: %s × %s (%s) → %s", name, plural(tasks, "task"), samples, what, r.path)
 	if r.state.Resumed > 0 {
 		fmt.Fprintf(r.env.Stderr, " (%d already there, %d to go)", r.state.Resumed, todo)
 	}
@@ -442,27 +577,34 @@ func (r *evalRun) footer(graded int, took time.Duration) {
 		fmt.Fprintf(r.env.Stderr, " (%d resumed)", r.state.Resumed)
 	}
 	fmt.Fprintf(r.env.Stderr, "; results in %s\n", r.path)
-	switch r.state.Errors {
-	case 0:
-	case 1:
-		fmt.Fprintf(r.env.Stderr, "1 sample reached no verdict and was not recorded (run again to retry it): %s\n", r.errs[0])
-	default:
-		fmt.Fprintf(r.env.Stderr, "%d samples reached no verdict and were not recorded (run again to retry them): %s\n",
-			r.state.Errors, strings.Join(r.errs, "; "))
+	if r.state.Errors > 0 {
+		fmt.Fprintf(r.env.Stderr, "%s reached no verdict and %s not recorded (run again to retry)\n",
+			plural(r.state.Errors, "sample"), map[bool]string{true: "was", false: "were"}[r.state.Errors == 1])
 	}
 }
 
-// local runs tasks loaded here through Evaluate.
-func (r *evalRun) local(ctx context.Context, src evalSource) error {
-	samples := r.f.samples
+// samplesOf is how many samples of t the run grades.
+func (r *evalRun) samplesOf(t *evaluator.Task) int {
+	if r.completions != nil {
+		return len(r.completions[taskKey{t.Benchmark, t.ID}])
+	}
+	return r.f.samples
+}
+
+// plan works out what a run of src has to do: the tasks with a sample not
+// yet in the results file, and each task's sample count. It counts the
+// samples already there into the state and prints the header.
+func (r *evalRun) plan(src evalSource) ([]*evaluator.Task, map[taskKey]int) {
 	var todo []*evaluator.Task
-	r.state.Total = len(src.tasks) * samples
-	inRun := map[[2]string]bool{}
+	inRun := map[taskKey]int{}
+	r.state.Total = 0
 	for i := range src.tasks {
 		t := &src.tasks[i]
-		inRun[[2]string{t.Benchmark, t.ID}] = true
+		n := r.samplesOf(t)
+		inRun[taskKey{t.Benchmark, t.ID}] = n
+		r.state.Total += n
 		missing := false
-		for s := 0; s < samples; s++ {
+		for s := 0; s < n; s++ {
 			if r.journal.Done(t.Benchmark, t.ID, s) {
 				r.state.Resumed++
 			} else {
@@ -474,12 +616,57 @@ func (r *evalRun) local(ctx context.Context, src evalSource) error {
 		}
 	}
 	for i := range r.results {
-		if res := &r.results[i]; inRun[[2]string{res.Benchmark, res.TaskID}] && res.Sample < samples {
+		if res := &r.results[i]; res.Sample < inRun[taskKey{res.Benchmark, res.TaskID}] {
 			r.count(res)
 		}
 	}
 	r.state.Done = r.state.Resumed
-	r.header(src.name, len(src.tasks), r.state.Total-r.state.Resumed)
+	r.header(src.label(), len(src.tasks), r.state.Total-r.state.Resumed)
+	return todo, inRun
+}
+
+// grading is the part of a run that turns results into progress.
+type grading struct {
+	r      *evalRun
+	inRun  map[taskKey]int
+	prog   progress
+	start  time.Time
+	graded int
+}
+
+func (r *evalRun) startGrading(src evalSource, inRun map[taskKey]int) *grading {
+	gr := &grading{r: r, inRun: inRun, prog: newProgress(r.env.Stderr, r.env.StderrIsTerminal, src.label(), r.f.every), start: time.Now()}
+	gr.prog.update(r.state)
+	return gr
+}
+
+// add records one result.
+func (gr *grading) add(res evaluator.Result) error {
+	if res.Sample >= gr.inRun[taskKey{res.Benchmark, res.TaskID}] {
+		return status.Errorf(codes.Internal, "the server sent a result for a sample not asked for (%s/%s #%d)",
+			res.Benchmark, res.TaskID, res.Sample)
+	}
+	fresh, err := gr.r.record(res)
+	if fresh {
+		gr.r.state.Done++
+		gr.graded++
+		gr.prog.update(gr.r.state)
+	}
+	return err
+}
+
+// end finishes the progress display; with ok, it prints the footer.
+func (gr *grading) end(ok bool) {
+	gr.prog.finish(gr.r.state)
+	gr.prog = nopProgress{}
+	if ok {
+		gr.r.footer(gr.graded-gr.r.state.Errors, time.Since(gr.start))
+	}
+}
+
+// local runs tasks loaded here through Evaluate.
+func (r *evalRun) local(ctx context.Context, src evalSource) error {
+	todo, inRun := r.plan(src)
 	if len(todo) == 0 {
 		fmt.Fprintf(r.env.Stderr, "nothing to do: all %s are in %s\n", plural(r.state.Total, "sample"), r.path)
 		return nil
@@ -498,10 +685,15 @@ func (r *evalRun) local(ctx context.Context, src evalSource) error {
 		defer wg.Done()
 		for _, t := range todo {
 			req := &infillv1.EvaluateRequest{Task: taskToProto(t, r.repoMap), Model: r.f.model}
-			if r.f.reference {
+			switch {
+			case r.completions != nil:
+				// All of the task's samples: the server numbers them from 0
+				// in this order; those already recorded are dropped.
+				req.Completions = r.completions[taskKey{t.Benchmark, t.ID}]
+			case r.f.reference:
 				req.Completions = []string{t.Reference}
-			} else {
-				req.Samples = uint32(samples)
+			default:
+				req.Samples = uint32(r.f.samples)
 				req.Generation = gen
 			}
 			if err := stream.Send(req); err != nil {
@@ -513,11 +705,8 @@ func (r *evalRun) local(ctx context.Context, src evalSource) error {
 	defer wg.Wait()
 	defer cancel()
 
-	prog := newProgress(r.env.Stderr, r.env.StderrIsTerminal, src.name, r.f.every)
-	start := time.Now()
-	graded := 0
-	prog.update(r.state)
-	defer func() { prog.finish(r.state) }()
+	gr := r.startGrading(src, inRun)
+	defer gr.end(false)
 	for {
 		m, err := stream.Recv()
 		if err == io.EOF {
@@ -530,24 +719,47 @@ func (r *evalRun) local(ctx context.Context, src evalSource) error {
 		if res == nil {
 			continue // the summary: scores are computed from the results file
 		}
-		sample := int(res.GetSample())
-		if !inRun[[2]string{res.GetBenchmark(), res.GetTaskId()}] || sample >= samples {
-			return status.Errorf(codes.Internal, "the server sent a result for a sample not asked for (%s/%s #%d)",
-				res.GetBenchmark(), res.GetTaskId(), sample)
-		}
-		fresh, err := r.record(resultFromProto(res))
-		if fresh {
-			r.state.Done++
-			graded++
-			prog.update(r.state)
-		}
-		if err != nil {
+		if err := gr.add(resultFromProto(res)); err != nil {
 			return err
 		}
 	}
-	prog.finish(r.state)
-	prog = nopProgress{}
-	r.footer(graded-r.state.Errors, time.Since(start))
+	gr.end(true)
+	return nil
+}
+
+// inProcess grades the given completions here, in this process's own
+// sandbox (--local), with --workers at once.
+func (r *evalRun) inProcess(ctx context.Context, src evalSource, workers int) error {
+	todo, inRun := r.plan(src)
+	if len(todo) == 0 {
+		fmt.Fprintf(r.env.Stderr, "nothing to do: all %s are in %s\n", plural(r.state.Total, "sample"), r.path)
+		return nil
+	}
+	sb, err := sandbox.New(sandbox.Config{WarmWorkers: workers}, nil)
+	if err != nil {
+		return hintError{err, "--local needs bubblewrap and python3 here (Debian packages bubblewrap python3); or grade through a server without --local"}
+	}
+	defer sb.Close()
+	runner, err := evaluator.NewRunner(evaluator.Config{Workers: workers}, sb, nil, nil)
+	if err != nil {
+		return err
+	}
+	jobs := make([]evaluator.Job, 0, len(todo))
+	for _, t := range todo {
+		var cs []evaluator.Completion
+		for _, c := range r.completions[taskKey{t.Benchmark, t.ID}] {
+			cs = append(cs, evaluator.Completion{Text: c})
+		}
+		jobs = append(jobs, evaluator.Job{Task: *t, Completions: cs})
+	}
+	gr := r.startGrading(src, inRun)
+	defer gr.end(false)
+	// The runner serialises emit; a sample already recorded is dropped.
+	_, err = runner.RunJobs(ctx, jobs, gr.add)
+	if err != nil {
+		return err
+	}
+	gr.end(true)
 	return nil
 }
 
