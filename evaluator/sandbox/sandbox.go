@@ -591,11 +591,15 @@ func (cp *capture) isStarted() bool {
 // ErrEnvironment; otherwise the pass signal, pytest counts and exception.
 func (cp *capture) finish(res *Result, spec *Spec, nonce string) error {
 	if spec.Mode == ModeCommand {
+		cmd := strings.Join(spec.Command, " ")
+		if len(cmd) > 120 {
+			cmd = cmd[:120] + "..."
+		}
 		switch res.ExitCode {
 		case 127:
-			return fmt.Errorf("%w: test command %q not found (exit 127)", ErrEnvironment, spec.Command[0])
+			return fmt.Errorf("%w: test command not found (exit 127): %s", ErrEnvironment, cmd)
 		case 126:
-			return fmt.Errorf("%w: test command %q cannot be executed (exit 126)", ErrEnvironment, spec.Command[0])
+			return fmt.Errorf("%w: test command cannot be executed (exit 126): %s", ErrEnvironment, cmd)
 		}
 		return nil
 	}

@@ -205,7 +205,7 @@ func TestEnvironmentErrors(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		"command not found": {Spec{Mode: ModeCommand, SourceDir: dir, Command: []string{"/bin/sh", "-c", "no-such-test-runner"}}, "not found (exit 127)"},
+		"command not found": {Spec{Mode: ModeCommand, SourceDir: dir, Command: []string{"/bin/sh", "-c", "no-such-test-runner"}}, "test command not found (exit 127): /bin/sh -c no-such-test-runner"},
 		"not executable":    {Spec{Mode: ModeCommand, SourceDir: dir, Command: []string{"/bin/sh", "-c", "./mod.py"}}, "cannot be executed (exit 126)"},
 		"no entry point":    {Spec{Mode: ModeScript, SourceDir: dir, Target: "evaluate_repo.py"}, "test entry point evaluate_repo.py is missing"},
 		"no pytest":         {Spec{Mode: ModePytest, SourceDir: noPytest}, "pytest is not installed"},

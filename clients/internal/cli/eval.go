@@ -284,8 +284,13 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 		if given != nil {
 			results = given.resultsOf(r.results)
 		}
+		sum := summarize(results, ks)
+		if given != nil {
+			// Only the k every task has samples for, as the reference reports.
+			ks = slices.DeleteFunc(slices.Clone(ks), func(k int) bool { return !slices.Contains(presentKs(sum), k) })
+		}
 		fmt.Fprintln(env.Stdout)
-		writeTable(env.Stdout, summarize(results, ks), ks)
+		writeTable(env.Stdout, sum, ks)
 	}
 	if f.referenceFormat && given != nil {
 		if r.state.Errors > 0 {

@@ -5,14 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/infill-dev/infill/clients/internal/cli"
 	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/evaluator/metrics"
 	"github.com/infill-dev/infill/server/servertest"
 )
 
@@ -245,6 +251,28 @@ func TestEndToEndEvalRepository(t *testing.T) {
 		t.Errorf("verdicts %v", verdicts)
 	}
 
+	// The same file's tasks graded from a completions file, ids REPO/LINE:
+	// results and progress name the benchmark after the file ("erb").
+	completions := filepath.Join(root, "erb-completions.jsonl")
+	if err := os.WriteFile(completions, []byte(`{"task_id": "mini/1", "completion": "a - b"}`+"\n"+
+		`{"task_id": "mini/0", "completion": "a + b"}`+"\n"+`{"task_id": "mini/1", "completion": "b + a"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runTool(t.Context(), srv.Addr, "eval", "grade", "--execrepobench", erb, "--repos", root, completions)
+	if code != 0 || !strings.Contains(stderr, "erb: 2 tasks, 3 samples (given)") || !strings.Contains(stderr, "erb: 3/3 (100%)") {
+		t.Fatalf("grade --execrepobench: exit %d: %s", code, stderr)
+	}
+	graded := map[string]evaluator.Verdict{}
+	for _, r := range cli.ReadResults(t, filepath.Join(root, "erb-completions.results.jsonl")) {
+		if r.Benchmark != "erb" {
+			t.Errorf("benchmark %q, want the file's name, as progress says", r.Benchmark)
+		}
+		graded[fmt.Sprintf("%s#%d", r.TaskID, r.Sample)] = r.Verdict
+	}
+	if graded["mini/1#0"] != evaluator.VerdictFailed || graded["mini/0#0"] != evaluator.VerdictPassed || graded["mini/1#1"] != evaluator.VerdictPassed {
+		t.Errorf("graded %v", graded)
+	}
+
 	html := filepath.Join(root, "report.html")
 	code, _, stderr = runTool(t.Context(), srv.Addr, "eval", "report", "--html", html, out, erbOut)
 	if code != 0 {
@@ -252,5 +280,166 @@ func TestEndToEndEvalRepository(t *testing.T) {
 	}
 	if page, err := os.ReadFile(html); err != nil || !bytes.Contains(page, []byte("<svg")) {
 		t.Fatalf("report.html: %v", err)
+	}
+}
+
+// referenceHarness returns the human-eval-infilling reference harness
+// (../shared/reference) and infill's helper that calls it; it skips without
+// them or Debian's python3-numpy/python3-tqdm, and fails under CI=true.
+func referenceHarness(t *testing.T) (refDir, helper string) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	refDir = filepath.Join(root, "..", "shared", "reference", "human-eval-infilling")
+	helper = filepath.Join(root, "scripts", "evaluator", "refharness.py")
+	_, err := os.Stat(filepath.Join(refDir, "human_eval_infilling", "execution.py"))
+	if err == nil {
+		if out, perr := exec.Command("/usr/bin/python3", "-c", "import numpy, tqdm").CombinedOutput(); perr != nil {
+			err = fmt.Errorf("%v: %s (Debian python3-numpy python3-tqdm)", perr, out)
+		}
+	}
+	servertest.Require(t, err, "human-eval-infilling reference harness")
+	return refDir, helper
+}
+
+// TestEndToEndEvalGrade grades a samples.jsonl of five lines per task, in
+// shuffled order, through the real server and with --local: the verdicts
+// agree; the reference-format file, read back by the reference harness's
+// own reader, says the same per line; and the reference's pass@k estimator
+// over that file equals infill's pass@k.
+func TestEndToEndEvalGrade(t *testing.T) {
+	refDir, helper := referenceHarness(t)
+	srv := servertest.StartEval(t, "")
+	tasks, err := dataset.LoadHumanEval(filepath.Join(srv.HumanEvalDir, dataset.HumanEvalSingleLine.FileName()), dataset.HumanEvalSingleLine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks = tasks[:6]
+	var lines []string
+	for j, task := range tasks {
+		for i := range 5 {
+			c := task.Reference
+			if i >= j%6 { // task j: j of 5 right (task 5: all five)
+				c = task.Reference[:len(task.Reference)-len(strings.TrimLeft(task.Reference, " "))] + "raise ValueError('wrong middle')\n"
+			}
+			if j == 5 {
+				c = task.Reference
+			}
+			b, _ := json.Marshal(map[string]string{"task_id": task.ID, "completion": c})
+			lines = append(lines, string(b))
+		}
+	}
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(lines), func(a, b int) { lines[a], lines[b] = lines[b], lines[a] })
+	dir := t.TempDir()
+	samples := filepath.Join(dir, "samples.jsonl")
+	if err := os.WriteFile(samples, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runTool(t.Context(), srv.Addr, "eval", "grade", "--humaneval-dir", srv.HumanEvalDir, "--reference-format", "--k", "1,5,10", samples)
+	if code != 0 {
+		t.Fatalf("grade: exit %d: %s", code, stderr)
+	}
+	t.Logf("grade:\n%s%s", stdout, stderr)
+	results := cli.ReadResults(t, filepath.Join(dir, "samples.results.jsonl"))
+	if len(results) != 30 {
+		t.Fatalf("%d results", len(results))
+	}
+
+	// --local: the same verdicts from this process's own sandbox.
+	localOut := filepath.Join(dir, "local.jsonl")
+	code, _, stderr = runTool(t.Context(), srv.Addr, "eval", "grade", "--humaneval-dir", srv.HumanEvalDir, "--local", "--workers", "2", "-o", localOut, samples)
+	if code != 0 {
+		t.Fatalf("grade --local: exit %d: %s", code, stderr)
+	}
+	verdict := map[string]evaluator.Verdict{}
+	for _, r := range results {
+		verdict[fmt.Sprintf("%s#%d", r.TaskID, r.Sample)] = r.Verdict
+	}
+	for _, r := range cli.ReadResults(t, localOut) {
+		if v := verdict[fmt.Sprintf("%s#%d", r.TaskID, r.Sample)]; v != r.Verdict {
+			t.Errorf("%s #%d: server %s, --local %s", r.TaskID, r.Sample, v, r.Verdict)
+		}
+	}
+
+	// The reference harness's reader and estimator on the reference-format file.
+	out, err := exec.Command("/usr/bin/python3", helper, "read", refDir, samples+"_results.jsonl", "--k", "1,5,10").Output()
+	if err != nil {
+		t.Fatalf("reference reader: %v", err)
+	}
+	var ref struct {
+		Lines []struct {
+			TaskID string `json:"task_id"`
+			Passed bool   `json:"passed"`
+			Result string `json:"result"`
+		} `json:"lines"`
+		PassAtK map[string]float64 `json:"pass_at_k"`
+	}
+	if err := json.Unmarshal(out, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Lines) != len(lines) {
+		t.Fatalf("reference read %d lines of %d", len(ref.Lines), len(lines))
+	}
+	seen := map[string]int{}
+	for i, l := range ref.Lines {
+		var in map[string]string
+		json.Unmarshal([]byte(lines[i]), &in)
+		key := fmt.Sprintf("%s#%d", in["task_id"], seen[in["task_id"]])
+		seen[in["task_id"]]++
+		// A wrong middle fails with its ValueError, or, where it replaced a
+		// block's header, with the SyntaxError that leaves.
+		ok := l.Result == "passed"
+		if verdict[key] != evaluator.VerdictPassed {
+			ok = l.Result == "failed: wrong middle" || strings.HasPrefix(l.Result, "failed: unexpected indent (<string>, line ")
+		}
+		if l.TaskID != in["task_id"] || l.Passed != (verdict[key] == evaluator.VerdictPassed) || !ok {
+			t.Errorf("line %d: %+v, infill %s", i+1, l, verdict[key])
+		}
+	}
+	sum := metrics.Summarize(func() []metrics.Sample {
+		var s []metrics.Sample
+		for _, r := range results {
+			s = append(s, r.MetricsSample())
+		}
+		return s
+	}(), 1, 5, 10)
+	if _, ok := ref.PassAtK["pass@10"]; ok || len(ref.PassAtK) != 2 {
+		t.Errorf("reference pass@k %v: want pass@1 and pass@5 only", ref.PassAtK)
+	}
+	for _, k := range []int{1, 5} {
+		got, want := sum.Overall.PassAtK[k], ref.PassAtK[fmt.Sprintf("pass@%d", k)]
+		if math.Abs(got-want) > 1e-12 {
+			t.Errorf("pass@%d: infill %v, reference %v", k, got, want)
+		}
+	}
+	if _, ok := sum.Overall.PassAtK[10]; ok {
+		t.Error("infill reports pass@10 with 5 samples per task")
+	}
+}
+
+// TestEndToEndEvalGradeNoVerdict: a test command that is not there (exit
+// 127) is no verdict: not recorded, and grade exits 1 saying how many
+// samples and why.
+func TestEndToEndEvalGradeNoVerdict(t *testing.T) {
+	root := t.TempDir()
+	repo := miniRepo(t, root)
+	bench := filepath.Join(root, "broken.jsonl")
+	rec, _ := json.Marshal(map[string]any{"id": "add", "repository": repo, "target": "mathx.py",
+		"prefix": "def add(a, b):\n    return ", "suffix": "\n", "middle": "a + b", "level": "expression",
+		"test": map[string]any{"kind": "command", "command": []string{"sh", "-c", "no-such-test-runner"}}})
+	if err := os.WriteFile(bench, append(rec, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	samples := filepath.Join(root, "samples.jsonl")
+	if err := os.WriteFile(samples, []byte(`{"task_id": "add", "completion": "a + b"}`+"\n"+`{"task_id": "add", "completion": "b + a"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runTool(t.Context(), "unused:1", "eval", "grade", "--local", "--infill", bench, samples)
+	want := "infill: 2 samples reached no verdict (ERROR): 2 × sandbox: environment failure: test command not found (exit 127): sh -c no-such-test-runner\n"
+	if code != cli.ExitError || !strings.HasSuffix(stderr, want) {
+		t.Fatalf("exit %d, want 1 ending %q:\n%s", code, want, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "samples.results.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("a results file without results was left: %v", err)
 	}
 }
