@@ -301,7 +301,7 @@ func (sf *samplesFile) writeReference(results []evaluator.Result) error {
 		if r == nil {
 			return fmt.Errorf("%s: no result for %s sample %d", sf.referencePath(), l.taskID, l.sample)
 		}
-		result, _ := json.Marshal(r.ReferenceResult())
+		result := pythonJSONString(r.ReferenceResult())
 		passed, _ := json.Marshal(r.Passed())
 		fields := slices.DeleteFunc(slices.Clone(l.raw), func(f jsonField) bool { return f.key == "result" || f.key == "passed" })
 		fields = append(fields, jsonField{"result", result}, jsonField{"passed", passed})
@@ -318,4 +318,38 @@ func (sf *samplesFile) writeReference(results []evaluator.Result) error {
 		buf.WriteString("}\n")
 	}
 	return writeFileAtomic(sf.referencePath(), buf.Bytes())
+}
+
+// pythonJSONString encodes s as Python's json.dumps does by default: ASCII
+// only (\uXXXX, surrogate pairs beyond the BMP), "<", ">" and "&" as they
+// are.
+func pythonJSONString(s string) []byte {
+	var b bytes.Buffer
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r < 0x20 || r >= 0x7f && r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case r > 0xffff:
+			r -= 0x10000
+			fmt.Fprintf(&b, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.Bytes()
 }

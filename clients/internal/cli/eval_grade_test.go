@@ -142,3 +142,21 @@ func TestEvalGradeBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestPythonJSONString(t *testing.T) {
+	for in, want := range map[string]string{
+		"failed: unexpected indent (<string>, line 13)": `"failed: unexpected indent (<string>, line 13)"`,
+		"a\"b\\c\n\t\x01": `"a\"b\\c\n\t\u0001"`,
+		"é€😀":             `"\u00e9\u20ac\ud83d\ude00"`,
+		"\x7f":            `"\u007f"`,
+	} {
+		got := string(pythonJSONString(in))
+		if got != want {
+			t.Errorf("%q: %s, want %s", in, got, want)
+		}
+		var back string
+		if err := json.Unmarshal([]byte(got), &back); err != nil || back != in {
+			t.Errorf("%s does not decode back: %q %v", got, back, err)
+		}
+	}
+}
