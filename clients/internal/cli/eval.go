@@ -135,10 +135,7 @@ stderr is a terminal; otherwise a progress line is printed every
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.humanEvalDir, "humaneval-dir", "", "`DIR` of the HumanEval infilling .jsonl.gz files (default $INFILL_HUMANEVAL_DIR, else "+defaultHumanEvalDir+" when present)")
-	fl.StringVar(&f.execRepoBench, "execrepobench", "", "ExecRepoBench-format JSON-lines `FILE` (with --repos)")
-	fl.StringVar(&f.repos, "repos", "", "`DIR` holding one directory per ExecRepoBench repository")
-	fl.StringVar(&f.infillFile, "infill", "", "infill-format benchmark `FILE` (from 'infill eval mask')")
+	addSourceFlags(cmd, f, "(with --repos)", "(from 'infill eval mask')")
 	fl.BoolVar(&f.serverSide, "server-side", false, "run BENCHMARK as the server holds it (RunBenchmark)")
 	fl.StringVar(&f.runID, "run-id", "", "with --server-side: journal `ID` on the server, so the server resumes too")
 	fl.StringVarP(&f.results, "results", "o", "", "results `FILE` (JSON lines; default BENCHMARK.results.jsonl)")
@@ -151,12 +148,22 @@ stderr is a terminal; otherwise a progress line is printed every
 	fl.Int64Var(&f.seed, "seed", 0, "seed of sample 0; sample i uses seed+i (default: the server's)")
 	fl.BoolVar(&f.reference, "reference", false, "grade the benchmark's reference middles instead of generating (checks the harness and data)")
 	fl.IntVar(&f.maxErrors, "max-errors", 20, "stop after this many samples reach no verdict (0: never)")
-	fl.DurationVar(&f.sampleTimeout, "sample-timeout", 0, "wall-clock limit of one sample's tests (default: the server's)")
+	fl.StringVar(&f.completions, "completions", "", "grade the completions in `FILE` (task_id, completion per line) instead of generating: as 'infill eval grade'")
+	addGradeFlags(cmd, f)
+	return cmd
+}
+
+// addSourceFlags registers the flags that say where tasks come from and how
+// a run reports, shared by eval run and eval grade.
+func addSourceFlags(cmd *cobra.Command, f *evalRunFlags, erbNote, infillNote string) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.humanEvalDir, "humaneval-dir", "", "`DIR` of the HumanEval infilling .jsonl.gz files (default $INFILL_HUMANEVAL_DIR, else "+defaultHumanEvalDir+" when present)")
+	fl.StringVar(&f.execRepoBench, "execrepobench", "", "ExecRepoBench-format JSON-lines `FILE` "+erbNote)
+	fl.StringVar(&f.repos, "repos", "", "`DIR` holding one directory per ExecRepoBench repository")
+	fl.StringVar(&f.infillFile, "infill", "", "infill-format benchmark `FILE` "+infillNote)
+	fl.DurationVar(&f.sampleTimeout, "sample-timeout", 0, "limit of one sample's own run time, start-up not included (default: the benchmark's: 3s for HumanEval, the server's for repositories)")
 	fl.StringVar(&f.repoMap, "repo-map", "", "rewrite repository paths `LOCAL=REMOTE` for a server that sees them elsewhere")
 	fl.DurationVar(&f.every, "progress-every", 10*time.Second, "interval of progress lines when stderr is not a terminal")
-	fl.StringVar(&f.completions, "completions", "", "grade the completions in `FILE` (task_id, completion per line) instead of generating: as 'infill eval grade'")
-	addGradeFlags(fl, f)
-	return cmd
 }
 
 // evalSource is what a run grades, loaded on this machine (tasks) or held

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -74,25 +73,17 @@ line says how many and why.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.humanEvalDir, "humaneval-dir", "", "`DIR` of the HumanEval infilling .jsonl.gz files (default $INFILL_HUMANEVAL_DIR, else "+defaultHumanEvalDir+" when present)")
-	fl.StringVar(&f.execRepoBench, "execrepobench", "", "ExecRepoBench-format JSON-lines `FILE` the task ids refer to (with --repos)")
-	fl.StringVar(&f.repos, "repos", "", "`DIR` holding one directory per ExecRepoBench repository")
-	fl.StringVar(&f.infillFile, "infill", "", "infill-format benchmark `FILE` the task ids refer to")
+	addSourceFlags(cmd, f, "the task ids refer to (with --repos)", "the task ids refer to")
 	fl.StringVarP(&f.results, "results", "o", "", "results `FILE` (JSON lines; default FILE's stem + .results.jsonl)")
 	fl.StringVar(&f.ks, "k", "1,10,100", "comma-separated k of pass@k, each reported where every task has that many samples")
-	fl.DurationVar(&f.sampleTimeout, "sample-timeout", 0, "limit of one sample's own run time (default: the benchmark's, 3s for HumanEval)")
-	fl.StringVar(&f.repoMap, "repo-map", "", "rewrite repository paths `LOCAL=REMOTE` for a server that sees them elsewhere")
-	fl.DurationVar(&f.every, "progress-every", 10*time.Second, "interval of progress lines when stderr is not a terminal")
-	addGradeFlags(fl, f)
+	addGradeFlags(cmd, f)
 	f.samples = 1
 	return cmd
 }
 
 // addGradeFlags registers the flags of grading given completions.
-func addGradeFlags(fl interface {
-	BoolVar(*bool, string, bool, string)
-	IntVar(*int, string, int, string)
-}, f *evalRunFlags) {
+func addGradeFlags(cmd *cobra.Command, f *evalRunFlags) {
+	fl := cmd.Flags()
 	fl.BoolVar(&f.local, "local", false, "grade in this process's own sandbox instead of the server's")
 	fl.IntVar(&f.workers, "workers", runtime.NumCPU(), "with --local: samples graded at once")
 	fl.BoolVar(&f.referenceFormat, "reference-format", false, "also write FILE_results.jsonl as human-eval-infilling does")
