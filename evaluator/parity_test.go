@@ -87,7 +87,10 @@ func readSampleLines(t testing.TB, path string) []sampleLine {
 // human-eval-infilling reference harness itself, 2 workers each, and
 // requires the same verdict (passed or not) on every sample, and the same
 // result text ("passed", "failed: <message>", "timed out") wherever both
-// ran to an end rather than into a limit. -short grades every 8th line.
+// ran to an end rather than into a limit. The one tolerance: a slow program
+// that runs out of its 3 s (wall clock, in both harnesses) in one of them
+// only, on up to 1% of the samples, when the machine is loaded. -short
+// grades every 8th line.
 func TestReferenceParity(t *testing.T) {
 	refDir, helper := referenceHarness(t)
 	heDir := humanEvalDir(t)
@@ -159,7 +162,7 @@ func TestReferenceParity(t *testing.T) {
 	refTook := time.Since(start)
 
 	perTask := map[string]int{}
-	passed, agreeText, limits, guardFailed := 0, 0, 0, 0
+	passed, agreeText, limits, guardFailed, loadDependent := 0, 0, 0, 0, 0
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	n := 0
@@ -187,6 +190,16 @@ func TestReferenceParity(t *testing.T) {
 		}
 		got := res.ReferenceResult()
 		if res.Passed() != ref.Passed {
+			// On a loaded machine a program that needs a good part of the
+			// 3 s may pass in one harness and run out of time in the other:
+			// the limit is wall-clock time in both. Tolerated, and counted.
+			slow := got == "timed out" || res.ExecDuration > 300*time.Millisecond
+			if (got == "timed out" || ref.Result == "timed out") && slow {
+				t.Logf("%s (%s): infill %s after %v, reference %s: the time limit on a loaded machine",
+					key, l.Mutation, got, res.ExecDuration.Round(time.Millisecond), ref.Result)
+				loadDependent++
+				continue
+			}
 			t.Errorf("%s (%s): infill %s, reference %s\ncompletion %q\n%s", key, l.Mutation, got, ref.Result, l.Completion, res.StderrTail)
 			continue
 		}
@@ -210,6 +223,9 @@ func TestReferenceParity(t *testing.T) {
 	}
 	if n != len(lines) {
 		t.Fatalf("reference graded %d of %d samples", n, len(lines))
+	}
+	if loadDependent > n/100 {
+		t.Errorf("%d samples timed out in one harness only: more than the 1%% a loaded machine explains", loadDependent)
 	}
 	if guardFailed == 0 {
 		t.Error("no sample calling a function the guard disables failed: the set or the guard is wrong")

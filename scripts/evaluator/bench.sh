@@ -88,7 +88,7 @@ for set in canonical mutated; do
   timed "infill-$set" "$work/infill" eval grade --local --workers $workers --humaneval-dir "$data" \
     --reference-format -o "$work/infill-$set.journal.jsonl" "$work/$set.jsonl"
   inf_wall=$wall inf_cpu=$cpu inf_load=$load
-  parity=$("$python" - "$work/ref-$set.results.jsonl" "$work/$set.jsonl_results.jsonl" <<'EOF'
+  parity=$("$python" - "$work/ref-$set.results.jsonl" "$work/$set.jsonl_results.jsonl" "$work/differ.md" <<'EOF'
 import json, sys
 a = [json.loads(l) for l in open(sys.argv[1])]
 b = [json.loads(l) for l in open(sys.argv[2])]
@@ -98,6 +98,10 @@ verdicts = sum(x["passed"] != y["passed"] for x, y in zip(a, b))
 texts = sum(x["result"] != y["result"] for x, y in zip(a, b))
 timeouts = sum(x["result"] == "timed out" for x in a)
 print("%d passed, %d timed out (reference); %d verdicts differ, %d result texts differ" % (passed, timeouts, verdicts, texts))
+with open(sys.argv[3], "a") as notes:
+    for x, y in zip(a, b):
+        if x["result"] != y["result"]:
+            notes.write("- %s: reference `%s`, infill `%s`\n" % (x["task_id"], x["result"], y["result"]))
 EOF
 )
   rows+=$(printf '| %s | %d | %.1f s | %.1f | %s | %s | %.1f s | %.1f | %s | %s | **%.2f×** | %s |' \
@@ -116,5 +120,11 @@ commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!scripts/eva
   echo "| set | samples | reference wall | reference samples/s | reference CPU s | load | infill wall | infill samples/s | infill CPU s | load | speed-up | verdicts |"
   echo "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: | --- |"
   printf '%s' "$rows"
+  if [ -s "$work/differ.md" ]; then
+    echo
+    echo "Samples whose result differs (a limit reached at a different moment on a loaded machine shows here):"
+    echo
+    cat "$work/differ.md"
+  fi
 } > "$report"
 cat "$report"
