@@ -6,7 +6,7 @@
 #   canonical  the 1,033 single-line tasks' canonical middles (all pass);
 #   mutated    the project's 2,066 mutated single-line completions
 #              (evaluator/testdata/humaneval_single_line_mutated.jsonl.gz,
-#              made by mutate_humaneval.py; 6 of them loop until the limit).
+#              made by mutate_humaneval.py; a few, 6 to 8 per run, loop to the limit).
 #
 # The reference runs with its own command line (evaluate_functional_
 # correctness, --n_workers=2 --timeout=3.0) from a scratch copy of
