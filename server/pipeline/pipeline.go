@@ -321,7 +321,11 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 	}()
 	res, err := p.backend.Generate(ctx, ireq, onDelta)
 	done = true
-	p.release(t, ttft == 0 && (err != nil || budgetHit(res)), ireq)
+	// Abandoned before its first token by the client, a newer keystroke or
+	// the budget: the backend may still be evaluating the prompt. A backend
+	// error (down, stalled, restarting) is not that: health deals with it.
+	abandoned := ttft == 0 && (ctx.Err() != nil || budgetHit(res))
+	p.release(t, abandoned, ireq)
 	if err != nil {
 		return nil, err
 	}
