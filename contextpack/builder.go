@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/infill-dev/infill/contextpack/tokenizer"
+	"github.com/infill-dev/infill/internal/logctx"
 )
 
 // Qwen2.5-Coder control tokens used in prompts.
@@ -55,6 +56,7 @@ type Builder struct {
 	snaps    *snapshots // nil: snapshots off
 	lists    *listMemo
 	views    views
+	counts   counts
 }
 
 // NewBuilder returns a Builder; log may be nil.
@@ -104,8 +106,16 @@ func (b *Builder) Close() {
 	b.aopt.trees.close()
 }
 
-// Stats reports the cache's occupancy.
-func (b *Builder) Stats() Stats { return b.store.stats() }
+// Stats reports the cache's occupancy and how often requests found what
+// they referred to (digests, snapshots) and prompts in the memo.
+func (b *Builder) Stats() Stats {
+	s := b.store.stats()
+	c := &b.counts
+	s.DigestHits, s.DigestMisses = c.digestHits.Load(), c.digestMisses.Load()
+	s.SnapshotHits, s.SnapshotMisses = c.snapshotHits.Load(), c.snapshotMisses.Load()
+	s.PromptMemoHits, s.PromptsBuilt = c.memoHits.Load(), c.built.Load()
+	return s
+}
 
 // Budget returns the total token budget for a request: the request's own,
 // capped by the model context.
@@ -132,7 +142,7 @@ func (b *Builder) Build(ctx context.Context, req Request) (*Prompt, error) {
 	return b.build(ctx, req, StrategyFused)
 }
 
-func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*Prompt, error) {
+func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (_ *Prompt, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -142,8 +152,15 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 	if req.MaxNewTokens < 0 {
 		return nil, &ArgumentError{Field: "generation.max_tokens", Reason: "must be >= 0"}
 	}
-	var err error
 	sent := req.Files
+	lookups := 0
+	for i := range sent {
+		if !sent[i].HasContent && sent[i].Digest != "" {
+			lookups++
+		}
+	}
+	var memo bool
+	defer func(base bool) { b.counts.record(lookups, base, memo, err) }(req.Base != "")
 	if req.Files, err = b.applyEdits(req.Files); err != nil {
 		return nil, err
 	}
@@ -167,11 +184,11 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 		b.lists.put(req.RepoName, list)
 	}
 	var p *Prompt
-	var memo, ok bool
+	var ok bool
 	changed := 0
 	edited := false
 	if list == prev {
-		p, memo, ok, err = b.buildListed(&req, list, strategy)
+		p, memo, ok, err = b.buildListed(ctx, &req, list, strategy)
 		if !ok && err == nil {
 			// The cursor moved to another line: the index needs its view.
 			p, memo, changed, ok, err = b.buildEdited(ctx, &req, ti, digests, list, list, strategy)
@@ -194,7 +211,7 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 			p.Snapshot = list.id
 		}
 	}
-	b.log.Debug("contextpack: prompt built", zap.String("repo", req.RepoName), zap.String("path", req.Cursor.Path),
+	logctx.Debug(ctx, b.log, "contextpack: prompt built", zap.String("repo", req.RepoName), zap.String("path", req.Cursor.Path),
 		zap.Int("files", len(req.Files)), zap.Int("changed", changed), zap.Int("tokens", p.Tokens),
 		zap.Bool("listed", ok && !edited), zap.Bool("edited", edited), zap.Bool("memo", memo))
 	return p, nil
@@ -205,8 +222,8 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (*P
 // the index), analysed and indexed, so the request needs no store lookups,
 // analyses or index update, only its cursor. ok is false when the index
 // holds another list.
-func (b *Builder) buildListed(req *Request, list *fileList, strategy Strategy) (p *Prompt, memo, ok bool, err error) {
-	b.inRepo(req.RepoName, func(r *repoIndex) {
+func (b *Builder) buildListed(ctx context.Context, req *Request, list *fileList, strategy Strategy) (p *Prompt, memo, ok bool, err error) {
+	b.inRepo(ctx, req.RepoName, func(r *repoIndex) {
 		if ok = r.listed == list; !ok {
 			return
 		}
@@ -216,7 +233,7 @@ func (b *Builder) buildListed(req *Request, list *fileList, strategy Strategy) (
 			if ok = (r.view == nil || r.view == t) && t.holdsView(c.off); !ok {
 				return // another line: the update makes its view
 			}
-			p, memo, err = b.promptIn(r, t, req, c, strategy)
+			p, memo, err = b.promptIn(ctx, r, t, req, c, strategy)
 		}
 	})
 	return p, memo, ok, err
@@ -254,13 +271,13 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 	if len(missing) > 0 {
 		return nil, false, 0, false, nil
 	}
-	defer b.store.unpin(es)
+	defer b.store.unpin(es, logctx.Fields(ctx))
 	for k, i := range idx {
 		files[k] = reqFile{path: req.Files[i].Path, lang: list.ids[i], e: es[k]}
 	}
 	c, cerr := b.cursorBudget(es[cur].content, req)
 	if cerr == nil {
-		defer b.useView(req.RepoName, &files[cur], c.off)()
+		defer b.useView(ctx, req.RepoName, &files[cur], c.off)()
 		if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
 			if ctx.Err() != nil {
 				return nil, false, 0, true, ctx.Err()
@@ -269,7 +286,7 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 		}
 	}
 
-	b.inRepo(req.RepoName, func(r *repoIndex) {
+	b.inRepo(ctx, req.RepoName, func(r *repoIndex) {
 		// The index must hold no view but the cursor file's: an earlier
 		// cursor file's goes back to its text on the whole path.
 		if ok = r.listed == prev && (r.view == nil || r.view.path == files[cur].path); !ok {
@@ -277,7 +294,7 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 		}
 		if err = cerr; err == nil {
 			changed = b.reindex(r, files, false, list)
-			p, memo, err = b.promptIn(r, r.files[files[cur].path], req, c, strategy)
+			p, memo, err = b.promptIn(ctx, r, r.files[files[cur].path], req, c, strategy)
 		}
 	})
 	return p, memo, changed, ok, err
@@ -297,7 +314,7 @@ func (b *Builder) buildResolved(ctx context.Context, req *Request, ti int, diges
 	if len(missing) > 0 {
 		return nil, false, 0, missingContent(req.Files, missing)
 	}
-	defer b.store.unpin(es)
+	defer b.store.unpin(es, logctx.Fields(ctx))
 	c, err := b.cursorBudget(es[ti].content, req)
 	if err != nil {
 		return nil, false, 0, err
@@ -306,27 +323,28 @@ func (b *Builder) buildResolved(ctx context.Context, req *Request, ti int, diges
 	for i := range req.Files {
 		files[i] = reqFile{path: req.Files[i].Path, lang: list.ids[i], e: es[i]}
 	}
-	defer b.useView(req.RepoName, &files[ti], c.off)()
+	defer b.useView(ctx, req.RepoName, &files[ti], c.off)()
 	if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
 		return nil, false, 0, err
 	}
 
-	b.inRepo(req.RepoName, func(r *repoIndex) {
+	b.inRepo(ctx, req.RepoName, func(r *repoIndex) {
 		changed = b.reindex(r, files, true, list)
-		p, memo, err = b.promptIn(r, r.files[files[ti].path], req, c, strategy)
+		p, memo, err = b.promptIn(ctx, r, r.files[files[ti].path], req, c, strategy)
 	})
 	return p, memo, changed, err
 }
 
 // inRepo runs fn with the repository's index locked and kept from
 // eviction, then accounts the index's new size.
-func (b *Builder) inRepo(name string, fn func(r *repoIndex)) {
-	r := b.store.repo(name, newRepoIndex)
+func (b *Builder) inRepo(ctx context.Context, name string, fn func(r *repoIndex)) {
+	fields := logctx.Fields(ctx)
+	r := b.store.repo(name, newRepoIndex, fields)
 	r.mu.Lock()
 	defer func() {
 		size := r.memBytes()
 		r.mu.Unlock()
-		b.store.releaseRepo(r, size)
+		b.store.releaseRepo(r, size, fields)
 	}()
 	fn(r)
 }
@@ -364,13 +382,13 @@ func (b *Builder) cursorBudget(content string, req *Request) (cursorBudget, erro
 // promptIn returns the prompt for req from r (locked), whose index holds
 // the request's files; t is the cursor file's slot. A prompt already built
 // for the same inputs is reused (memo).
-func (b *Builder) promptIn(r *repoIndex, t *slot, req *Request, c cursorBudget, strategy Strategy) (*Prompt, bool, error) {
+func (b *Builder) promptIn(ctx context.Context, r *repoIndex, t *slot, req *Request, c cursorBudget, strategy Strategy) (*Prompt, bool, error) {
 	key := promptKey{t: t, an: t.an, real: t.real, version: r.version, off: c.off, budget: c.budget,
 		promptBudget: c.promptBudget, maxNew: req.MaxNewTokens, strategy: strategy}
 	if p := r.prompts.get(key); p != nil {
 		return p, true, nil
 	}
-	as := &assembly{b: b, r: r, t: t, req: req, off: c.off,
+	as := &assembly{b: b, r: r, t: t, req: req, off: c.off, logFields: logctx.Fields(ctx),
 		budget: c.budget, promptBudget: c.promptBudget, strategy: strategy}
 	p, err := as.run()
 	if err == nil {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"weak"
+
+	"go.uber.org/zap"
 )
 
 // assembly is one Build after the repository index is current. It runs
@@ -21,6 +23,7 @@ type assembly struct {
 	budget       int
 	promptBudget int
 	strategy     Strategy
+	logFields    []zap.Field // the call's (internal/logctx)
 
 	a         *analysis
 	cl        int32

@@ -97,7 +97,7 @@ func (as *assembly) render() (*Prompt, error) {
 	if tokens > as.promptBudget {
 		// The accounting above is exact by construction; this guards the
 		// budget promise against a bug rather than a real case.
-		b.log.Error("contextpack: prompt over budget", zap.Int("tokens", tokens), zap.Int("budget", as.promptBudget))
+		b.log.Error("contextpack: prompt over budget", append([]zap.Field{zap.Int("tokens", tokens), zap.Int("budget", as.promptBudget)}, as.logFields...)...)
 		return nil, fmt.Errorf("%w: internal accounting error (%d tokens for %d)", ErrBudget, tokens, as.promptBudget)
 	}
 

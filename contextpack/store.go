@@ -3,7 +3,9 @@ package contextpack
 import (
 	"container/list"
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 
 	"go.uber.org/zap"
 )
@@ -117,15 +119,16 @@ func (s *store) unpinLocked(e *entry) {
 	}
 }
 
-// unpin releases pins and evicts down to the cap.
-func (s *store) unpin(es []*entry) {
+// unpin releases pins and evicts down to the cap; fields name the call
+// (internal/logctx) in what the eviction logs.
+func (s *store) unpin(es []*entry, fields []zap.Field) {
 	s.mu.Lock()
 	for _, e := range es {
 		if e != nil {
 			s.unpinLocked(e)
 		}
 	}
-	s.evictLocked()
+	s.evictLocked(fields)
 	s.mu.Unlock()
 }
 
@@ -151,7 +154,7 @@ func (s *store) grow(e *entry, delta int64) {
 	s.mu.Unlock()
 }
 
-func (s *store) evictLocked() {
+func (s *store) evictLocked(fields []zap.Field) {
 	for s.used > s.capBytes {
 		if el := s.lru.Back(); el != nil {
 			e := el.Value.(*entry)
@@ -162,14 +165,14 @@ func (s *store) evictLocked() {
 			s.used -= e.size
 			continue
 		}
-		if !s.evictRepoLocked() {
+		if !s.evictRepoLocked(fields) {
 			return // everything left is in use by requests in flight
 		}
 	}
 }
 
 // evictRepoLocked drops the least recently used idle repository index.
-func (s *store) evictRepoLocked() bool {
+func (s *store) evictRepoLocked(fields []zap.Field) bool {
 	for el := s.repoLRU.Back(); el != nil; el = el.Prev() {
 		r := el.Value.(*repoIndex)
 		if r.inUse > 0 {
@@ -186,19 +189,19 @@ func (s *store) evictRepoLocked() bool {
 				}
 			}
 		}
-		s.log.Debug("contextpack: repository index evicted", zap.String("repo", r.key))
+		s.log.Debug("contextpack: repository index evicted", append([]zap.Field{zap.String("repo", r.key)}, fields...)...)
 		return true
 	}
 	return false
 }
 
 // repo returns the index for key, marked in use.
-func (s *store) repo(key string, newIndex func() *repoIndex) *repoIndex {
+func (s *store) repo(key string, newIndex func() *repoIndex, fields []zap.Field) *repoIndex {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.repos[key]
 	if r == nil {
-		for len(s.repos) >= s.maxRepos && s.evictRepoLocked() {
+		for len(s.repos) >= s.maxRepos && s.evictRepoLocked(fields) {
 		}
 		r = newIndex()
 		r.key = key
@@ -212,14 +215,14 @@ func (s *store) repo(key string, newIndex func() *repoIndex) *repoIndex {
 }
 
 // releaseRepo ends a request's use of r and accounts its new size.
-func (s *store) releaseRepo(r *repoIndex, size int64) {
+func (s *store) releaseRepo(r *repoIndex, size int64, fields []zap.Field) {
 	s.mu.Lock()
 	r.inUse--
 	if s.repos[r.key] == r {
 		s.used += size - r.size
 	}
 	r.size = size
-	s.evictLocked()
+	s.evictLocked(fields)
 	s.mu.Unlock()
 }
 
@@ -229,6 +232,52 @@ type Stats struct {
 	Repositories int
 	Bytes        int64
 	CapBytes     int64
+
+	// Counts since the Builder was made (Builder.Stats fills them).
+	// DigestHits and DigestMisses: files sent as a digest alone (edits
+	// included) whose content the store held, or did not (the client
+	// resends it).
+	DigestHits, DigestMisses uint64
+	// SnapshotHits and SnapshotMisses: requests built on a base snapshot
+	// held, or not held.
+	SnapshotHits, SnapshotMisses uint64
+	// PromptMemoHits: prompts reused from the memo of prompts built for
+	// the same inputs; PromptsBuilt: prompts assembled.
+	PromptMemoHits, PromptsBuilt uint64
+}
+
+// counts are the Builder's running totals behind Stats.
+type counts struct {
+	digestHits, digestMisses     atomic.Uint64
+	snapshotHits, snapshotMisses atomic.Uint64
+	memoHits, built              atomic.Uint64
+}
+
+// record counts one build: files sent as digests (lookups), whether it
+// named a base, and how it ended.
+func (c *counts) record(lookups int, base bool, memo bool, err error) {
+	var se *UnknownSnapshotError
+	var me *MissingContentError
+	switch {
+	case errors.As(err, &se):
+		c.snapshotMisses.Add(1)
+		return
+	case errors.As(err, &me):
+		c.digestMisses.Add(uint64(len(me.Paths)))
+		c.digestHits.Add(uint64(max(lookups-len(me.Paths), 0)))
+	case err != nil:
+		return
+	default:
+		c.digestHits.Add(uint64(lookups))
+		if memo {
+			c.memoHits.Add(1)
+		} else {
+			c.built.Add(1)
+		}
+	}
+	if base {
+		c.snapshotHits.Add(1)
+	}
 }
 
 func (s *store) stats() Stats {

@@ -198,3 +198,59 @@ func TestBuildAfterClose(t *testing.T) {
 		t.Fatal("Build after Close succeeded")
 	}
 }
+
+// Stats counts what requests found: digests held or not, a base held or
+// not, a prompt from the memo or assembled.
+func TestStatsCounts(t *testing.T) {
+	b := newTestBuilder(t, 4096)
+	ctx := context.Background()
+	fs := pyRepo(6, "a")
+	req := Request{RepoName: "r", Files: fs, Cursor: Cursor{Path: fs[2].Path, Line: 6, Column: 4}, MaxNewTokens: 16}
+	p, err := b.Build(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Stats{PromptsBuilt: 1}
+	check := func(what string) {
+		t.Helper()
+		s := b.Stats()
+		got := Stats{DigestHits: s.DigestHits, DigestMisses: s.DigestMisses, SnapshotHits: s.SnapshotHits,
+			SnapshotMisses: s.SnapshotMisses, PromptMemoHits: s.PromptMemoHits, PromptsBuilt: s.PromptsBuilt}
+		if got != want {
+			t.Fatalf("%s: %+v, want %+v", what, got, want)
+		}
+	}
+	check("content")
+	// The same files as digests (one with content): five hits, the same
+	// prompt from the memo.
+	req.Files = asDigests(fs, 2)
+	if _, err := b.Build(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	want.DigestHits, want.PromptMemoHits = 5, 1
+	check("digests")
+	// Two digests not held: two misses, the rest hits.
+	req.Files = asDigests(fs, 2)
+	req.Files[0].Digest, req.Files[1].Digest = Digest("x"), Digest("y")
+	var me *MissingContentError
+	if _, err := b.Build(ctx, req); !errors.As(err, &me) {
+		t.Fatalf("%v", err)
+	}
+	want.DigestHits, want.DigestMisses = 8, 2
+	check("missing")
+	// On the base the first build named: a hit; an unknown base: a miss.
+	if p.Snapshot == "" {
+		t.Skip("snapshots off")
+	}
+	if _, err := b.Build(ctx, Request{RepoName: "r", Base: p.Snapshot, Cursor: req.Cursor, MaxNewTokens: 16}); err != nil {
+		t.Fatal(err)
+	}
+	want.SnapshotHits, want.PromptMemoHits = 1, 2
+	check("base")
+	unknown := "snap:" + strings.Repeat("0", 64)
+	if _, err := b.Build(ctx, Request{RepoName: "r", Base: unknown, Cursor: req.Cursor, MaxNewTokens: 16}); !errors.Is(err, ErrUnknownSnapshot) {
+		t.Fatalf("%v", err)
+	}
+	want.SnapshotMisses = 1
+	check("unknown base")
+}

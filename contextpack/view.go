@@ -1,8 +1,11 @@
 package contextpack
 
 import (
+	"context"
 	"strings"
 	"sync"
+
+	"github.com/infill-dev/infill/internal/logctx"
 )
 
 // Typing views. Everything the cross-file context is chosen from (the
@@ -74,7 +77,7 @@ func (sl *slot) holdsView(off int) bool {
 // typing view: the view's content joins the store, pinned until release
 // is called. The path's last view is remembered, so that the keystrokes
 // of one line find it without building and hashing it again.
-func (b *Builder) useView(repo string, f *reqFile, off int) (release func()) {
+func (b *Builder) useView(ctx context.Context, repo string, f *reqFile, off int) (release func()) {
 	c := f.e.content
 	ls, le, line := cursorLine(c, off)
 	if ls == le {
@@ -86,7 +89,7 @@ func (b *Builder) useView(repo string, f *reqFile, off int) (release func()) {
 	b.views.mu.Unlock()
 	e := b.store.pinHeld(d)
 	if e != nil && !isView(e.content, c, ls, le) {
-		b.store.unpin([]*entry{e})
+		b.store.unpin([]*entry{e}, logctx.Fields(ctx))
 		e = nil
 	}
 	if e == nil {
@@ -102,7 +105,7 @@ func (b *Builder) useView(repo string, f *reqFile, off int) (release func()) {
 	}
 	es := []*entry{e}
 	f.real, f.e, f.line = f.e, es[0], line
-	return func() { b.store.unpin(es) }
+	return func() { b.store.unpin(es, logctx.Fields(ctx)) }
 }
 
 // maxViews bounds the remembered views (one per repository and path).

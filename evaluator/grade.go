@@ -12,6 +12,7 @@ import (
 
 	"github.com/infill-dev/infill/evaluator/metrics"
 	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/internal/logctx"
 	"go.uber.org/zap"
 )
 
@@ -137,7 +138,7 @@ func grade(ctx context.Context, log *zap.Logger, ex Executor, cfg *Config, t *Ta
 		EditSimilarity: metrics.EditSimilarity(c.Text, t.Reference),
 	}
 	fail := func(err error) (Result, error) {
-		res.Verdict, res.Error = VerdictError, errorText(log, t, sample, err)
+		res.Verdict, res.Error = VerdictError, errorText(ctx, log, t, sample, err)
 		return res, nil
 	}
 	if err := t.Validate(); err != nil {
@@ -259,13 +260,13 @@ func tail(s string, n int) string {
 // errorText is a sample's error as its Result reports it, to the client
 // too: without the server's paths or the detail of a sandbox that failed
 // to start (ClientMessage), which the log keeps.
-func errorText(log *zap.Logger, t *Task, sample int, err error) string {
+func errorText(ctx context.Context, log *zap.Logger, t *Task, sample int, err error) string {
 	if errors.Is(err, sandbox.ErrSetup) {
 		err = &HiddenError{Public: "sandbox: setup failed (the server's log has the detail)", Err: err}
 	}
 	msg := ClientMessage(err)
 	if msg != err.Error() {
-		log.Warn("sample error, reported without the server's detail", zap.String("task", t.ID),
+		logctx.From(ctx, log).Warn("sample error, reported without the server's detail", zap.String("task", t.ID),
 			zap.String("benchmark", t.Benchmark), zap.Int("sample", sample), zap.Error(err))
 	}
 	return msg

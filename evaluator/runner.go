@@ -167,23 +167,23 @@ func (r *Runner) Grade(ctx context.Context, t Task, sample int, c *Completion) (
 func (r *Runner) grade(ctx context.Context, completer Completer, t Task, sample int, c *Completion) (Result, error) {
 	if c == nil {
 		if completer == nil {
-			return errorResult(r.log, &t, sample, ErrNoCompleter), nil
+			return errorResult(ctx, r.log, &t, sample, ErrNoCompleter), nil
 		}
 		got, err := completer.Complete(ctx, t, sample)
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
 		if err != nil {
-			return errorResult(r.log, &t, sample, fmt.Errorf("completion: %w", err)), nil
+			return errorResult(ctx, r.log, &t, sample, fmt.Errorf("completion: %w", err)), nil
 		}
 		c = &got
 	}
 	return grade(ctx, r.log, r.exec, &r.cfg, &t, sample, *c)
 }
 
-func errorResult(log *zap.Logger, t *Task, sample int, err error) Result {
+func errorResult(ctx context.Context, log *zap.Logger, t *Task, sample int, err error) Result {
 	return Result{TaskID: t.ID, Benchmark: t.Benchmark, Level: t.Level, Sample: sample,
-		Verdict: VerdictError, Error: errorText(log, t, sample, err), ExitCode: -1}
+		Verdict: VerdictError, Error: errorText(ctx, log, t, sample, err), ExitCode: -1}
 }
 
 // RunJobs is Run over a slice.

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infill-dev/infill/internal/logctx"
 	"github.com/ollama/ollama/api"
 	"go.uber.org/zap"
 )
@@ -498,7 +499,7 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 		}
 	}
 	c.Text = text.String()
-	o.log.Debug("candidate done", zap.String("model", model), zap.Int("candidate", idx),
+	logctx.Debug(ctx, o.log, "candidate done", zap.String("model", model), zap.Int("candidate", idx),
 		zap.Stringer("finish", c.Finish), zap.Int("tokens", c.Tokens),
 		zap.Int("prompt_eval", metrics.PromptEvalCount))
 	return c, metrics, nil

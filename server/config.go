@@ -24,6 +24,13 @@ type Config struct {
 	// HTTP configures the HTTP surfaces; its body limit is MaxRecvMsgBytes
 	// and its model figures come from the backend.
 	HTTP httpapi.Config
+	// MetricsListenAddr is where the Prometheus metrics are served
+	// (/metrics); "" serves none (the default: they name models, methods
+	// and load, so exposing them is a choice). They check no credentials:
+	// beyond loopback only with Insecure.
+	MetricsListenAddr string
+	// Pprof adds the Go profiler (/debug/pprof/) to the metrics listener.
+	Pprof bool
 	// MaxRecvMsgBytes caps one request (a repository's files travel in it).
 	MaxRecvMsgBytes int
 	MaxSendMsgBytes int
@@ -106,6 +113,9 @@ func (c Config) Validate() error {
 	if c.ListenAddr == "" {
 		errs = append(errs, errors.New("server: ListenAddr is empty"))
 	}
+	if c.Pprof && c.MetricsListenAddr == "" {
+		errs = append(errs, errors.New("server: Pprof is served on the metrics listener: it needs MetricsListenAddr"))
+	}
 	if c.MaxRecvMsgBytes < 1<<20 || c.MaxSendMsgBytes < 1<<20 {
 		errs = append(errs, errors.New("server: message limits must be at least 1 MiB"))
 	}
@@ -134,6 +144,12 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, CheckListen("--listen", c.ListenAddr, c.Authenticated(), c.Insecure),
 		CheckListen("--http-listen", c.HTTPListenAddr, c.Authenticated(), c.Insecure))
+	// The metrics listener checks no credentials, whatever the others do.
+	if a := c.MetricsListenAddr; a != "" && !IsLoopback(a) && !c.Insecure {
+		errs = append(errs, fmt.Errorf("--metrics-listen %s is not a loopback address, and the metrics (and profiler) "+
+			"endpoints check no credentials: listen on 127.0.0.1 (scrape from elsewhere through an SSH tunnel or an "+
+			"authenticating proxy), or pass --insecure to serve them anyway", a))
+	}
 	// A request that asks for the default number of tokens must leave room
 	// for a prompt, or every such request would fail.
 	need := c.Inference.DefaultMaxTokens + c.Context.MinPromptTokens

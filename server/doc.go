@@ -9,4 +9,9 @@
 // (status.go) and convert the result. security.go also holds the listen
 // check every listener of infill-server passes (CheckListen) and the
 // evaluation switch.
+//
+// It also wires observability: every call's request id (a response header,
+// x-request-id, and the request_id field of every line logged for it, via
+// internal/logctx), and the Prometheus metrics of server/metrics, served on
+// their own listener (ServeMetrics) with pprof when configured.
 package server

@@ -16,6 +16,7 @@ import (
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/metrics"
 	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/internal/logctx"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
@@ -121,7 +122,7 @@ func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer, ex e
 			}
 			if err == nil {
 				var job evaluator.Job
-				if job, err = s.toJob(req, next); err != nil {
+				if job, err = s.toJob(ctx, req, next); err != nil {
 					err = annotate(ctx, s.log, err, fmt.Sprintf("request %d (task %q)", i, req.GetTask().GetTaskId()))
 				} else {
 					select {
@@ -138,6 +139,7 @@ func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer, ex e
 		}
 	}()
 	report, runErr := runner.Run(ctx, jobs, func(r evaluator.Result) error {
+		s.metrics.Verdict(string(r.Verdict))
 		return stream.Send(&infillv1.EvaluateResponse{Event: &infillv1.EvaluateResponse_Result{Result: toSampleResult(&r)}})
 	})
 	cancel()
@@ -214,6 +216,7 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	start := time.Now()
 	prog := &infillv1.Progress{Total: uint32(len(tasks) * samples), Done: uint32(resumed), Resumed: uint32(resumed)}
 	report, err := runner.RunJobs(ctx, jobs, func(r evaluator.Result) error {
+		s.metrics.Verdict(string(r.Verdict))
 		prog.Done++
 		if r.Passed() {
 			prog.Passed++
@@ -227,7 +230,7 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	if err != nil {
 		return journalError(req.GetRunId(), err)
 	}
-	s.log.Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.Int("tasks", len(tasks)),
+	logctx.From(ctx, s.log).Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.Int("tasks", len(tasks)),
 		zap.Int("graded", report.Graded), zap.Int("resumed", report.Resumed), zap.Duration("elapsed", time.Since(start)))
 	return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{Summary: toSummary(report)}})
 }
@@ -327,7 +330,7 @@ func (p *pipelineCompleter) Complete(ctx context.Context, t evaluator.Task, samp
 
 // toJob converts and checks one Evaluate request. next holds, per task of
 // the stream, the number its next sample gets.
-func (s *Server) toJob(req *infillv1.EvaluateRequest, next map[string]int) (evaluator.Job, error) {
+func (s *Server) toJob(ctx context.Context, req *infillv1.EvaluateRequest, next map[string]int) (evaluator.Job, error) {
 	pt := req.GetTask()
 	if pt == nil {
 		return evaluator.Job{}, invalid("task", "required")
@@ -350,7 +353,7 @@ func (s *Server) toJob(req *infillv1.EvaluateRequest, next map[string]int) (eval
 	case *infillv1.EvalTask_Program:
 		t.Exec.Kind, t.Exec.Epilogue = evaluator.ExecProgram, x.Program.GetEpilogue()
 	case *infillv1.EvalTask_Repository:
-		dir, err := s.repoDir(x.Repository.GetRepository())
+		dir, err := s.repoDir(ctx, x.Repository.GetRepository())
 		if err != nil {
 			return evaluator.Job{}, err
 		}
@@ -402,7 +405,7 @@ func taskKey(t evaluator.Task) string { return t.Benchmark + "\x00" + t.ID }
 
 // repoDir resolves a repository named by a client: inside an allowed root,
 // never outside (symbolic links included).
-func (s *Server) repoDir(name string) (string, error) {
+func (s *Server) repoDir(ctx context.Context, name string) (string, error) {
 	if len(s.cfg.Eval.RepoRoots) == 0 {
 		return "", status.Error(codes.PermissionDenied, "the server allows no repository tasks (start it with --eval-repo-root DIR)")
 	}
@@ -420,7 +423,7 @@ func (s *Server) repoDir(name string) (string, error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		// The error names the path on the server: the log keeps it.
-		s.log.Info("repository task: no such repository", zap.String("repository", name), zap.Error(err))
+		logctx.From(ctx, s.log).Info("repository task: no such repository", zap.String("repository", name), zap.Error(err))
 		reason := fmt.Sprintf("%q: no such repository under the server's allowed roots", name)
 		if !errors.Is(err, fs.ErrNotExist) {
 			reason = fmt.Sprintf("%q: %s", name, evaluator.ClientMessage(err))

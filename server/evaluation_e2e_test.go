@@ -34,7 +34,8 @@ func startEval(t *testing.T) (*harness, string) {
 }
 
 func TestEvaluateStream(t *testing.T) {
-	h, dir := startEval(t)
+	srv := servertest.StartEval(t, "")
+	h, dir := dial(t, srv.Server), srv.HumanEvalDir
 	tasks, err := dataset.LoadHumanEval(filepath.Join(dir, dataset.HumanEvalSingleLine.FileName()), dataset.HumanEvalSingleLine)
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +122,16 @@ func TestEvaluateStream(t *testing.T) {
 	// Each task has 1 pass in 3 samples: unbiased pass@1 = 1/3.
 	if p1 < 0.333 || p1 > 0.334 {
 		t.Fatalf("pass@1 = %v, want 1/3", p1)
+	}
+	// The metrics count the verdicts the summary reports.
+	f := srv.Scrape(t)
+	if got := f.Value("infill_sandbox_verdicts_total"); got != 11 {
+		t.Errorf("infill_sandbox_verdicts_total = %v, want 11", got)
+	}
+	for v, n := range summary.Overall.Verdicts {
+		if got := f.Value("infill_sandbox_verdicts_total", "verdict", v); got != float64(n) {
+			t.Errorf("verdict %s: %v in the metrics, %d in the summary", v, got, n)
+		}
 	}
 }
 

@@ -16,9 +16,11 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/internal/logctx"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"github.com/infill-dev/infill/server/auth"
 	"github.com/infill-dev/infill/server/httpapi"
+	"github.com/infill-dev/infill/server/metrics"
 	"github.com/infill-dev/infill/server/pipeline"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -27,6 +29,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/stats"
@@ -65,6 +68,12 @@ type Server struct {
 	tls    *tls.Config
 	// healthServices are the services whose health follows the backend.
 	healthServices []string
+	metrics        *metrics.Metrics
+	// metricsHTTP serves the metrics (and pprof) on ServeMetrics.
+	metricsHTTP *http.Server
+	// methods are the gRPC methods registered when Serve began, for
+	// bounded metric labels (a client may name any method).
+	methods atomic.Pointer[map[string]bool]
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -91,15 +100,21 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	m := metrics.New()
 	pcfg := pipeline.DefaultConfig()
 	pcfg.MaxFiles, pcfg.MaxIDBytes, pcfg.Admission = cfg.MaxFiles, maxIDBytes, cfg.Admission
-	pipe, err := pipeline.New(pcfg, deps.Builder, deps.Backend, log)
+	pipe, err := pipeline.New(pcfg, deps.Builder, deps.Backend, log, pipeline.WithObserver(m))
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, deps: deps, pipe: pipe, guard: guard, tls: tc, health: health.NewServer(), stop: make(chan struct{})}
-	unary := []grpc.UnaryServerInterceptor{unaryRecover(log)}
-	stream := []grpc.StreamServerInterceptor{streamRecover(log)}
+	cs, _ := deps.Builder.(metrics.ContextStats)
+	m.Watch(pipe, cs)
+	s := &Server{cfg: cfg, log: log, deps: deps, pipe: pipe, guard: guard, tls: tc, metrics: m, health: health.NewServer(),
+		stop: make(chan struct{})}
+	// Metrics outermost (a refused or panicking call is counted), the
+	// request id's header before anything can refuse the call.
+	unary := []grpc.UnaryServerInterceptor{m.UnaryServerInterceptor(), unaryRequestID, unaryRecover(log)}
+	stream := []grpc.StreamServerInterceptor{m.StreamServerInterceptor(), streamRequestID, streamRecover(log)}
 	if guard.Enabled() {
 		unary, stream = append(unary, s.authUnary), append(stream, s.authStream)
 	}
@@ -125,7 +140,7 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	if guard.Enabled() {
 		hguard = guard
 	}
-	hh, err := httpapi.New(hcfg, pipe, deps.Workspaces, hguard, log.Named("http"))
+	hh, err := httpapi.New(hcfg, pipe, deps.Workspaces, hguard, log.Named("http"), httpapi.WithObserver(m))
 	if err != nil {
 		pipe.Close()
 		return nil, err
@@ -137,6 +152,11 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 		TLSConfig:         tc,
+	}
+	s.metricsHTTP = &http.Server{
+		Handler:           m.Handler(cfg.Pprof),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          zap.NewStdLog(log.Named("metrics")),
 	}
 	infillv1.RegisterCompletionServiceServer(s.grpc, &completionService{s: s})
 	s.healthServices = []string{"", infillv1.CompletionService_ServiceDesc.ServiceName}
@@ -161,8 +181,19 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 // Serve.
 func (s *Server) GRPC() *grpc.Server { return s.grpc }
 
+// Metrics returns the server's metrics (ServeMetrics serves them).
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
+
 // Serve watches backend health and serves on lis until Shutdown.
 func (s *Server) Serve(lis net.Listener) error {
+	methods := map[string]bool{}
+	for svc, info := range s.grpc.GetServiceInfo() {
+		for _, m := range info.Methods {
+			methods["/"+svc+"/"+m.Name] = true
+		}
+	}
+	s.methods.Store(&methods)
+	s.metrics.InitializeGRPC(s.grpc)
 	s.watchWG.Add(1)
 	go s.watchHealth()
 	s.log.Info("serving", zap.String("addr", lis.Addr().String()))
@@ -178,6 +209,16 @@ func (s *Server) ServeHTTP(lis net.Listener) error {
 		serve = func(l net.Listener) error { return s.http.ServeTLS(l, "", "") }
 	}
 	if err := serve(lis); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// ServeMetrics serves the Prometheus metrics at /metrics (and, with
+// Config.Pprof, the Go profiler at /debug/pprof/) on lis until Shutdown.
+func (s *Server) ServeMetrics(lis net.Listener) error {
+	s.log.Info("serving metrics", zap.String("addr", lis.Addr().String()), zap.Bool("pprof", s.cfg.Pprof))
+	if err := s.metricsHTTP.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
@@ -202,6 +243,8 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}()
 	t := time.NewTimer(s.cfg.ShutdownGrace)
 	defer t.Stop()
+	// Metrics last: a scrape can still see the calls end.
+	defer func() { _ = s.metricsHTTP.Close() }()
 	defer s.pipe.Close() // after the calls: their abandoned requests' probes
 	select {
 	case <-done:
@@ -255,6 +298,7 @@ func (s *Server) watchHealth() {
 			return
 		}
 		serving = ok
+		s.metrics.BackendUp(ok)
 		st := healthpb.HealthCheckResponse_NOT_SERVING
 		if ok {
 			st = healthpb.HealthCheckResponse_SERVING
@@ -517,6 +561,11 @@ func (h rpcLog) HandleRPC(ctx context.Context, st stats.RPCStats) {
 			fields = append(fields, zap.String("token", name))
 		}
 		h.s.logCall(st.Error, fields)
+		method := ri.method
+		if m := h.s.methods.Load(); m == nil || !(*m)[method] {
+			method = "unknown" // a client may name any method
+		}
+		h.s.metrics.GRPCRequest(method, status.Code(st.Error))
 	}
 }
 
@@ -545,11 +594,28 @@ func callerFields(req any) []zap.Field {
 	return []zap.Field{zap.String("client_id", r.GetClientId()), zap.String("session_id", r.GetSessionId())}
 }
 
+// requestIDHeader is the response header that carries a call's request
+// id (the same as the HTTP surfaces' X-Request-Id), for a client to quote.
+const requestIDHeader = "x-request-id"
+
+// unaryRequestID and streamRequestID send the request id in the response
+// header metadata (sent with the first response message, or with the
+// status of a call that fails first).
+func unaryRequestID(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	_ = grpc.SetHeader(ctx, metadata.Pairs(requestIDHeader, requestID(ctx)))
+	return h(ctx, req)
+}
+
+func streamRequestID(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	_ = ss.SetHeader(metadata.Pairs(requestIDHeader, requestID(ss.Context())))
+	return h(srv, ss)
+}
+
 func unaryRecover(log *zap.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				log.Error("panic in handler", zap.String("method", info.FullMethod), zap.Any("panic", r),
+				logctx.From(ctx, log).Error("panic in handler", zap.String("method", info.FullMethod), zap.Any("panic", r),
 					zap.ByteString("stack", debug.Stack()))
 				resp, err = nil, status.Error(codes.Internal, "internal error (request "+requestID(ctx)+")")
 			}
@@ -562,7 +628,7 @@ func streamRecover(log *zap.Logger) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
-				log.Error("panic in handler", zap.String("method", info.FullMethod), zap.Any("panic", r),
+				logctx.From(ss.Context(), log).Error("panic in handler", zap.String("method", info.FullMethod), zap.Any("panic", r),
 					zap.ByteString("stack", debug.Stack()))
 				err = status.Error(codes.Internal, "internal error (request "+requestID(ss.Context())+")")
 			}

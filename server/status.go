@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/infill-dev/infill/internal/logctx"
 	"github.com/infill-dev/infill/server/pipeline"
 	"go.uber.org/zap"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -17,7 +18,7 @@ import (
 // toStatus maps a domain error to a gRPC status: pipeline.Classify sorts
 // the error, and this is the one table from its kinds to codes. Detail the
 // client is not shown (the server's paths) is logged with the call's
-// request id.
+// request id (ctx's log fields, internal/logctx).
 func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 	if err == nil {
 		return nil
@@ -27,7 +28,7 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 	}
 	c := pipeline.Classify(err)
 	if c.Hidden && c.Kind != pipeline.KindInternal && log != nil {
-		log.Info("error detail not shown to the client", zap.String("request_id", requestID(ctx)), zap.Error(err))
+		logctx.From(ctx, log).Info("error detail not shown to the client", zap.Error(err))
 	}
 	switch c.Kind {
 	case pipeline.KindInvalidArgument:
@@ -50,7 +51,7 @@ func toStatus(ctx context.Context, log *zap.Logger, err error) error {
 		})
 	case pipeline.KindInternal:
 		if log != nil {
-			log.Error("unclassified error", zap.String("request_id", requestID(ctx)), zap.Error(err))
+			logctx.From(ctx, log).Error("unclassified error", zap.Error(err))
 		}
 		return status.Error(codes.Internal, "internal error: "+c.Message)
 	}

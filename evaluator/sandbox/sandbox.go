@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infill-dev/infill/internal/logctx"
 	"go.uber.org/zap"
 )
 
@@ -434,7 +435,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	defer func() {
 		if err := removeTree(runDir); err != nil {
-			s.log.Warn("sandbox: removing run directory", zap.String("dir", runDir), zap.Error(err))
+			logctx.From(ctx, s.log).Warn("sandbox: removing run directory", zap.String("dir", runDir), zap.Error(err))
 		}
 	}()
 	work := filepath.Join(runDir, "work")

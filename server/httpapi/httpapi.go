@@ -35,6 +35,17 @@ type Completer interface {
 	Complete(ctx context.Context, req *pipeline.Request, st pipeline.Stream) (*pipeline.Result, error)
 }
 
+// Observer is told about every request once it has ended (server/metrics):
+// its surface (dialect), the route pattern it matched ("other" for none)
+// and its status.
+type Observer interface {
+	HTTPRequest(surface, route string, status int)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) HTTPRequest(string, string, int) {}
+
 // Config configures the HTTP surfaces.
 type Config struct {
 	// MaxBodyBytes caps a request body (413 beyond it).
@@ -77,6 +88,7 @@ type Handler struct {
 	pipe  Completer
 	ws    Workspaces
 	guard Guard
+	obs   Observer
 	log   *zap.Logger
 	mux   *http.ServeMux
 	// dialects are the surfaces of the mux's patterns, for errors written
@@ -84,10 +96,16 @@ type Handler struct {
 	dialects map[string]dialect
 }
 
+// Option adjusts New.
+type Option func(*Handler)
+
+// WithObserver has the handler tell obs about every request.
+func WithObserver(obs Observer) Option { return func(h *Handler) { h.obs = obs } }
+
 // New returns the handler for all surfaces; ws may be nil (no workspace
 // mode), guard may be nil (no tokens: every request is admitted), log may
 // be nil.
-func New(cfg Config, pipe Completer, ws Workspaces, guard Guard, log *zap.Logger) (*Handler, error) {
+func New(cfg Config, pipe Completer, ws Workspaces, guard Guard, log *zap.Logger, opts ...Option) (*Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -97,7 +115,14 @@ func New(cfg Config, pipe Completer, ws Workspaces, guard Guard, log *zap.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
-	h := &Handler{cfg: cfg, pipe: pipe, ws: ws, guard: guard, log: log, mux: http.NewServeMux(), dialects: map[string]dialect{}}
+	h := &Handler{cfg: cfg, pipe: pipe, ws: ws, guard: guard, obs: nopObserver{}, log: log, mux: http.NewServeMux(),
+		dialects: map[string]dialect{}}
+	for _, o := range opts {
+		o(h)
+	}
+	if h.obs == nil {
+		h.obs = nopObserver{}
+	}
 	h.routes()
 	return h, nil
 }
@@ -173,7 +198,8 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (done func(), ok
 }
 
 // ServeHTTP gives the request its id and size limit, checks its token,
-// recovers a panic and logs one line when the request has ended.
+// recovers a panic, and logs one line and tells the Observer when the
+// request has ended.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := newRequestID()
@@ -193,6 +219,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(rw, r, info.dialect, &httpError{status: http.StatusInternalServerError, msg: "internal error (request " + id + ")"})
 			}
 		}
+		// The mux's pattern, also for a request refused before the mux
+		// ran (its token).
+		route := r.Pattern
+		if route == "" {
+			_, route = h.mux.Handler(r)
+		}
+		if route == "" {
+			route = "other"
+		}
+		h.obs.HTTPRequest(info.dialect.String(), route, rw.statusCode())
 		fields := []zap.Field{
 			zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.String("surface", info.dialect.String()),
 			zap.String("request_id", id), zap.Int("status", rw.statusCode()), zap.Duration("duration", time.Since(start)),

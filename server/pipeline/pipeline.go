@@ -15,10 +15,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/internal/logctx"
 	"go.uber.org/zap"
 )
 
@@ -176,8 +178,10 @@ type Pipeline struct {
 	builder  Builder
 	backend  Backend
 	log      *zap.Logger
+	obs      Observer
 	gate     *gate
 	sessions *sessions
+	inflight [2]atomic.Int64 // Complete calls under way, by Class
 
 	// Probes of abandoned requests run in the background until Close.
 	bgCtx    context.Context
@@ -187,8 +191,14 @@ type Pipeline struct {
 	closed   bool
 }
 
+// Option adjusts New.
+type Option func(*Pipeline)
+
+// WithObserver has the pipeline tell obs what each completion did.
+func WithObserver(obs Observer) Option { return func(p *Pipeline) { p.obs = obs } }
+
 // New returns a pipeline over builder and backend; log may be nil.
-func New(cfg Config, builder Builder, backend Backend, log *zap.Logger) (*Pipeline, error) {
+func New(cfg Config, builder Builder, backend Backend, log *zap.Logger, opts ...Option) (*Pipeline, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -198,8 +208,14 @@ func New(cfg Config, builder Builder, backend Backend, log *zap.Logger) (*Pipeli
 	if log == nil {
 		log = zap.NewNop()
 	}
-	p := &Pipeline{cfg: cfg, builder: builder, backend: backend, log: log,
+	p := &Pipeline{cfg: cfg, builder: builder, backend: backend, log: log, obs: nopObserver{},
 		gate: newGate(cfg.Admission), sessions: newSessions(cfg.MaxSessions)}
+	for _, o := range opts {
+		o(p)
+	}
+	if p.obs == nil {
+		p.obs = nopObserver{}
+	}
 	p.bgCtx, p.bgCancel = context.WithCancel(context.Background())
 	return p, nil
 }
@@ -219,6 +235,24 @@ func (p *Pipeline) Backend() Backend { return p.backend }
 // *OverloadError.
 func (p *Pipeline) Complete(ctx context.Context, req *Request, st Stream) (*Result, error) {
 	start := time.Now()
+	class := req.Class
+	if class != Evaluation {
+		class = Interactive
+	}
+	p.inflight[class].Add(1)
+	defer p.inflight[class].Add(-1)
+	o := Outcome{Surface: req.Surface, Class: class}
+	res, err := p.run(ctx, req, st, start, &o)
+	o.Err, o.Cause, o.Shed, o.Total = err, cause(ctx, err, res), errors.Is(err, ErrOverloaded), time.Since(start)
+	if res != nil {
+		o.Reused, o.CompletionTokens = res.Reused, res.CompletionTokens
+	}
+	p.obs.Completed(o)
+	return res, err
+}
+
+// run is Complete after the bookkeeping: o gets the stages reached.
+func (p *Pipeline) run(ctx context.Context, req *Request, st Stream, start time.Time, o *Outcome) (*Result, error) {
 	if err := p.validate(req); err != nil {
 		return nil, err
 	}
@@ -228,14 +262,14 @@ func (p *Pipeline) Complete(ctx context.Context, req *Request, st Stream) (*Resu
 		ctx, end = p.sessions.begin(ctx, key)
 		defer end()
 	}
-	res, err := p.complete(ctx, req, st, key, start)
+	res, err := p.complete(ctx, req, st, key, start, o)
 	if err != nil && errors.Is(context.Cause(ctx), ErrSuperseded) && errors.Is(err, context.Canceled) {
 		return nil, ErrSuperseded
 	}
 	return res, err
 }
 
-func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key string, start time.Time) (*Result, error) {
+func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key string, start time.Time, o *Outcome) (*Result, error) {
 	model := p.backend.Model(req.Model)
 	g := req.Generation
 	ireq := inference.Request{
@@ -261,8 +295,9 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 		return nil, err
 	}
 	assembly := time.Since(start)
+	o.Assembled, o.Assembly = true, assembly
 	id := RequestID(ctx)
-	p.log.Debug("prompt", zap.String("request_id", id), zap.Int("tokens", prompt.Tokens), zap.String("text", prompt.Text))
+	logctx.Debug(ctx, p.log, "prompt", zap.Int("tokens", prompt.Tokens), zap.String("text", prompt.Text))
 	if st.OnStart != nil {
 		if err := st.OnStart(Start{RequestID: id, Model: model, Manifest: prompt.Manifest,
 			Snapshot: prompt.Snapshot, Assembly: assembly}); err != nil {
@@ -272,7 +307,7 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 	single := ireq.Candidates <= 1
 	if key != "" && single {
 		if e, rest, ok := p.sessions.typedThrough(key, model, prompt.Cursor); ok {
-			return p.reuse(ctx, e, rest, prompt, st, assembly, start)
+			return p.reuse(ctx, e, rest, prompt, st, assembly, start, o)
 		}
 	}
 
@@ -290,16 +325,17 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 	}
 	queued := time.Now()
 	t, err := p.gate.acquire(ctx, req.Class, latest)
+	wait := time.Since(queued)
+	o.Queued, o.QueueWait = true, wait
 	if err != nil {
 		return nil, err
 	}
-	granted := time.Now()
-	wait := granted.Sub(queued)
 
 	var ttft time.Duration
 	onDelta := func(i int, text string) error {
 		if ttft == 0 {
 			ttft = time.Since(start)
+			o.TimeToFirstToken = ttft
 			t.firstToken()
 		}
 		if st.OnDelta == nil {
@@ -325,7 +361,7 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 	// the budget: the backend may still be evaluating the prompt. A backend
 	// error (down, stalled, restarting) is not that: health deals with it.
 	abandoned := ttft == 0 && (ctx.Err() != nil || budgetHit(res))
-	p.release(t, abandoned, ireq)
+	p.release(ctx, t, abandoned, ireq)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +412,7 @@ func budgetHit(res *inference.Result) bool {
 // so what the probe evaluates is what the session's next keystroke needs
 // in the cache anyway, and the cache keeps the head for it. The probe is
 // bounded by MaxHold.
-func (p *Pipeline) release(t *ticket, abandoned bool, ireq inference.Request) {
+func (p *Pipeline) release(ctx context.Context, t *ticket, abandoned bool, ireq inference.Request) {
 	if !abandoned {
 		t.release(true)
 		return
@@ -388,9 +424,11 @@ func (p *Pipeline) release(t *ticket, abandoned bool, ireq inference.Request) {
 		return
 	}
 	p.bg.Add(1)
+	// The probe logs as part of the request it stands in for.
+	fields := logctx.Fields(ctx)
 	go func() {
 		defer p.bg.Done()
-		ctx, cancel := context.WithTimeout(p.bgCtx, p.cfg.Admission.MaxHold)
+		ctx, cancel := context.WithTimeout(logctx.With(p.bgCtx, fields...), p.cfg.Admission.MaxHold)
 		defer cancel()
 		probe := ireq
 		probe.MaxTokens, probe.Candidates, probe.Budget, probe.Stop = 1, 1, 0, nil
@@ -399,7 +437,7 @@ func (p *Pipeline) release(t *ticket, abandoned bool, ireq inference.Request) {
 		}
 		begin := time.Now()
 		_, err := p.backend.Generate(ctx, probe, func(int, string) error { return nil })
-		p.log.Debug("abandoned request's slot released", zap.Duration("probe", time.Since(begin)), zap.Error(err))
+		logctx.Debug(ctx, p.log, "abandoned request's slot released", zap.Duration("probe", time.Since(begin)), zap.Error(err))
 		t.release(false)
 	}()
 }
@@ -416,13 +454,14 @@ func (p *Pipeline) Close() {
 // reuse answers a typed-through request: the rest of the session's last
 // completion, at once.
 func (p *Pipeline) reuse(ctx context.Context, e *typedEntry, rest string, prompt *contextpack.Prompt,
-	st Stream, assembly time.Duration, start time.Time) (*Result, error) {
+	st Stream, assembly time.Duration, start time.Time, o *Outcome) (*Result, error) {
 	if st.OnDelta != nil {
 		if err := st.OnDelta(0, rest); err != nil {
 			return nil, err
 		}
 	}
 	ttft := time.Since(start)
+	o.TimeToFirstToken = ttft
 	return &Result{
 		RequestID:           RequestID(ctx),
 		Model:               e.model,
@@ -440,9 +479,10 @@ func (p *Pipeline) reuse(ctx context.Context, e *typedEntry, rest string, prompt
 type requestIDKey struct{}
 
 // WithRequestID returns ctx carrying a request id, which the pipeline
-// reports in Start and Result and logs.
+// reports in Start and Result, and which every line logged for the call
+// carries (as the field request_id, through internal/logctx).
 func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
+	return logctx.With(context.WithValue(ctx, requestIDKey{}, id), zap.String("request_id", id))
 }
 
 // RequestID returns the request id ctx carries, or "".

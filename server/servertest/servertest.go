@@ -32,6 +32,7 @@ import (
 	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/inference/ollamatest"
 	"github.com/infill-dev/infill/server"
+	"github.com/infill-dev/infill/server/metrics/scrape"
 )
 
 // Server is a running infill server.
@@ -40,6 +41,9 @@ type Server struct {
 	Addr string
 	// HTTPAddr is its HTTP surfaces' loopback host:port.
 	HTTPAddr string
+	// MetricsAddr is its Prometheus metrics' loopback host:port (Scrape
+	// reads them).
+	MetricsAddr string
 	// Model is the backend model it uses by default.
 	Model string
 	// Backend is the Ollama it talks to (Stop/Restart it to test outages).
@@ -144,8 +148,9 @@ func StartLocal(t testing.TB, backend server.Backend) *Server {
 	cfg.ListenAddr = "127.0.0.1:0"
 	cfg.HealthInterval = 100 * time.Millisecond
 	log := zaptest.NewLogger(t)
-	srv, addr, haddr := serve(t, cfg, server.Deps{Builder: newBuilder(t, cfg.Context, log), Backend: backend}, log, nil)
-	return &Server{Addr: addr, HTTPAddr: haddr, Model: backend.Model(""), Infill: srv}
+	a := serve(t, cfg, server.Deps{Builder: newBuilder(t, cfg.Context, log), Backend: backend}, log, nil)
+	a.Model = backend.Model("")
+	return a
 }
 
 func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps), clientTLS *tls.Config) *Server {
@@ -171,8 +176,9 @@ func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps), c
 	if deps != nil {
 		deps(&d)
 	}
-	srv, addr, haddr := serve(t, cfg, d, log, clientTLS)
-	return &Server{Addr: addr, HTTPAddr: haddr, Model: b.Model, Backend: b, Infill: srv}
+	a := serve(t, cfg, d, log, clientTLS)
+	a.Model, a.Backend = b.Model, b
+	return a
 }
 
 // newBuilder is the server's contextpack Builder, closed when the test
@@ -191,9 +197,9 @@ func newBuilder(t testing.TB, cfg contextpack.Config, log *zap.Logger) *contextp
 	return builder
 }
 
-// serve runs the server, gRPC and HTTP, until the test ends and returns
-// their addresses once it reports SERVING.
-func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger, clientTLS *tls.Config) (srv *server.Server, addr, httpAddr string) {
+// serve runs the server, gRPC, HTTP and metrics, until the test ends and
+// returns their addresses once it reports SERVING.
+func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger, clientTLS *tls.Config) *Server {
 	t.Helper()
 	srv, err := server.New(cfg, d, log)
 	if err != nil {
@@ -207,21 +213,38 @@ func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger, clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 2)
+	mlis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 3)
 	go func() { served <- srv.Serve(lis) }()
 	go func() { served <- srv.ServeHTTP(hlis) }()
+	go func() { served <- srv.ServeMetrics(mlis) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
-		for range 2 {
+		for range 3 {
 			if err := <-served; err != nil {
 				t.Errorf("Serve: %v", err)
 			}
 		}
 	})
 	waitServing(t, lis.Addr().String(), clientTLS)
-	return srv, lis.Addr().String(), hlis.Addr().String()
+	return &Server{Addr: lis.Addr().String(), HTTPAddr: hlis.Addr().String(), MetricsAddr: mlis.Addr().String(), Infill: srv}
+}
+
+// Scrape reads the server's metrics, failing the test when it cannot.
+func (s *Server) Scrape(t testing.TB) scrape.Families {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f, err := scrape.Get(ctx, "http://"+s.MetricsAddr+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // waitServing waits until health reports the completion service SERVING

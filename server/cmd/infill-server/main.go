@@ -54,6 +54,8 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("infill-server", flag.ContinueOnError)
 	fs.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address")
 	fs.StringVar(&cfg.HTTPListenAddr, "http-listen", cfg.HTTPListenAddr, "HTTP listen address for editor plugins (llama.cpp /infill, Ollama /api/generate, OpenAI and Tabby /v1/completions); empty: none")
+	fs.StringVar(&cfg.MetricsListenAddr, "metrics-listen", cfg.MetricsListenAddr, "address serving Prometheus metrics at /metrics (e.g. 127.0.0.1:9090); empty: none")
+	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve the Go profiler at /debug/pprof/ on --metrics-listen")
 	fs.StringVar(&cfg.Inference.URL, "ollama-url", cfg.Inference.URL, "Ollama server URL (default from OLLAMA_HOST)")
 	fs.StringVar(&cfg.Inference.DefaultModel, "model", cfg.Inference.DefaultModel, "default model (a Qwen2.5-Coder base model)")
 	fs.IntVar(&cfg.Inference.ContextTokens, "num-ctx", cfg.Inference.ContextTokens, "num_ctx sent with every request (fixed: changing it reloads the model)")
@@ -191,21 +193,33 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	var hlis net.Listener
+	var hlis, mlis net.Listener
 	if cfg.HTTPListenAddr != "" {
 		if hlis, err = net.Listen("tcp", cfg.HTTPListenAddr); err != nil {
 			_ = lis.Close()
 			return fmt.Errorf("--http-listen: %w", err)
 		}
 	}
+	if cfg.MetricsListenAddr != "" {
+		if mlis, err = net.Listen("tcp", cfg.MetricsListenAddr); err != nil {
+			_ = lis.Close()
+			if hlis != nil {
+				_ = hlis.Close()
+			}
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	stopReload := reloadOnHUP(srv, cfg.Auth.TokenFile, log)
 	defer stopReload()
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(lis) }()
 	if hlis != nil {
 		go func() { errc <- srv.ServeHTTP(hlis) }()
+	}
+	if mlis != nil {
+		go func() { errc <- srv.ServeMetrics(mlis) }()
 	}
 	shutdown := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+5*time.Second)

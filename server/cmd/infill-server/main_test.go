@@ -22,6 +22,7 @@ import (
 
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"github.com/infill-dev/infill/server/auth"
+	"github.com/infill-dev/infill/server/metrics/scrape"
 )
 
 func TestMain(m *testing.M) {
@@ -126,6 +127,8 @@ func TestBadConfigIsAnError(t *testing.T) {
 		{"--execrepobench-jsonl", "a.jsonl"},
 		{"--log-level", "loud"},
 		{"--workspace", "/nonexistent/infill-workspace"},
+		{"--pprof"},                       // needs --metrics-listen
+		{"--metrics-listen", "0.0.0.0:0"}, // beyond loopback, unauthenticated
 	} {
 		if err := run(append(args, "--listen", freeAddr(t), "--http-listen", freeAddr(t))); err == nil {
 			t.Errorf("%v: no error", args)
@@ -282,4 +285,45 @@ func TestTokenCommand(t *testing.T) {
 			t.Errorf("%v: no error", args)
 		}
 	}
+}
+
+// TestMetricsListen runs the real main loop with --metrics-listen and
+// --pprof: /metrics answers with the server's metrics (the backend is
+// down: backend_up 0) and /debug/pprof/ with the profiler; SIGTERM stops
+// every listener.
+func TestMetricsListen(t *testing.T) {
+	maddr := freeAddr(t)
+	done := startRun(t, "--listen", freeAddr(t), "--http-listen", freeAddr(t), "--metrics-listen", maddr, "--pprof")
+	var f scrape.Families
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		f, err = scrape.Get(ctx, "http://"+maddr+"/metrics")
+		cancel()
+		if err == nil && f.Has("infill_backend_up") {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run returned: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no metrics: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if up := f.Value("infill_backend_up"); up != 0 || !f.Has("go_goroutines") || !f.Has("grpc_server_started_total") {
+		t.Errorf("backend_up %v; go_goroutines %v; grpc_server_started_total %v", up, f.Has("go_goroutines"), f.Has("grpc_server_started_total"))
+	}
+	resp, err := http.Get("http://" + maddr + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("pprof: %s", resp.Status)
+	}
+	stopRun(t, done)
 }
