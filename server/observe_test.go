@@ -353,6 +353,15 @@ func TestRequestIDEverywhere(t *testing.T) {
 	be := newHeld(false)
 	o := startObserved(t, be, zap.New(core), nil)
 	ctx := context.Background()
+	// The server's own lines (its listeners, the backend's health) come
+	// first, from goroutines of their own.
+	for _, m := range []string{"serving", "serving HTTP", "serving metrics", "backend up: SERVING"} {
+		for deadline := time.Now().Add(5 * time.Second); logs.FilterMessage(m).Len() == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q line", m)
+			}
+		}
+	}
 
 	// checkLines waits for the call's closing line (rpc or http), then
 	// checks every line logged since from: all carry id.
