@@ -52,7 +52,7 @@ type options struct {
 	settle                time.Duration
 	rssBound              float64
 	goroutineSlack        int
-	out, commit           string
+	out, commit, note     string
 	timeout               time.Duration
 }
 
@@ -72,6 +72,7 @@ func main() {
 	flag.IntVar(&o.goroutineSlack, "goroutine-slack", 0, "goroutines over the baseline that still pass")
 	flag.StringVar(&o.out, "out", "", "Markdown report to write (default: stdout only)")
 	flag.StringVar(&o.commit, "commit", "", "the commit measured, for the report")
+	flag.StringVar(&o.note, "note", "", "a paragraph for the report (where and why it ran)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound of one request, a cancel rather than a deadline (a request that hits it is a failure)")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -731,6 +732,9 @@ func (r *report) markdown() string {
 		"first text, a third are superseded at their first text by the session's next request (one session per "+
 		"worker), which is the last third and is served to its end.\n\n",
 		o.commit, r.start.UTC().Format("2006-01-02 15:04 UTC"), r.machine, o.warmup, o.maxTokens)
+	if o.note != "" {
+		fmt.Fprintf(&b, "%s\n\n", o.note)
+	}
 	fmt.Fprintf(&b, "Ran %v (%.1f requests/s).\n\n", r.elapsed.Round(time.Second), float64(o.n)/r.elapsed.Seconds())
 	b.WriteString("## Checks\n\n| check | result | |\n| --- | --- | --- |\n")
 	for _, c := range r.checks {
@@ -759,6 +763,8 @@ func (r *report) markdown() string {
 	for _, c := range sortedKeys(r.after.causes) {
 		fmt.Fprintf(&b, "| %s | %.0f |\n", c, r.after.causes[c]-r.before.causes[c])
 	}
+	b.WriteString("\nThe pipeline counts a cut when it stopped a completion under way; a cancel that arrives " +
+		"once the text is generated (while the last messages are sent) ends the call CANCELLED without one.\n")
 	b.WriteString("\n## Latency (client)\n\n| | p50 | p90 | p99 | max |\n| --- | --- | --- | --- | --- |\n")
 	for _, l := range []struct {
 		name string
