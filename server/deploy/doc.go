@@ -11,6 +11,7 @@
 // each rendered object strictly into its k8s.io/api type (an unknown or
 // misplaced field fails, as the API server's strict field validation
 // would), apply the API server's checks that decoding cannot (names,
-// labels, selectors, named ports, probes, volumes, extended resources), and
-// assert what the chart promises.
+// labels, selectors, named ports, probes, volumes, extended resources),
+// assert what the chart promises, and start the real infill-server with the
+// rendered arguments to ask it what the kubelet's probes ask.
 package deploy
