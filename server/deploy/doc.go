@@ -12,6 +12,7 @@
 // misplaced field fails, as the API server's strict field validation
 // would), apply the API server's checks that decoding cannot (names,
 // labels, selectors, named ports, probes, volumes, extended resources),
-// assert what the chart promises, and start the real infill-server with the
+// evaluate the pods with the Pod Security admission's own checks, assert
+// what the chart promises, and start the real infill-server with the
 // rendered arguments to ask it what the kubelet's probes ask.
 package deploy
