@@ -27,8 +27,13 @@ type Config struct {
 	// MetricsListenAddr is where the Prometheus metrics are served
 	// (/metrics); "" serves none (the default: they name models, methods
 	// and load, so exposing them is a choice). They check no credentials:
-	// beyond loopback only with Insecure.
+	// beyond loopback only with MetricsPublic or Insecure.
 	MetricsListenAddr string
+	// MetricsPublic serves the metrics beyond loopback without credentials
+	// (a Prometheus in the cluster scrapes the pod's address): they carry
+	// counts, durations, model and method names, never code. The profiler
+	// stays loopback-only unless Insecure (heap profiles hold request data).
+	MetricsPublic bool
 	// Pprof adds the Go profiler (/debug/pprof/) to the metrics listener.
 	Pprof bool
 	// MaxRecvMsgBytes caps one request (a repository's files travel in it).
@@ -146,9 +151,16 @@ func (c Config) Validate() error {
 		CheckListen("--http-listen", c.HTTPListenAddr, c.Authenticated(), c.Insecure))
 	// The metrics listener checks no credentials, whatever the others do.
 	if a := c.MetricsListenAddr; a != "" && !IsLoopback(a) && !c.Insecure {
-		errs = append(errs, fmt.Errorf("--metrics-listen %s is not a loopback address, and the metrics (and profiler) "+
-			"endpoints check no credentials: listen on 127.0.0.1 (scrape from elsewhere through an SSH tunnel or an "+
-			"authenticating proxy), or pass --insecure to serve them anyway", a))
+		switch {
+		case !c.MetricsPublic:
+			errs = append(errs, fmt.Errorf("--metrics-listen %s is not a loopback address, and the metrics (and profiler) "+
+				"endpoints check no credentials: listen on 127.0.0.1 (scrape from elsewhere through an SSH tunnel or an "+
+				"authenticating proxy), pass --metrics-public to serve the metrics (counts, no code) to anyone who can reach "+
+				"the port, or --insecure to serve them anyway", a))
+		case c.Pprof:
+			errs = append(errs, fmt.Errorf("--pprof on --metrics-listen %s beyond loopback: the profiler shows request data "+
+				"(heap, goroutine stacks); --metrics-public covers the metrics only: pass --insecure to serve the profiler anyway", a))
+		}
 	}
 	// A request that asks for the default number of tokens must leave room
 	// for a prompt, or every such request would fail.

@@ -481,3 +481,26 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 		t.Errorf("Pprof without a metrics listener: %v", err)
 	}
 }
+
+// TestMetricsPublic: metrics beyond loopback need MetricsPublic (or
+// Insecure); the profiler there needs Insecure.
+func TestMetricsPublic(t *testing.T) {
+	for _, c := range []struct {
+		public, pprof, insecure bool
+		ok                      bool
+	}{
+		{ok: false},
+		{public: true, ok: true},
+		{public: true, pprof: true, ok: false},
+		{public: true, pprof: true, insecure: true, ok: true},
+		{insecure: true, ok: true},
+	} {
+		cfg := server.DefaultConfig()
+		cfg.ListenAddr, cfg.HTTPListenAddr = "127.0.0.1:0", "127.0.0.1:0"
+		cfg.MetricsListenAddr = "0.0.0.0:9090"
+		cfg.MetricsPublic, cfg.Pprof, cfg.Insecure = c.public, c.pprof, c.insecure
+		if err := cfg.Validate(); (err == nil) != c.ok {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}

@@ -55,6 +55,7 @@ func run(args []string) error {
 	fs.StringVar(&cfg.ListenAddr, "listen", cfg.ListenAddr, "gRPC listen address")
 	fs.StringVar(&cfg.HTTPListenAddr, "http-listen", cfg.HTTPListenAddr, "HTTP listen address for editor plugins (llama.cpp /infill, Ollama /api/generate, OpenAI and Tabby /v1/completions); empty: none")
 	fs.StringVar(&cfg.MetricsListenAddr, "metrics-listen", cfg.MetricsListenAddr, "address serving Prometheus metrics at /metrics (e.g. 127.0.0.1:9090); empty: none")
+	fs.BoolVar(&cfg.MetricsPublic, "metrics-public", cfg.MetricsPublic, "serve --metrics-listen's metrics (counts, durations, no code) beyond loopback without credentials, e.g. to a Prometheus in the cluster; the profiler still needs --insecure")
 	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve the Go profiler at /debug/pprof/ on --metrics-listen")
 	fs.StringVar(&cfg.Inference.URL, "ollama-url", cfg.Inference.URL, "Ollama server URL (default from OLLAMA_HOST)")
 	fs.StringVar(&cfg.Inference.DefaultModel, "model", cfg.Inference.DefaultModel, "default model (a Qwen2.5-Coder base model)")

@@ -129,6 +129,7 @@ func TestBadConfigIsAnError(t *testing.T) {
 		{"--workspace", "/nonexistent/infill-workspace"},
 		{"--pprof"},                       // needs --metrics-listen
 		{"--metrics-listen", "0.0.0.0:0"}, // beyond loopback, unauthenticated
+		{"--metrics-listen", "0.0.0.0:0", "--metrics-public", "--pprof"}, // the profiler is never public
 	} {
 		if err := run(append(args, "--listen", freeAddr(t), "--http-listen", freeAddr(t))); err == nil {
 			t.Errorf("%v: no error", args)

@@ -96,6 +96,7 @@ does not know stops it at start, where an unknown variable would be ignored.
 - {{ printf "--listen=0.0.0.0:%v" .Values.ports.grpc | quote }}
 - {{ printf "--http-listen=0.0.0.0:%v" .Values.ports.http | quote }}
 - {{ printf "--metrics-listen=0.0.0.0:%v" .Values.ports.metrics | quote }}
+- "--metrics-public"
 {{- if eq $b.kind "ollama" }}
 - {{ printf "--ollama-url=%v" $b.url | quote }}
 {{- else if eq $b.kind "openai" }}
