@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,6 +88,17 @@ func TestBackendKilledMidStream(t *testing.T) {
 
 	h.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
 	waitScrape(t, srv, 10*time.Second, "backend_up 0", func(f scrapeFamilies) bool { return f.Value("infill_backend_up") == 0 })
+	httpHealth := func() int {
+		resp, err := http.Get("http://" + srv.HTTPAddr + "/health")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := httpHealth(); code != http.StatusServiceUnavailable {
+		t.Errorf("llama.cpp /health while the backend is down: %d, want 503", code)
+	}
 	_, err = h.client.Complete(ctx, request(8))
 	if s := status.Convert(err); s.Code() != codes.Unavailable || !strings.Contains(s.Message(), "backend unavailable") {
 		t.Fatalf("a call while the backend is down: %v", err)
@@ -95,6 +107,9 @@ func TestBackendKilledMidStream(t *testing.T) {
 	h.backend.Restart()
 	h.waitHealth(t, healthpb.HealthCheckResponse_SERVING)
 	waitScrape(t, srv, 10*time.Second, "backend_up 1", func(f scrapeFamilies) bool { return f.Value("infill_backend_up") == 1 })
+	if code := httpHealth(); code != http.StatusOK {
+		t.Errorf("llama.cpp /health once the backend is back: %d, want 200", code)
+	}
 	if _, err := h.client.Complete(ctx, request(8)); err != nil {
 		t.Fatalf("after the backend came back: %v", err)
 	}

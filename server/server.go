@@ -74,6 +74,8 @@ type Server struct {
 	// methods are the gRPC methods registered when Serve began, for
 	// bounded metric labels (a client may name any method).
 	methods atomic.Pointer[map[string]bool]
+	// backendUp is what the HTTP surfaces' health checks answer.
+	backendUp atomic.Bool
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -140,7 +142,8 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	if guard.Enabled() {
 		hguard = guard
 	}
-	hh, err := httpapi.New(hcfg, pipe, deps.Workspaces, hguard, log.Named("http"), httpapi.WithObserver(m))
+	hh, err := httpapi.New(hcfg, pipe, deps.Workspaces, hguard, log.Named("http"), httpapi.WithObserver(m),
+		httpapi.WithHealth(s.backendHealth))
 	if err != nil {
 		pipe.Close()
 		return nil, err
@@ -282,6 +285,15 @@ type HealthProber interface {
 	Reload(ctx context.Context, model string) error
 }
 
+// backendHealth is nil while the backend serves. The error is for
+// unauthenticated health checks: it says no more (the log has the reason).
+func (s *Server) backendHealth() error {
+	if !s.backendUp.Load() {
+		return errors.New("NOT_SERVING (the server's log says why)")
+	}
+	return nil
+}
+
 // watchHealth checks the backend every HealthInterval and flips health
 // when its state changes.
 func (s *Server) watchHealth() {
@@ -299,6 +311,7 @@ func (s *Server) watchHealth() {
 		}
 		serving = ok
 		s.metrics.BackendUp(ok)
+		s.backendUp.Store(ok)
 		st := healthpb.HealthCheckResponse_NOT_SERVING
 		if ok {
 			st = healthpb.HealthCheckResponse_SERVING

@@ -89,8 +89,10 @@ type Handler struct {
 	ws    Workspaces
 	guard Guard
 	obs   Observer
-	log   *zap.Logger
-	mux   *http.ServeMux
+	// backendHealth is nil while the backend serves (WithHealth).
+	backendHealth func() error
+	log           *zap.Logger
+	mux           *http.ServeMux
 	// dialects are the surfaces of the mux's patterns, for errors written
 	// before a surface's handler runs.
 	dialects map[string]dialect
@@ -98,6 +100,11 @@ type Handler struct {
 
 // Option adjusts New.
 type Option func(*Handler)
+
+// WithHealth has the health checks (/health, /v1/health) answer 503 while
+// backend returns an error (why the backend does not serve), as llama.cpp's
+// server does while its model loads; without it they answer 200.
+func WithHealth(backend func() error) Option { return func(h *Handler) { h.backendHealth = backend } }
 
 // WithObserver has the handler tell obs about every request.
 func WithObserver(obs Observer) Option { return func(h *Handler) { h.obs = obs } }
@@ -195,6 +202,18 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (done func(), ok
 	}
 	infoOf(r).token = call.Name
 	return call.Done, true
+}
+
+// backendDown is the health checks' answer: a 503 (unavailable) error
+// while the backend does not serve, nil while it does.
+func (h *Handler) backendDown() error {
+	if h.backendHealth == nil {
+		return nil
+	}
+	if err := h.backendHealth(); err != nil {
+		return &httpError{status: http.StatusServiceUnavailable, msg: "backend unavailable: " + err.Error()}
+	}
+	return nil
 }
 
 // ServeHTTP gives the request its id and size limit, checks its token,

@@ -509,6 +509,10 @@ func (o orderedObject) MarshalJSON() ([]byte, error) {
 // loaded. It says that infill's HTTP surface is up; the backend's state is
 // reported by each completion (503 when Ollama is down).
 func (h *Handler) llamaHealth(w http.ResponseWriter, r *http.Request) {
+	if err := h.backendDown(); err != nil {
+		writeError(w, r, dialectLlamaCpp, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,12 +13,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/tools/txtar"
 
 	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/server/httpapi"
 	"github.com/infill-dev/infill/server/servertest"
 )
 
@@ -251,6 +254,48 @@ func TestLlamaCppProbes(t *testing.T) {
 	}
 	if err := json.Unmarshal(resp.body, &props); err != nil || props.Settings.NCtx != 8192 {
 		t.Fatalf("/props: %s", resp.body)
+	}
+}
+
+// TestHealthFollowsBackend: the health checks answer 503 in their
+// surface's error style while the backend does not serve (llama.vscode and
+// tabby-agent show the server as unreachable), and 200 once it does.
+func TestHealthFollowsBackend(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	url := startFake(t, &fakePipe{}, httpapi.WithHealth(func() error {
+		if down.Load() {
+			return errors.New("NOT_SERVING")
+		}
+		return nil
+	}))
+	resp := do(t, http.MethodGet, url+"/health", nil)
+	var llama struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		} `json:"error"`
+	}
+	if resp.status != http.StatusServiceUnavailable || json.Unmarshal(resp.body, &llama) != nil ||
+		llama.Error.Code != 503 || llama.Error.Type != "unavailable_error" || !strings.Contains(llama.Error.Message, "backend unavailable") {
+		t.Errorf("/health with the backend down: %d %s", resp.status, resp.body)
+	}
+	resp = do(t, http.MethodGet, url+"/v1/health", nil)
+	var openai struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		} `json:"error"`
+	}
+	if resp.status != http.StatusServiceUnavailable || json.Unmarshal(resp.body, &openai) != nil || openai.Error.Type != "unavailable_error" {
+		t.Errorf("/v1/health with the backend down: %d %s", resp.status, resp.body)
+	}
+	down.Store(false)
+	for _, path := range []string{"/health", "/v1/health"} {
+		if resp := do(t, http.MethodGet, url+path, nil); resp.status != http.StatusOK {
+			t.Errorf("%s with the backend up: %d %s", path, resp.status, resp.body)
+		}
 	}
 }
 

@@ -91,13 +91,13 @@ func (f *fakePipe) requests() []*pipeline.Request {
 }
 
 // startFake serves the HTTP surfaces over pipe.
-func startFake(t *testing.T, pipe httpapi.Completer) string {
+func startFake(t *testing.T, pipe httpapi.Completer, opts ...httpapi.Option) string {
 	t.Helper()
 	cfg := httpapi.DefaultConfig()
 	cfg.MaxBodyBytes = 64 << 10
 	cfg.DefaultModel = "qwen2.5-coder:1.5b-base"
 	cfg.Version = "test"
-	h, err := httpapi.New(cfg, pipe, nil, nil, zaptest.NewLogger(t))
+	h, err := httpapi.New(cfg, pipe, nil, nil, zaptest.NewLogger(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

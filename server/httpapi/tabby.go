@@ -169,7 +169,13 @@ func (h *Handler) tabbyHealth() http.HandlerFunc {
 		CUDADevices: []string{},
 		Version:     version{GitSHA: h.cfg.Version, GitDescribe: "infill"},
 	}
-	return func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, body) }
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h.backendDown(); err != nil {
+			writeError(w, r, dialectTabby, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, body)
+	}
 }
 
 // tabbyEvent accepts a completion event (view, select, dismiss) and drops
