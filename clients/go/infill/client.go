@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -132,6 +133,7 @@ func (c *Client) Close() error {
 // reports missing is resent.
 func (c *Client) Complete(ctx context.Context, req *infillv1.CompleteRequest, opts ...grpc.CallOption) (*infillv1.CompleteResponse, error) {
 	var resp *infillv1.CompleteResponse
+	ctx = c.sessionContext(ctx, req.GetClientId(), req.GetSessionId())
 	err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
 		r := withRepository(req, repo, c.cfg.ClientID)
 		out, err := c.rpc.Complete(ctx, r, opts...)
@@ -159,7 +161,7 @@ var errStopped = errors.New("consumer stopped")
 // The iterator runs the call each time it is ranged over.
 func (c *Client) Stream(ctx context.Context, req *infillv1.StreamCompleteRequest, opts ...grpc.CallOption) iter.Seq2[*infillv1.StreamCompleteResponse, error] {
 	return func(yield func(*infillv1.StreamCompleteResponse, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
+		ctx, cancel := context.WithCancel(c.sessionContext(ctx, req.GetClientId(), req.GetSessionId()))
 		defer cancel()
 		err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
 			return c.streamOnce(ctx, withRepository(req, repo, c.cfg.ClientID), opts, yield)
@@ -308,6 +310,28 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// SessionHeader is the request metadata that names a call's session,
+// "client_id/session_id", sent when the request has a session_id. infill
+// replicas hold repository content by digest, each its own: a load
+// balancer in front of several that hashes on this header (Envoy's
+// ring_hash with a header hash policy, NGINX's `hash $http_x_infill_session
+// consistent`) keeps a session on one replica, which then holds its files
+// and answers without asking for them again. Without affinity every answer
+// is still right: a replica that lacks the files answers
+// FAILED_PRECONDITION and the client resends them.
+const SessionHeader = "x-infill-session"
+
+// sessionContext adds SessionHeader to ctx when the request has a session.
+func (c *Client) sessionContext(ctx context.Context, clientID, sessionID string) context.Context {
+	if sessionID == "" {
+		return ctx
+	}
+	if clientID == "" {
+		clientID = c.cfg.ClientID
+	}
+	return metadata.AppendToOutgoingContext(ctx, SessionHeader, clientID+"/"+sessionID)
 }
 
 // withRepository returns a shallow copy of req with its repository replaced
