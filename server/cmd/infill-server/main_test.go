@@ -302,7 +302,9 @@ func TestMetricsListen(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		f, err = scrape.Get(ctx, "http://"+maddr+"/metrics")
 		cancel()
-		if err == nil && f.Has("infill_backend_up") {
+		// The gRPC series appear once Serve has registered the methods,
+		// which may come after the metrics listener answers.
+		if err == nil && f.Has("infill_backend_up") && f.Has("grpc_server_started_total") {
 			break
 		}
 		select {
