@@ -3,8 +3,9 @@
 // which completions are obtained, grading of one completion in the sandbox
 // (Verdict, Result), a bounded worker pool that streams results as they
 // finish (Runner), a limit on sandbox runs shared by every Runner of a
-// server (Pool), and the append-only results journal that lets an
-// interrupted run resume (Journal). HumanEval-family tasks (ExecProgram)
+// server (Pool), the append-only results journal that lets an
+// interrupted run resume (Journal), and the partition of a benchmark into
+// shards whose results merge into the whole run's (Shard). HumanEval-family tasks (ExecProgram)
 // run as the human-eval-infilling harness runs them, with its 3 s default
 // timeout, so that verdicts match it.
 //

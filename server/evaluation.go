@@ -69,7 +69,11 @@ func (e *evaluationService) ListBenchmarks(context.Context, *infillv1.ListBenchm
 	if e.s.deps.Benchmarks != nil {
 		names = e.s.deps.Benchmarks.Names()
 	}
-	return &infillv1.ListBenchmarksResponse{Benchmarks: names}, nil
+	resp := &infillv1.ListBenchmarksResponse{Benchmarks: names}
+	if e.executor() != nil {
+		resp.Workers = uint32(e.s.cfg.Eval.Workers)
+	}
+	return resp, nil
 }
 
 func (e *evaluationService) Evaluate(stream infillv1.EvaluationService_EvaluateServer) error {
@@ -178,6 +182,10 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	if req.GetReference() && samples != 1 {
 		return invalid("samples", "reference runs grade the one reference middle: samples must be 0 or 1")
 	}
+	shard, err := evaluator.ParseShard(req.GetShard())
+	if err != nil {
+		return invalid("shard", err.Error())
+	}
 	var resultsPath string
 	if id := req.GetRunId(); id != "" {
 		if !runIDPattern.MatchString(id) || strings.HasPrefix(id, ".") {
@@ -195,6 +203,7 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	if l := int(req.GetLimit()); l > 0 && l < len(tasks) {
 		tasks = tasks[:l]
 	}
+	tasks = shard.Select(tasks) // after the limit: the shards of N tasks are those N
 	runner, err := s.newRunner(ex, resultsPath, ks, &pipelineCompleter{s: s,
 		gen: genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: samples}})
 	if err != nil {
@@ -230,7 +239,7 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	if err != nil {
 		return journalError(req.GetRunId(), err)
 	}
-	logctx.From(ctx, s.log).Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.Int("tasks", len(tasks)),
+	logctx.From(ctx, s.log).Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.String("shard", shard.String()), zap.Int("tasks", len(tasks)),
 		zap.Int("graded", report.Graded), zap.Int("resumed", report.Resumed), zap.Duration("elapsed", time.Since(start)))
 	return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{Summary: toSummary(report)}})
 }

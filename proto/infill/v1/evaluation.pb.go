@@ -1339,7 +1339,16 @@ type RunBenchmarkRequest struct {
 	Reference bool `protobuf:"varint,7,opt,name=reference,proto3" json:"reference,omitempty"`
 	// Journal name ([A-Za-z0-9._-]+). The server appends each result to its
 	// journal; calling again with the same id resumes where it stopped.
-	RunId         string `protobuf:"bytes,8,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	RunId string `protobuf:"bytes,8,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// Run one part of the benchmark: "i/n" (0 <= i < n) grades the tasks at
+	// positions i, i+n, i+2n, ... of the benchmark's task list (0-based, its
+	// data file's order, after `limit`), so that runs of shards 0/n to
+	// n-1/n, on one server or several, grade every task once and their
+	// results together score as one whole run (`infill eval merge`, or
+	// `infill eval report` over the shards' files). Empty: the whole
+	// benchmark. Anything else is INVALID_ARGUMENT. Give each shard its own
+	// run_id, or the same one on one server: a journal holds any tasks.
+	Shard         string `protobuf:"bytes,9,opt,name=shard,proto3" json:"shard,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1426,6 +1435,13 @@ func (x *RunBenchmarkRequest) GetReference() bool {
 func (x *RunBenchmarkRequest) GetRunId() string {
 	if x != nil {
 		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunBenchmarkRequest) GetShard() string {
+	if x != nil {
+		return x.Shard
 	}
 	return ""
 }
@@ -1643,10 +1659,15 @@ func (*ListBenchmarksRequest) Descriptor() ([]byte, []int) {
 	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{15}
 }
 
-// ListBenchmarksResponse lists benchmark names.
+// ListBenchmarksResponse lists benchmark names and the server's capacity.
 type ListBenchmarksResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Benchmarks    []string               `protobuf:"bytes,1,rep,name=benchmarks,proto3" json:"benchmarks,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Benchmarks []string               `protobuf:"bytes,1,rep,name=benchmarks,proto3" json:"benchmarks,omitempty"`
+	// The server's sandbox workers (--eval-workers): how many samples it
+	// grades at once over all its calls; 0 when it has no sandbox. A client
+	// spreading a benchmark over several servers keeps about this many
+	// samples in flight on each.
+	Workers       uint32 `protobuf:"varint,2,opt,name=workers,proto3" json:"workers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1686,6 +1707,13 @@ func (x *ListBenchmarksResponse) GetBenchmarks() []string {
 		return x.Benchmarks
 	}
 	return nil
+}
+
+func (x *ListBenchmarksResponse) GetWorkers() uint32 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
 }
 
 var File_infill_v1_evaluation_proto protoreflect.FileDescriptor
@@ -1797,7 +1825,7 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\x10EvaluateResponse\x121\n" +
 	"\x06result\x18\x01 \x01(\v2\x17.infill.v1.SampleResultH\x00R\x06result\x128\n" +
 	"\asummary\x18\x02 \x01(\v2\x1c.infill.v1.EvaluationSummaryH\x00R\asummaryB\a\n" +
-	"\x05event\"\xfa\x01\n" +
+	"\x05event\"\x90\x02\n" +
 	"\x13RunBenchmarkRequest\x12\x1c\n" +
 	"\tbenchmark\x18\x01 \x01(\tR\tbenchmark\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x18\n" +
@@ -1808,7 +1836,8 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"generation\x12\x14\n" +
 	"\x05limit\x18\x06 \x01(\rR\x05limit\x12\x1c\n" +
 	"\treference\x18\a \x01(\bR\treference\x12\x15\n" +
-	"\x06run_id\x18\b \x01(\tR\x05runId\"\x9b\x01\n" +
+	"\x06run_id\x18\b \x01(\tR\x05runId\x12\x14\n" +
+	"\x05shard\x18\t \x01(\tR\x05shard\"\x9b\x01\n" +
 	"\bProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\rR\x04done\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\rR\x05total\x12\x16\n" +
@@ -1820,11 +1849,12 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\x06result\x18\x02 \x01(\v2\x17.infill.v1.SampleResultH\x00R\x06result\x128\n" +
 	"\asummary\x18\x03 \x01(\v2\x1c.infill.v1.EvaluationSummaryH\x00R\asummaryB\a\n" +
 	"\x05event\"\x17\n" +
-	"\x15ListBenchmarksRequest\"8\n" +
+	"\x15ListBenchmarksRequest\"R\n" +
 	"\x16ListBenchmarksResponse\x12\x1e\n" +
 	"\n" +
 	"benchmarks\x18\x01 \x03(\tR\n" +
-	"benchmarks*\xc3\x01\n" +
+	"benchmarks\x12\x18\n" +
+	"\aworkers\x18\x02 \x01(\rR\aworkers*\xc3\x01\n" +
 	"\x05Level\x12\x15\n" +
 	"\x11LEVEL_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10LEVEL_EXPRESSION\x10\x01\x12\x13\n" +
