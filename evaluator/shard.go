@@ -24,10 +24,11 @@ type Shard struct {
 	Index, Count int
 }
 
-// ErrInvalidShard wraps the reasons ParseShard refuses a shard.
-var ErrInvalidShard = errors.New("want i/n: two whole numbers with 0 <= i < n")
+// ErrInvalidShard is wrapped by every error of ParseShard.
+var ErrInvalidShard = errors.New("invalid shard")
 
-// ParseShard parses "i/n" (e.g. "0/2"); "" is the whole list.
+// ParseShard parses "i/n" (e.g. "0/2": the first of two shards); "" is
+// the whole list. Its errors say what is wrong with s.
 func ParseShard(s string) (Shard, error) {
 	if s == "" {
 		return Shard{}, nil
@@ -37,11 +38,11 @@ func ParseShard(s string) (Shard, error) {
 	n, nerr := strconv.Atoi(ns)
 	switch {
 	case !ok || ierr != nil || nerr != nil || strings.ContainsAny(s, "+ "):
-		return Shard{}, fmt.Errorf("%q: %w", s, ErrInvalidShard)
+		return Shard{}, fmt.Errorf("%w %q: want i/n, two whole numbers with 0 <= i < n (0/2 and 1/2 are the halves)", ErrInvalidShard, s)
 	case n < 1:
-		return Shard{}, fmt.Errorf("%q: n must be at least 1: %w", s, ErrInvalidShard)
+		return Shard{}, fmt.Errorf("%w %q: n (the number of shards) must be at least 1", ErrInvalidShard, s)
 	case i < 0 || i >= n:
-		return Shard{}, fmt.Errorf("%q: i must be at least 0 and below n (%d): %w", s, n, ErrInvalidShard)
+		return Shard{}, fmt.Errorf("%w %q: i counts from 0, so with n = %d it must be 0 to %d", ErrInvalidShard, s, n, n-1)
 	}
 	return Shard{Index: i, Count: n}, nil
 }
@@ -68,4 +69,41 @@ func (s Shard) Select(list []Task) []Task {
 		out = append(out, list[i])
 	}
 	return out
+}
+
+// ErrResultConflict is returned by MergeResults when two parts hold the
+// same sample with different outcomes: they are not parts of one run.
+var ErrResultConflict = errors.New("results of the same sample differ")
+
+// MergeResults joins the results of the parts of one run (the shards of a
+// benchmark, or the results files of a run and of its resumption) into
+// one list, in the parts' order: scored with metrics, it gives what a
+// single run of the whole gives, since every metric is computed from the
+// samples and a task's samples are all in one part. A sample found again
+// with the same completion and verdict (a part run twice) is kept once and
+// counted in dropped; one with another completion or verdict is an
+// ErrResultConflict naming it.
+func MergeResults(parts ...[]Result) (merged []Result, dropped int, err error) {
+	seen := map[string]*Result{}
+	for _, part := range parts {
+		for i := range part {
+			r := &part[i]
+			key := resultKey(r.Benchmark, r.TaskID, r.Sample)
+			if prev := seen[key]; prev != nil {
+				switch {
+				case prev.Verdict != r.Verdict:
+					return nil, 0, fmt.Errorf("%w: %s %s sample %d is %s in one part and %s in another",
+						ErrResultConflict, r.Benchmark, r.TaskID, r.Sample, prev.Verdict, r.Verdict)
+				case prev.Completion != r.Completion:
+					return nil, 0, fmt.Errorf("%w: %s %s sample %d has another completion in each part (runs of other settings?)",
+						ErrResultConflict, r.Benchmark, r.TaskID, r.Sample)
+				}
+				dropped++
+				continue
+			}
+			seen[key] = r
+			merged = append(merged, *r)
+		}
+	}
+	return merged, dropped, nil
 }

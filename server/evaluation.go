@@ -203,6 +203,7 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	if l := int(req.GetLimit()); l > 0 && l < len(tasks) {
 		tasks = tasks[:l]
 	}
+	benchmarkTasks := len(tasks)
 	tasks = shard.Select(tasks) // after the limit: the shards of N tasks are those N
 	runner, err := s.newRunner(ex, resultsPath, ks, &pipelineCompleter{s: s,
 		gen: genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: samples}})
@@ -241,7 +242,9 @@ func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1
 	}
 	logctx.From(ctx, s.log).Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.String("shard", shard.String()), zap.Int("tasks", len(tasks)),
 		zap.Int("graded", report.Graded), zap.Int("resumed", report.Resumed), zap.Duration("elapsed", time.Since(start)))
-	return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{Summary: toSummary(report)}})
+	sum := toSummary(report)
+	sum.Shard, sum.ShardTasks, sum.BenchmarkTasks = shard.String(), uint32(len(tasks)), uint32(benchmarkTasks)
+	return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{Summary: sum}})
 }
 
 // journalError restates an error of run id's journal without the path

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,7 +132,7 @@ client certificate to a server that requires one (mutual TLS).`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.server, "server", "", "server address, host:port or unix:///path (default $INFILL_SERVER or "+DefaultServer+")")
+	pf.StringVar(&g.server, "server", "", "server address, host:port or unix:///path (default $INFILL_SERVER or "+DefaultServer+"); eval run takes a list a,b,...")
 	pf.StringVar(&g.token, "token", "", "bearer token sent with every call (default $INFILL_TOKEN)")
 	pf.BoolVar(&g.useTLS, "tls", false, "connect with TLS, trusting the system's CAs")
 	pf.StringVar(&g.tlsCA, "tls-ca", "", "connect with TLS, trusting the PEM certificates in `FILE`")
@@ -150,7 +151,33 @@ func (g *globals) dial(env *Env) (*infill.Client, string, error) {
 // dialWith is dial with the client configuration changed by mutate
 // before the connection is made.
 func (g *globals) dialWith(env *Env, mutate func(*infill.Config)) (*infill.Client, string, error) {
-	target := firstNonEmpty(g.server, env.Getenv("INFILL_SERVER"), DefaultServer)
+	target := g.target(env)
+	if strings.Contains(target, ",") {
+		return nil, "", usageError{fmt.Errorf("--server %q: this command talks to one server (a list a,b,... is for eval run)", target)}
+	}
+	return g.dialTarget(env, target, mutate)
+}
+
+// target is --server, else $INFILL_SERVER, else DefaultServer.
+func (g *globals) target(env *Env) string {
+	return firstNonEmpty(g.server, env.Getenv("INFILL_SERVER"), DefaultServer)
+}
+
+// targets splits target() at commas: the servers eval run spreads a
+// benchmark over. An empty or repeated element is a usage error.
+func (g *globals) targets(env *Env) ([]string, error) {
+	list := strings.Split(g.target(env), ",")
+	for i, t := range list {
+		list[i] = strings.TrimSpace(t)
+		if list[i] == "" || slices.Contains(list[:i], list[i]) {
+			return nil, usageError{fmt.Errorf("--server %q: want host:port addresses separated by commas, each once", g.target(env))}
+		}
+	}
+	return list, nil
+}
+
+// dialTarget connects to target with the shared flags.
+func (g *globals) dialTarget(env *Env, target string, mutate func(*infill.Config)) (*infill.Client, string, error) {
 	cfg := infill.Config{
 		Token:    firstNonEmpty(g.token, env.Getenv("INFILL_TOKEN")),
 		ClientID: "infill-cli",

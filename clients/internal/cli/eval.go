@@ -35,16 +35,17 @@ func newEvalCmd(env *Env, g *globals) *cobra.Command {
 		Long: `eval runs execution benchmarks through an infill server (which generates the
 completions and grades them in its sandbox), grades completions made
 elsewhere (grade), reports the results as a table
-and an HTML page, and builds repository benchmarks by masking code.`,
+and an HTML page, joins the results of a benchmark's shards (merge), and
+builds repository benchmarks by masking code.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown eval command %q (run, grade, report, mask, list)", args[0])}
+				return usageError{fmt.Errorf("unknown eval command %q (run, grade, report, merge, mask, list)", args[0])}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newEvalRunCmd(env, g), newEvalGradeCmd(env, g), newEvalReportCmd(env), newEvalMaskCmd(env), newEvalListCmd(env, g))
+	cmd.AddCommand(newEvalRunCmd(env, g), newEvalGradeCmd(env, g), newEvalReportCmd(env), newEvalMergeCmd(env), newEvalMaskCmd(env), newEvalListCmd(env, g))
 	return cmd
 }
 
@@ -59,6 +60,8 @@ type evalRunFlags struct {
 	samples       int
 	ks            string
 	limit         int
+	shard         string
+	shardSpec     evaluator.Shard
 	model         string
 	maxTokens     uint32
 	temperature   float32
@@ -101,6 +104,16 @@ The benchmark is one of:
 With --completions FILE nothing is generated: the completions in FILE are
 graded, as 'infill eval grade' does (see its help).
 
+Several servers: --server a,b,... spreads the run over them. Tasks wait in
+one queue and each server is handed the next as its sandbox workers free up
+(about twice its --eval-workers samples in flight); every result goes to
+the one results file. When a server goes away (its stream breaks), the
+tasks it had not finished go back to the queue for the others; the run
+fails only when none is left, and running it again resumes it. The results
+are those of a run on one server. --shard i/n runs one part of a benchmark
+instead (on one server or several; with --server-side the server picks the
+part), and 'infill eval merge' joins the parts' results files.
+
 Repository tasks name their repository by its path on this machine; the
 server must allow it (infill-server --eval-repo-root) and see it at the same
 path, or at the path --repo-map LOCAL=REMOTE rewrites it to.
@@ -119,7 +132,9 @@ stderr is a terminal; otherwise a progress line is printed every
   infill eval run --reference humaneval-random-span-light
   infill eval run --execrepobench samples.jsonl --repos repos/ -o erb.jsonl
   infill eval run --infill bench.jsonl
-  infill eval run --server-side humaneval-multi-line --run-id ml-7b`,
+  infill eval run --server-side humaneval-multi-line --run-id ml-7b
+  infill --server gpu1:50051,gpu2:50051 eval run humaneval --samples 10
+  infill --server gpu2:50051 eval run --server-side --shard 1/2 -o ml.1.jsonl humaneval-multi-line`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError{fmt.Errorf("run takes at most one BENCHMARK, got %d arguments", len(args))}
@@ -142,6 +157,7 @@ stderr is a terminal; otherwise a progress line is printed every
 	fl.IntVar(&f.samples, "samples", 1, "completions per task (n of pass@k)")
 	fl.StringVar(&f.ks, "k", "1", "comma-separated k of pass@k to report, each <= --samples")
 	fl.IntVar(&f.limit, "limit", 0, "run only the first `N` tasks (0: all)")
+	fl.StringVar(&f.shard, "shard", "", "run one part `i/n` of the benchmark: its tasks i, i+n, i+2n, ... (after --limit); merge the parts' results files with 'infill eval merge'")
 	fl.StringVar(&f.model, "model", "", "model name on the backend (default: the server's)")
 	fl.Uint32Var(&f.maxTokens, "max-tokens", 0, "most tokens per completion (default: the server's)")
 	fl.Float32Var(&f.temperature, "temperature", 0, "sampling temperature (default greedy; 0.8 on the server when --samples > 1)")
@@ -246,13 +262,25 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 	}()
 
 	var rpc infillv1.EvaluationServiceClient
+	var servers []*spreadServer
 	if !f.local {
-		client, _, err := g.dial(env)
+		targets, err := g.targets(env)
 		if err != nil {
 			return err
 		}
-		defer client.Close()
-		rpc = client.Evaluation()
+		if len(targets) > 1 && (src.serverName != "") {
+			return usageError{errors.New("--server-side runs on one server: give each server its own part with --shard i/n " +
+				"(and join the results files with 'infill eval merge'), or load the benchmark here to spread it over several")}
+		}
+		for _, target := range targets {
+			client, _, err := g.dialTarget(env, target, nil)
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			rpc = client.Evaluation()
+			servers = append(servers, &spreadServer{addr: target, rpc: rpc})
+		}
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
@@ -268,6 +296,8 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 		err = r.serverSide(ctx, src.serverName)
 	case f.local:
 		err = r.inProcess(ctx, src, f.workers)
+	case len(servers) > 1:
+		err = r.spread(ctx, src, servers)
 	default:
 		err = r.local(ctx, src)
 	}
@@ -316,6 +346,10 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 
 // check validates flag combinations.
 func (f *evalRunFlags) check(ks []int) error {
+	var err error
+	if f.shardSpec, err = evaluator.ParseShard(f.shard); err != nil {
+		return fmt.Errorf("--shard: %w", err)
+	}
 	if f.samples < 1 {
 		return fmt.Errorf("--samples must be at least 1")
 	}
@@ -416,7 +450,7 @@ func (f *evalRunFlags) source(cmd *cobra.Command, env *Env, name string) (evalSo
 	return f.finish(evalSource{name: name, tasks: tasks}, err)
 }
 
-// finish applies --limit and --sample-timeout to loaded tasks.
+// finish applies --limit, --shard and --sample-timeout to loaded tasks.
 func (f *evalRunFlags) finish(src evalSource, err error) (evalSource, error) {
 	if err != nil {
 		return src, err
@@ -427,6 +461,7 @@ func (f *evalRunFlags) finish(src evalSource, err error) (evalSource, error) {
 	if f.limit > 0 && f.limit < len(src.tasks) {
 		src.tasks = src.tasks[:f.limit]
 	}
+	src.tasks = f.shardSpec.Select(src.tasks) // as RunBenchmark: the parts of the first --limit tasks
 	if f.sampleTimeout > 0 {
 		for i := range src.tasks {
 			src.tasks[i].Exec.Timeout = f.sampleTimeout
@@ -490,6 +525,8 @@ type evalRun struct {
 	// completions, when set, are the samples to grade, by task: the run
 	// generates nothing.
 	completions map[taskKey][]string
+	// servers, when there are several, share the run (spread).
+	servers []*spreadServer
 
 	// results is everything in the results file: what was there plus what
 	// this run appended.
@@ -575,6 +612,9 @@ func (r *evalRun) header(name string, tasks, todo int) {
 		fallthrough
 	default:
 		fmt.Fprintf(r.env.Stderr, "%s: %s × %s (%s) → %s", name, plural(tasks, "task"), samples, what, r.path)
+	}
+	if len(r.servers) > 1 {
+		fmt.Fprintf(r.env.Stderr, " over %d servers", len(r.servers))
 	}
 	if r.state.Resumed > 0 {
 		fmt.Fprintf(r.env.Stderr, " (%d already there, %d to go)", r.state.Resumed, todo)
@@ -696,19 +736,7 @@ func (r *evalRun) local(ctx context.Context, src evalSource) error {
 	go func() {
 		defer wg.Done()
 		for _, t := range todo {
-			req := &infillv1.EvaluateRequest{Task: taskToProto(t, r.repoMap), Model: r.f.model}
-			switch {
-			case r.completions != nil:
-				// All of the task's samples: the server numbers them from 0
-				// in this order; those already recorded are dropped.
-				req.Completions = r.completions[taskKey{t.Benchmark, t.ID}]
-			case r.f.reference:
-				req.Completions = []string{t.Reference}
-			default:
-				req.Samples = uint32(r.f.samples)
-				req.Generation = gen
-			}
-			if err := stream.Send(req); err != nil {
+			if err := stream.Send(r.request(t, gen)); err != nil {
 				return // the receive side reports why the stream ended
 			}
 		}
@@ -737,6 +765,23 @@ func (r *evalRun) local(ctx context.Context, src evalSource) error {
 	}
 	gr.end(true)
 	return nil
+}
+
+// request asks for every sample of t: the server numbers them from 0 (on
+// a stream that has not had t before); those already recorded are
+// dropped when they come back.
+func (r *evalRun) request(t *evaluator.Task, gen *infillv1.GenerationOptions) *infillv1.EvaluateRequest {
+	req := &infillv1.EvaluateRequest{Task: taskToProto(t, r.repoMap), Model: r.f.model}
+	switch {
+	case r.completions != nil:
+		req.Completions = r.completions[taskKey{t.Benchmark, t.ID}]
+	case r.f.reference:
+		req.Completions = []string{t.Reference}
+	default:
+		req.Samples = uint32(r.f.samples)
+		req.Generation = gen
+	}
+	return req
 }
 
 // inProcess grades the given completions here, in this process's own
@@ -790,7 +835,7 @@ func (r *evalRun) streamError(ctx context.Context, err error) error {
 func (r *evalRun) serverSide(ctx context.Context, name string) error {
 	req := &infillv1.RunBenchmarkRequest{
 		Benchmark: name, Model: r.f.model, Samples: uint32(r.f.samples), Limit: uint32(r.f.limit),
-		Reference: r.f.reference, RunId: r.f.runID,
+		Reference: r.f.reference, RunId: r.f.runID, Shard: r.f.shard,
 	}
 	for _, k := range r.ks {
 		req.K = append(req.K, uint32(k))
@@ -843,6 +888,10 @@ func (r *evalRun) serverSide(ctx context.Context, name string) error {
 			prog = nopProgress{}
 			s := e.Summary
 			fmt.Fprintf(r.env.Stderr, "server: graded %d, resumed %d\n", s.GetGraded(), s.GetResumed())
+			if s.GetShard() != "" {
+				fmt.Fprintf(r.env.Stderr, "shard %s: %s of the benchmark's %d; join the shards' results files with 'infill eval merge'\n",
+					s.GetShard(), plural(int(s.GetShardTasks()), "task"), s.GetBenchmarkTasks())
+			}
 			r.footer(graded, time.Since(start))
 			return nil
 		}

@@ -1166,10 +1166,21 @@ type EvaluationSummary struct {
 	// One group per (benchmark, level).
 	ByLevel []*MetricsGroup `protobuf:"bytes,3,rep,name=by_level,json=byLevel,proto3" json:"by_level,omitempty"`
 	// Samples graded by this call, and samples found already done (resume).
-	Graded        uint32 `protobuf:"varint,4,opt,name=graded,proto3" json:"graded,omitempty"`
-	Resumed       uint32 `protobuf:"varint,5,opt,name=resumed,proto3" json:"resumed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Graded  uint32 `protobuf:"varint,4,opt,name=graded,proto3" json:"graded,omitempty"`
+	Resumed uint32 `protobuf:"varint,5,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	// RunBenchmark with a shard: the part this call ran ("i/n", as asked;
+	// empty for the whole benchmark), the tasks in that part, and the tasks
+	// of the whole benchmark (after `limit`). What a merge needs to know
+	// that it has every part: shards 0/n to n-1/n whose shard_tasks add up
+	// to benchmark_tasks. Merged results files (`infill eval merge`) score
+	// as one run of the whole benchmark: pass@k, exact match and edit
+	// similarity by benchmark and level are computed from the samples, and
+	// a task's samples all lie in one shard. Evaluate leaves these unset.
+	Shard          string `protobuf:"bytes,6,opt,name=shard,proto3" json:"shard,omitempty"`
+	ShardTasks     uint32 `protobuf:"varint,7,opt,name=shard_tasks,json=shardTasks,proto3" json:"shard_tasks,omitempty"`
+	BenchmarkTasks uint32 `protobuf:"varint,8,opt,name=benchmark_tasks,json=benchmarkTasks,proto3" json:"benchmark_tasks,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *EvaluationSummary) Reset() {
@@ -1233,6 +1244,27 @@ func (x *EvaluationSummary) GetGraded() uint32 {
 func (x *EvaluationSummary) GetResumed() uint32 {
 	if x != nil {
 		return x.Resumed
+	}
+	return 0
+}
+
+func (x *EvaluationSummary) GetShard() string {
+	if x != nil {
+		return x.Shard
+	}
+	return ""
+}
+
+func (x *EvaluationSummary) GetShardTasks() uint32 {
+	if x != nil {
+		return x.ShardTasks
+	}
+	return 0
+}
+
+func (x *EvaluationSummary) GetBenchmarkTasks() uint32 {
+	if x != nil {
+		return x.BenchmarkTasks
 	}
 	return 0
 }
@@ -1344,10 +1376,11 @@ type RunBenchmarkRequest struct {
 	// positions i, i+n, i+2n, ... of the benchmark's task list (0-based, its
 	// data file's order, after `limit`), so that runs of shards 0/n to
 	// n-1/n, on one server or several, grade every task once and their
-	// results together score as one whole run (`infill eval merge`, or
-	// `infill eval report` over the shards' files). Empty: the whole
-	// benchmark. Anything else is INVALID_ARGUMENT. Give each shard its own
-	// run_id, or the same one on one server: a journal holds any tasks.
+	// results together score as one whole run (`infill eval merge` over
+	// the shards' results files; the summary says what a merge checks).
+	// Empty: the whole benchmark. Anything else ("3/2", "1/0", "a/b") is
+	// INVALID_ARGUMENT. A run_id journal is per server: a shard run again
+	// with its run_id on the same server resumes it.
 	Shard         string `protobuf:"bytes,9,opt,name=shard,proto3" json:"shard,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1815,13 +1848,17 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	" \x01(\v2\x19.infill.v1.LatencySummaryR\x05total\x1a;\n" +
 	"\rVerdictsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xe8\x01\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xc8\x02\n" +
 	"\x11EvaluationSummary\x121\n" +
 	"\aoverall\x18\x01 \x01(\v2\x17.infill.v1.MetricsGroupR\aoverall\x12:\n" +
 	"\fby_benchmark\x18\x02 \x03(\v2\x17.infill.v1.MetricsGroupR\vbyBenchmark\x122\n" +
 	"\bby_level\x18\x03 \x03(\v2\x17.infill.v1.MetricsGroupR\abyLevel\x12\x16\n" +
 	"\x06graded\x18\x04 \x01(\rR\x06graded\x12\x18\n" +
-	"\aresumed\x18\x05 \x01(\rR\aresumed\"\x88\x01\n" +
+	"\aresumed\x18\x05 \x01(\rR\aresumed\x12\x14\n" +
+	"\x05shard\x18\x06 \x01(\tR\x05shard\x12\x1f\n" +
+	"\vshard_tasks\x18\a \x01(\rR\n" +
+	"shardTasks\x12'\n" +
+	"\x0fbenchmark_tasks\x18\b \x01(\rR\x0ebenchmarkTasks\"\x88\x01\n" +
 	"\x10EvaluateResponse\x121\n" +
 	"\x06result\x18\x01 \x01(\v2\x17.infill.v1.SampleResultH\x00R\x06result\x128\n" +
 	"\asummary\x18\x02 \x01(\v2\x1c.infill.v1.EvaluationSummaryH\x00R\asummaryB\a\n" +
