@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -65,4 +66,36 @@ func TestShardSelect(t *testing.T) {
 
 func indexOf(list []Task, t Task) int {
 	return slices.IndexFunc(list, func(x Task) bool { return x.ID == t.ID })
+}
+
+// TestMergeResults: the shards of a run merge into its results, in the
+// parts' order; a sample found again the same is kept once, one with
+// another verdict or completion is a conflict.
+func TestMergeResults(t *testing.T) {
+	r := func(task string, sample int, v Verdict, c string) Result {
+		return Result{Benchmark: "b", TaskID: task, Sample: sample, Verdict: v, Completion: c}
+	}
+	s0 := []Result{r("0", 0, VerdictPassed, "x"), r("0", 1, VerdictFailed, "y"), r("2", 0, VerdictTimeout, "z")}
+	s1 := []Result{r("1", 0, VerdictFailed, "w"), r("1", 1, VerdictPassed, "v")}
+	got, dropped, err := MergeResults(s0, s1, s0[1:2])
+	if err != nil || dropped != 1 || !slices.Equal(got, slices.Concat(s0, s1)) {
+		t.Fatalf("MergeResults = %v, %d, %v", got, dropped, err)
+	}
+	if got, _, err := MergeResults(); err != nil || got != nil {
+		t.Errorf("no parts: %v, %v", got, err)
+	}
+	for name, other := range map[string]Result{
+		"verdict":    r("0", 1, VerdictPassed, "y"),
+		"completion": r("0", 1, VerdictFailed, "y2"),
+	} {
+		if _, _, err := MergeResults(s0, []Result{other}); !errors.Is(err, ErrResultConflict) || !strings.Contains(err.Error(), "b 0 sample 1") {
+			t.Errorf("another %s: %v", name, err)
+		}
+	}
+	// Another benchmark's task of the same id and sample is another sample.
+	o := r("0", 0, VerdictFailed, "q")
+	o.Benchmark = "c"
+	if got, dropped, err := MergeResults(s0, []Result{o}); err != nil || dropped != 0 || len(got) != 4 {
+		t.Errorf("another benchmark: %d results, %d dropped, %v", len(got), dropped, err)
+	}
 }

@@ -221,7 +221,7 @@ func (r *evalRun) serverTally() string {
 	for _, s := range r.servers {
 		part := fmt.Sprintf("%s %d", s.addr, s.graded)
 		if s.lostErr != nil {
-			part += fmt.Sprintf(" (gone; %d tasks requeued)", s.requeue)
+			part += fmt.Sprintf(" (gone; %s requeued)", plural(s.requeue, "task"))
 		}
 		parts = append(parts, part)
 	}

@@ -35,6 +35,20 @@ type fakeEval struct {
 	blocked    chan struct{}
 	// errorFor makes samples of these tasks end with VERDICT_ERROR.
 	errorFor map[string]bool
+	// For runs over several servers: workers is what ListBenchmarks
+	// reports; readAhead reads requests as they come (counting in maxOpen
+	// the most tasks sent and not yet answered), not one at a time; hold,
+	// when set, delays the first result until it is closed; after
+	// dieAfter results (when > 0) the fake calls die and waits for the
+	// call to be broken; a task in reject is INVALID_ARGUMENT.
+	workers   uint32
+	readAhead bool
+	hold      chan struct{}
+	dieAfter  int
+	die       func()
+	reject    map[string]bool
+	open      int
+	maxOpen   int
 
 	mu    sync.Mutex
 	tasks []string
@@ -59,10 +73,38 @@ func (f *fakeEval) result(t *infillv1.EvalTask, sample int, completion string) *
 	return r
 }
 
+func (f *fakeEval) ListBenchmarks(context.Context, *infillv1.ListBenchmarksRequest) (*infillv1.ListBenchmarksResponse, error) {
+	return &infillv1.ListBenchmarksResponse{Benchmarks: []string{"humaneval-single-line"}, Workers: f.workers}, nil
+}
+
 func (f *fakeEval) Evaluate(st grpc.BidiStreamingServer[infillv1.EvaluateRequest, infillv1.EvaluateResponse]) error {
 	sent := 0
+	recv := st.Recv
+	if f.readAhead {
+		type msg struct {
+			req *infillv1.EvaluateRequest
+			err error
+		}
+		ch := make(chan msg, 1024)
+		go func() {
+			for {
+				req, err := st.Recv()
+				if err == nil {
+					f.mu.Lock()
+					f.open++
+					f.maxOpen = max(f.maxOpen, f.open)
+					f.mu.Unlock()
+				}
+				ch <- msg{req, err}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		recv = func() (*infillv1.EvaluateRequest, error) { m := <-ch; return m.req, m.err }
+	}
 	for {
-		req, err := st.Recv()
+		req, err := recv()
 		if err == io.EOF {
 			break
 		}
@@ -73,6 +115,9 @@ func (f *fakeEval) Evaluate(st grpc.BidiStreamingServer[infillv1.EvaluateRequest
 		f.tasks = append(f.tasks, req.GetTask().GetTaskId())
 		f.reqs = append(f.reqs, req)
 		f.mu.Unlock()
+		if f.reject[req.GetTask().GetTaskId()] {
+			return status.Error(codes.InvalidArgument, "task.prefix: bad task")
+		}
 		n := int(max(req.GetSamples(), 1))
 		if len(req.GetCompletions()) > 0 {
 			n = len(req.GetCompletions())
@@ -86,6 +131,23 @@ func (f *fakeEval) Evaluate(st grpc.BidiStreamingServer[infillv1.EvaluateRequest
 				close(f.blocked)
 				<-st.Context().Done()
 				return st.Context().Err()
+			}
+			if f.dieAfter > 0 && sent == f.dieAfter {
+				f.die()
+				<-st.Context().Done()
+				return st.Context().Err()
+			}
+			if f.hold != nil {
+				select {
+				case <-f.hold:
+				case <-st.Context().Done():
+					return st.Context().Err()
+				}
+			}
+			if s == n-1 && f.readAhead {
+				f.mu.Lock()
+				f.open-- // before its last result: the client cannot have sent the next yet
+				f.mu.Unlock()
 			}
 			if err := st.Send(&infillv1.EvaluateResponse{Event: &infillv1.EvaluateResponse_Result{
 				Result: f.result(req.GetTask(), s, c)}}); err != nil {
@@ -104,9 +166,19 @@ func (f *fakeEval) RunBenchmark(req *infillv1.RunBenchmarkRequest, st grpc.Serve
 	if req.GetBenchmark() != "humaneval-single-line" {
 		return status.Errorf(codes.NotFound, "dataset: unknown benchmark: %q (known: humaneval-single-line)", req.GetBenchmark())
 	}
-	total := int(req.GetLimit())
+	shard, err := evaluator.ParseShard(req.GetShard())
+	if err != nil {
+		return status.Error(codes.InvalidArgument, "shard: "+err.Error())
+	}
+	var ids []int
+	for i := range int(req.GetLimit()) {
+		if shard.Whole() || i%shard.Count == shard.Index {
+			ids = append(ids, i)
+		}
+	}
+	total := len(ids)
 	prog := &infillv1.Progress{Total: uint32(total)}
-	for i := 0; i < total; i++ {
+	for _, i := range ids {
 		t := &infillv1.EvalTask{TaskId: fmt.Sprintf("SingleLineInfilling/HumanEval/%d", i), Benchmark: "humaneval-single-line",
 			Level: infillv1.Level_LEVEL_SINGLE_LINE}
 		r := f.result(t, 0, "x")
@@ -123,7 +195,8 @@ func (f *fakeEval) RunBenchmark(req *infillv1.RunBenchmarkRequest, st grpc.Serve
 		}
 	}
 	return st.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{
-		Summary: &infillv1.EvaluationSummary{Graded: uint32(total)}}})
+		Summary: &infillv1.EvaluationSummary{Graded: uint32(total), Shard: req.GetShard(), ShardTasks: uint32(total),
+			BenchmarkTasks: req.GetLimit()}}})
 }
 
 func (f *fakeEval) sentTasks() []string {
