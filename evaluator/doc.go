@@ -5,9 +5,10 @@
 // finish (Runner), a limit on sandbox runs shared by every Runner of a
 // server (Pool), the append-only results journal that lets an
 // interrupted run resume (Journal), and the partition of a benchmark into
-// shards whose results merge into the whole run's (Shard). HumanEval-family tasks (ExecProgram)
-// run as the human-eval-infilling harness runs them, with its 3 s default
-// timeout, so that verdicts match it.
+// shards (Shard) whose results join into the whole run's (MergeResults).
+// HumanEval-family tasks (ExecProgram) run as the human-eval-infilling
+// harness runs them, with its 3 s default timeout, so that verdicts match
+// it.
 //
 // Loaders for benchmark formats live in evaluator/dataset, the bubblewrap
 // sandbox in evaluator/sandbox, scores in evaluator/metrics and benchmark

@@ -186,8 +186,11 @@ func (r *evalRun) spread(ctx context.Context, src evalSource, servers []*spreadS
 			q.putBack(back)
 			mu.Lock()
 			s.lostErr, s.requeue = err, len(back)
-			fmt.Fprintf(r.env.Stderr, "server %s is gone (%s); its %s back in the queue\n",
-				s.addr, errorLine(err), plural(len(back), "unfinished task")+map[bool]string{true: " goes", false: " go"}[len(back) == 1])
+			what := "it had no unfinished task"
+			if len(back) > 0 {
+				what = "its " + plural(len(back), "unfinished task") + map[bool]string{true: " goes", false: " go"}[len(back) == 1] + " back in the queue"
+			}
+			fmt.Fprintf(r.env.Stderr, "server %s is gone (%s); %s\n", s.addr, errorLine(err), what)
 			mu.Unlock()
 		}()
 	}
