@@ -370,6 +370,14 @@ func serve(t *testing.T, srv infillv1.CompletionServiceServer) grpc.DialOption {
 // returns a dial option reaching it; the server stops with the test.
 func serveWith(t *testing.T, register func(*grpc.Server)) grpc.DialOption {
 	t.Helper()
+	opt, _ := serveGRPC(t, register)
+	return opt
+}
+
+// serveGRPC is serveWith that also returns the server (to Stop it early,
+// as a crash would).
+func serveGRPC(t *testing.T, register func(*grpc.Server)) (grpc.DialOption, *grpc.Server) {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	s := grpc.NewServer()
 	register(s)
@@ -384,7 +392,7 @@ func serveWith(t *testing.T, register func(*grpc.Server)) grpc.DialOption {
 	})
 	return grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 		return lis.DialContext(ctx)
-	})
+	}), s
 }
 
 func TestIsLocal(t *testing.T) {

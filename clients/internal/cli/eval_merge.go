@@ -57,12 +57,9 @@ not parts of one run, and merge fails naming the sample. OUT must not exist.`,
 }
 
 func runMerge(env *Env, f *mergeFlags, paths []string) error {
-	ks := reportKs
-	if f.ks != "" {
-		var err error
-		if ks, err = parseKs(f.ks); err != nil {
-			return usageError{err}
-		}
+	ks, err := reportKsOf(f.ks)
+	if err != nil {
+		return err
 	}
 	if f.out == "" {
 		return usageError{errors.New("merge needs -o FILE, the merged results file to write")}
@@ -73,12 +70,9 @@ func runMerge(env *Env, f *mergeFlags, paths []string) error {
 	var merged []evaluator.Result
 	dropped := 0
 	for _, p := range paths {
-		rs, torn, err := readResults(p)
+		rs, err := readResultsNoting(env, p)
 		if err != nil {
 			return err
-		}
-		if torn {
-			fmt.Fprintf(env.Stderr, "%s: its last line is incomplete (an interrupted write) and is left out\n", p)
 		}
 		var d int
 		if merged, d, err = evaluator.MergeResults(merged, rs); err != nil {

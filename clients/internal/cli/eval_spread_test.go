@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/infill-dev/infill/clients/go/infill"
 	"github.com/infill-dev/infill/evaluator"
@@ -34,20 +32,7 @@ func newCluster(t *testing.T, fakes map[string]*fakeEval) *fakeCluster {
 	t.Helper()
 	c := &fakeCluster{dial: map[string]grpc.DialOption{}, servers: map[string]*grpc.Server{}}
 	for name, fake := range fakes {
-		lis := bufconn.Listen(1 << 20)
-		s := grpc.NewServer()
-		infillv1.RegisterEvaluationServiceServer(s, fake)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = s.Serve(lis)
-		}()
-		t.Cleanup(func() {
-			s.Stop()
-			<-done
-		})
-		c.servers[name] = s
-		c.dial[name] = grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })
+		c.dial[name], c.servers[name] = serveGRPC(t, func(s *grpc.Server) { infillv1.RegisterEvaluationServiceServer(s, fake) })
 		if fake.die == nil {
 			fake.die = func() { go c.kill(name) }
 		}
@@ -72,12 +57,18 @@ func (c *fakeCluster) run(ctx context.Context, servers string, args ...string) (
 	return code, stdout.String(), stderr.String()
 }
 
-// outcomes is a results file as (task, sample) → verdict, completion.
-func outcomes(t *testing.T, path string) map[string]string {
+// outcomes is a results file as (benchmark, task, sample) → what a run's
+// verdicts and scores are made of; with text, the completion and its edit
+// similarity too. A sample twice is an error.
+func outcomes(t *testing.T, path string, text bool) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, r := range readLines(t, path) {
-		out[fmt.Sprintf("%s#%d", r.TaskID, r.Sample)] = string(r.Verdict) + " " + r.Completion
+		key := fmt.Sprintf("%s/%s#%d", r.Benchmark, r.TaskID, r.Sample)
+		out[key] = fmt.Sprintf("%s exact=%v", r.Verdict, r.ExactMatch)
+		if text {
+			out[key] += fmt.Sprintf(" es=%d %q", r.EditSimilarity, r.Completion)
+		}
 	}
 	return out
 }
@@ -94,28 +85,35 @@ func sameOutcomes(t *testing.T, what string, got, want map[string]string) {
 	}
 }
 
+// oneAndSpread runs the same benchmark on server "one" and over servers,
+// into dir's one.jsonl and spread.jsonl, checks that both give the same
+// results and scores, and returns the spread run's stderr.
+func oneAndSpread(t *testing.T, c *fakeCluster, dir, servers string, args ...string) string {
+	t.Helper()
+	run := func(servers, out string) (string, string) {
+		t.Helper()
+		code, stdout, stderr := c.run(t.Context(), servers, append([]string{"eval", "run", "-o", filepath.Join(dir, out)}, args...)...)
+		if code != 0 {
+			t.Fatalf("--server %s: exit %d: %s", servers, code, stderr)
+		}
+		return stdout, stderr
+	}
+	single, _ := run("one", "one.jsonl")
+	spread, stderr := run(servers, "spread.jsonl")
+	sameOutcomes(t, servers, outcomes(t, filepath.Join(dir, "spread.jsonl"), true), outcomes(t, filepath.Join(dir, "one.jsonl"), true))
+	if spread != single {
+		t.Errorf("scores differ:\n%s\nwant\n%s", spread, single)
+	}
+	return stderr
+}
+
 // TestEvalRunSpreadMatchesOneServer: two servers share a run; every
 // sample is graded once and the results are those of one server.
 func TestEvalRunSpreadMatchesOneServer(t *testing.T) {
 	a, b := &fakeEval{workers: 1, readAhead: true}, &fakeEval{workers: 1, readAhead: true}
 	c := newCluster(t, map[string]*fakeEval{"a": a, "b": b, "one": {}})
 	he := writeHumanEval(t, 12)
-	dir := t.TempDir()
-	args := func(out string) []string {
-		return []string{"eval", "run", "--humaneval-dir", he, "--samples", "2", "--k", "1,2", "-o", filepath.Join(dir, out), "humaneval-single-line"}
-	}
-	code, single, stderr := c.run(t.Context(), "one", args("one.jsonl")...)
-	if code != 0 {
-		t.Fatalf("one server: exit %d: %s", code, stderr)
-	}
-	code, spread, stderr := c.run(t.Context(), "a,b", args("ab.jsonl")...)
-	if code != 0 {
-		t.Fatalf("two servers: exit %d: %s", code, stderr)
-	}
-	sameOutcomes(t, "a,b", outcomes(t, filepath.Join(dir, "ab.jsonl")), outcomes(t, filepath.Join(dir, "one.jsonl")))
-	if spread != single {
-		t.Errorf("scores differ:\n%s\nwant\n%s", spread, single)
-	}
+	stderr := oneAndSpread(t, c, t.TempDir(), "a,b", "--humaneval-dir", he, "--samples", "2", "--k", "1,2", "humaneval-single-line")
 	// Each server had tasks, and no task went to both.
 	sa, sb := a.sentTasks(), b.sentTasks()
 	if len(sa) == 0 || len(sb) == 0 || len(sa)+len(sb) != 12 {
@@ -156,7 +154,7 @@ func TestEvalRunSpreadServerDies(t *testing.T) {
 			// Die once b's first result is in the file: a crash may also
 			// lose results on their way, but this test is of the other case.
 			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-				if data, _ := os.ReadFile(filepath.Join(dir, "ab.jsonl")); bytes.Count(data, []byte("\n")) == 1 {
+				if data, _ := os.ReadFile(filepath.Join(dir, "spread.jsonl")); bytes.Count(data, []byte("\n")) == 1 {
 					break
 				}
 			}
@@ -164,21 +162,7 @@ func TestEvalRunSpreadServerDies(t *testing.T) {
 			close(died)
 		}()
 	}
-	args := func(out string) []string {
-		return []string{"eval", "run", "--humaneval-dir", he, "--samples", "2", "--k", "1,2", "-o", filepath.Join(dir, out), "humaneval-single-line"}
-	}
-	code, single, stderr := c.run(t.Context(), "one", args("one.jsonl")...)
-	if code != 0 {
-		t.Fatalf("one server: exit %d: %s", code, stderr)
-	}
-	code, spread, stderr := c.run(t.Context(), "a,b", args("ab.jsonl")...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	sameOutcomes(t, "a,b with b dying", outcomes(t, filepath.Join(dir, "ab.jsonl")), outcomes(t, filepath.Join(dir, "one.jsonl")))
-	if spread != single {
-		t.Errorf("scores differ:\n%s\nwant\n%s", spread, single)
-	}
+	stderr := oneAndSpread(t, c, dir, "a,b", "--humaneval-dir", he, "--samples", "2", "--k", "1,2", "humaneval-single-line")
 	t.Logf("%s", stderr)
 	sb := b.sentTasks()
 	if len(sb) != 1 {
@@ -308,7 +292,7 @@ func TestEvalShardsMerge(t *testing.T) {
 	if !strings.Contains(stderr, "merged 14 samples of 7 tasks from ") || !strings.Contains(stderr, "(4 samples in more than one file, kept once)") {
 		t.Errorf("stderr: %s", stderr)
 	}
-	sameOutcomes(t, "merged", outcomes(t, file("merged.jsonl")), outcomes(t, file("whole.jsonl")))
+	sameOutcomes(t, "merged", outcomes(t, file("merged.jsonl"), true), outcomes(t, file("whole.jsonl"), true))
 	_, whole, _ := c.run(t.Context(), "a", "eval", "report", "--k", "1,2", file("whole.jsonl"))
 	_, merged, _ := c.run(t.Context(), "a", "eval", "report", "--k", "1,2", file("merged.jsonl"))
 	tableOf := func(report string) string { // from the header line to the blank line after the rows

@@ -63,12 +63,9 @@ samples; --k chooses other values.`,
 }
 
 func runReport(env *Env, f *reportFlags, paths []string) error {
-	ks := reportKs
-	if f.ks != "" {
-		var err error
-		if ks, err = parseKs(f.ks); err != nil {
-			return usageError{err}
-		}
+	ks, err := reportKsOf(f.ks)
+	if err != nil {
+		return err
 	}
 	if f.html != "" {
 		if err := checkHTMLTarget(f.html, paths); err != nil {
@@ -79,12 +76,9 @@ func runReport(env *Env, f *reportFlags, paths []string) error {
 	seen := map[string]bool{}
 	twice := 0
 	for _, p := range paths {
-		rs, torn, err := readResults(p)
+		rs, err := readResultsNoting(env, p)
 		if err != nil {
 			return err
-		}
-		if torn {
-			fmt.Fprintf(env.Stderr, "%s: its last line is incomplete (an interrupted write) and is left out\n", p)
 		}
 		for i := range rs {
 			key := fmt.Sprintf("%s\x00%s\x00%d", rs[i].Benchmark, rs[i].TaskID, rs[i].Sample)
@@ -192,6 +186,28 @@ func readResults(path string) (results []evaluator.Result, torn bool, err error)
 		return nil, false, fmt.Errorf("%s: %w", path, err)
 	}
 	return results, st.Torn, nil
+}
+
+// readResultsNoting is readResults saying on stderr when the file's last
+// line was left out.
+func readResultsNoting(env *Env, path string) ([]evaluator.Result, error) {
+	rs, torn, err := readResults(path)
+	if torn {
+		fmt.Fprintf(env.Stderr, "%s: its last line is incomplete (an interrupted write) and is left out\n", path)
+	}
+	return rs, err
+}
+
+// reportKsOf parses a report's --k: "" is reportKs.
+func reportKsOf(flag string) ([]int, error) {
+	if flag == "" {
+		return reportKs, nil
+	}
+	ks, err := parseKs(flag)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return ks, nil
 }
 
 // summarize scores results with evaluator/metrics, as the server does.

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,36 +12,6 @@ import (
 	"github.com/infill-dev/infill/clients/internal/cli"
 	"github.com/infill-dev/infill/server/servertest"
 )
-
-// outcomesOf is a results file as (task, sample) → what a run's verdicts
-// and scores are made of; with text, the completion too.
-func outcomesOf(t *testing.T, path string, text bool) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, r := range cli.ReadResults(t, path) {
-		key := fmt.Sprintf("%s/%s#%d", r.Benchmark, r.TaskID, r.Sample)
-		if _, dup := out[key]; dup {
-			t.Errorf("%s: %s twice", path, key)
-		}
-		out[key] = fmt.Sprintf("%s exact=%v", r.Verdict, r.ExactMatch)
-		if text {
-			out[key] += fmt.Sprintf(" es=%d %q", r.EditSimilarity, r.Completion)
-		}
-	}
-	return out
-}
-
-func sameOutcomes(t *testing.T, what string, got, want map[string]string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: %d samples, want %d", what, len(got), len(want))
-	}
-	for k, w := range want {
-		if got[k] != w {
-			t.Errorf("%s: %s is %q, want %q", what, k, got[k], w)
-		}
-	}
-}
 
 // TestEndToEndEvalRunSpread: one benchmark spread over two real servers
 // (each with its own Ollama and sandbox) gives the verdicts of a run on
@@ -66,8 +35,8 @@ func TestEndToEndEvalRunSpread(t *testing.T) {
 	ref := []string{"--reference", "--limit", "30", "humaneval-random-span-light"}
 	run(t.Context(), a.Addr, "one.jsonl", ref...)
 	stderr := run(t.Context(), both, "two.jsonl", ref...)
-	one := outcomesOf(t, filepath.Join(dir, "one.jsonl"), true)
-	sameOutcomes(t, "reference over two servers", outcomesOf(t, filepath.Join(dir, "two.jsonl"), true), one)
+	one := cli.Outcomes(t, filepath.Join(dir, "one.jsonl"), true)
+	cli.SameOutcomes(t, "reference over two servers", cli.Outcomes(t, filepath.Join(dir, "two.jsonl"), true), one)
 	if !strings.Contains(stderr, "results by server: "+a.Addr+" ") || strings.Contains(stderr, "is gone") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
@@ -75,8 +44,8 @@ func TestEndToEndEvalRunSpread(t *testing.T) {
 	gen := []string{"--limit", "3", "--samples", "2", "--k", "1,2", "--max-tokens", "4", "humaneval-single-line"}
 	run(t.Context(), a.Addr, "gen-one.jsonl", gen...)
 	run(t.Context(), both, "gen-two.jsonl", gen...)
-	sameOutcomes(t, "generated over two servers", outcomesOf(t, filepath.Join(dir, "gen-two.jsonl"), false),
-		outcomesOf(t, filepath.Join(dir, "gen-one.jsonl"), false))
+	cli.SameOutcomes(t, "generated over two servers", cli.Outcomes(t, filepath.Join(dir, "gen-two.jsonl"), false),
+		cli.Outcomes(t, filepath.Join(dir, "gen-one.jsonl"), false))
 
 	// Stop b, as a crash does (every connection closed at once), once the
 	// run is under way: its unfinished tasks go to a.
@@ -104,5 +73,5 @@ func TestEndToEndEvalRunSpread(t *testing.T) {
 	if !strings.Contains(stderr, "server "+b.Addr+" is gone (UNAVAILABLE") {
 		t.Errorf("stderr does not say that b is gone:\n%s", stderr)
 	}
-	sameOutcomes(t, "reference over two servers, one stopped", outcomesOf(t, dying, true), one)
+	cli.SameOutcomes(t, "reference over two servers, one stopped", cli.Outcomes(t, dying, true), one)
 }
