@@ -413,8 +413,10 @@ func budgetHit(res *inference.Result) bool {
 // in the cache anyway, and the cache keeps the head for it. The probe is
 // bounded by MaxHold.
 func (p *Pipeline) release(ctx context.Context, t *ticket, abandoned bool, ireq inference.Request) {
-	if !abandoned {
-		t.release(true)
+	if !abandoned || p.cfg.Admission.Slots == 0 {
+		// Without admission (Slots 0) no request waits for a slot, so a
+		// probe would only be one more backend request per abandoned one.
+		t.release(!abandoned)
 		return
 	}
 	p.bgMu.Lock()

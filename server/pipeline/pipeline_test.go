@@ -395,3 +395,23 @@ func TestAdmissionOff(t *testing.T) {
 	close(be.release)
 	wg.Wait()
 }
+
+// Without admission an abandoned request sends no probe: nothing waits for
+// its slot, so a probe would only double the backend requests of an
+// editor's superseded keystrokes.
+func TestAdmissionOffSendsNoProbe(t *testing.T) {
+	be := &scriptBackend{text: "x", release: make(chan struct{}), started: make(chan string, 8)}
+	p := newTestPipeline(t, be, AdmissionConfig{Slots: 0, QueueLength: 0, EvalShare: 1, MaxHold: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := p.Complete(ctx, req("abandoned"), Stream{}); done <- err }()
+	<-be.started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	p.Close() // waits for probes, had one been sent
+	if n := be.calls.Load(); n != 1 {
+		t.Fatalf("backend calls %d, want 1 (no probe without admission)", n)
+	}
+}
