@@ -2,7 +2,8 @@
 // for the latency benchmark in scripts/ghz only: it isolates infill's own
 // cost by answering /api/generate with a fixed number of tokens at a fixed
 // pace, so what remains of a measured latency is infill (and the client).
-// It is never used by tests, which run the real Ollama.
+// It is never used by tests, which run the real Ollama. scripts/loadbench
+// uses it too, as a backend of limited parallelism (-parallel, -finish-prompt).
 //
 // The pace is a fixed schedule by default: token i is written at
 // prompt-delay + (i+1) × token-delay after the request arrived, whenever the
@@ -13,13 +14,20 @@
 // server and the client, that measures the fake's scheduling under their
 // load (scripts/ghz/NOTES.md, item 17).
 //
+// -parallel N serves at most N generations at once, as Ollama's runner
+// does (OLLAMA_NUM_PARALLEL): the others wait in arrival order, leaving the
+// line when their client goes away, and a generation's schedule starts when
+// it gets its turn. -finish-prompt keeps a generation whose client went away
+// during the prompt delay in its place until that delay is over, as Ollama
+// v0.24.0 finishes a prompt evaluation under way after a disconnect.
+//
 // Endpoints: GET|HEAD /api/version (health), POST /api/generate (streamed
 // NDJSON or one message, honouring num_predict and client cancellation),
 // POST /api/show and GET /api/tags (model checks), and GET /fake/last, the
 // last generate request as received (prompt sha256, options), which the
 // benchmark uses to prove that it sends Ollama exactly what infill sends.
 //
-//	fakeollama -listen 127.0.0.1:11499 -tokens 16 -token-delay 0 -prompt-delay 0 [-schedule fixed|chained]
+//	fakeollama -listen 127.0.0.1:11499 -tokens 16 -token-delay 0 -prompt-delay 0 [-schedule fixed|chained] [-parallel N] [-finish-prompt]
 package main
 
 import (
@@ -51,6 +59,8 @@ type config struct {
 	promptDelay time.Duration
 	chained     bool // each delay after the previous write, not on a fixed schedule
 	version     string
+	parallel    int  // generations at once; 0: no limit
+	finish      bool // a disconnect during the prompt delay keeps the slot until it is over
 }
 
 func main() {
@@ -60,6 +70,8 @@ func main() {
 	flag.DurationVar(&c.tokenDelay, "token-delay", 0, "delay before each token")
 	flag.DurationVar(&c.promptDelay, "prompt-delay", 0, "delay before the first token (prompt evaluation)")
 	flag.StringVar(&c.version, "version", "0.24.0", "version reported by /api/version")
+	flag.IntVar(&c.parallel, "parallel", 0, "generations served at once, the rest wait in arrival order (Ollama's OLLAMA_NUM_PARALLEL); 0: no limit")
+	flag.BoolVar(&c.finish, "finish-prompt", false, "a generation abandoned during the prompt delay keeps its slot until the delay is over (as Ollama finishes a prompt evaluation)")
 	schedule := flag.String("schedule", "fixed", "fixed: token i at prompt-delay + (i+1) × token-delay after the request; chained: token-delay after each write")
 	flag.Parse()
 	switch *schedule {
@@ -84,20 +96,24 @@ func run(c config) error {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("-listen %s: only loopback addresses are allowed", c.listen)
 	}
-	if c.tokens < 0 || c.tokenDelay < 0 || c.promptDelay < 0 {
-		return errors.New("-tokens, -token-delay and -prompt-delay must be >= 0")
+	if c.tokens < 0 || c.tokenDelay < 0 || c.promptDelay < 0 || c.parallel < 0 {
+		return errors.New("-tokens, -token-delay, -prompt-delay and -parallel must be >= 0")
 	}
 	lis, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return err
 	}
 	f := &fake{cfg: c}
+	if c.parallel > 0 {
+		f.slots = make(chan struct{}, c.parallel)
+	}
 	srv := &http.Server{Handler: f.routes(), ReadHeaderTimeout: 10 * time.Second}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
-	log.Printf("fakeollama: listening on %s (tokens %d, token delay %v, prompt delay %v, chained %v)", lis.Addr(), c.tokens, c.tokenDelay, c.promptDelay, c.chained)
+	log.Printf("fakeollama: listening on %s (tokens %d, token delay %v, prompt delay %v, chained %v, parallel %d, finish prompt %v)",
+		lis.Addr(), c.tokens, c.tokenDelay, c.promptDelay, c.chained, c.parallel, c.finish)
 	select {
 	case err := <-errc:
 		return err
@@ -125,6 +141,7 @@ type lastRequest struct {
 type fake struct {
 	cfg      config
 	requests atomic.Int64
+	slots    chan struct{} // nil: no limit
 	mu       sync.Mutex
 	last     lastRequest
 }
@@ -163,7 +180,6 @@ func writeJSON(w http.ResponseWriter, v any) {
 var words = []string{"ret", "urn", " x", " +", " y", "\n", "\t", "if", " err", " !=", " nil", " {", "\n\t\t", "}", "(", ")"}
 
 func (f *fake) generate(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
 	var req api.GenerateRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, `{"error":"bad request: `+strings.ReplaceAll(err.Error(), `"`, `'`)+`"}`, http.StatusBadRequest)
@@ -186,6 +202,15 @@ func (f *fake) generate(w http.ResponseWriter, r *http.Request) {
 	}
 	stream := req.Stream == nil || *req.Stream
 	ctx := r.Context()
+	if f.slots != nil { // wait for a slot, in arrival order, or leave with the client
+		select {
+		case f.slots <- struct{}{}:
+			defer func() { <-f.slots }()
+		case <-ctx.Done():
+			return
+		}
+	}
+	start := time.Now()
 	// wait returns at start+at (fixed schedule) or after d (chained), or
 	// false when the client went away. A late write is not made up for.
 	wait := func(at, d time.Duration) bool {
@@ -205,6 +230,9 @@ func (f *fake) generate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !wait(f.cfg.promptDelay, f.cfg.promptDelay) {
+		if f.cfg.finish { // the evaluation under way runs to its end
+			time.Sleep(time.Until(start.Add(f.cfg.promptDelay)))
+		}
 		return
 	}
 	promptDone := time.Now()
