@@ -11,6 +11,9 @@
 //	                   round by round, to measure infill's own overhead
 //	benchtool report   summarise ghz and pair results as JSON and markdown
 //	benchtool wait     wait until a gRPC server reports SERVING (health)
+//	benchtool surfaces the same completion through gRPC Complete, POST
+//	                   /infill and POST /v1/completions against fakeollama:
+//	                   what the HTTP surfaces cost over gRPC (issue 19)
 //
 // The prompt for the direct requests is built with the same contextpack
 // Builder and configuration as infill-server, and the request carries the
@@ -39,6 +42,8 @@ func main() {
 		err = waitCmd(os.Args[2:])
 	case "floor":
 		err = floorCmd(os.Args[2:])
+	case "surfaces":
+		err = surfacesCmd(os.Args[2:])
 	case "floor-server":
 		err = floorServerCmd(os.Args[2:])
 	default:
@@ -51,6 +56,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool payload|pair|floor|report|wait [flags] (-h for each)")
+	fmt.Fprintln(os.Stderr, "usage: benchtool payload|pair|floor|surfaces|report|wait [flags] (-h for each)")
 	os.Exit(2)
 }

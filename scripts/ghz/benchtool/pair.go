@@ -580,19 +580,7 @@ func (r *pairRunner) leanGenerate(ctx context.Context, req *api.GenerateRequest,
 // verifyFake sends one request each way and compares what fakeollama saw.
 func (r *pairRunner) verifyFake(reqs roundRequests) verification {
 	v := verification{Checked: true}
-	get := func() (map[string]any, error) {
-		resp, err := http.Get(strings.TrimRight(r.o.fakeURL, "/") + "/fake/last")
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-			return nil, err
-		}
-		delete(m, "requests")
-		return m, nil
-	}
+	get := func() (map[string]any, error) { return fakeLast(r.o.fakeURL) }
 	if s := r.call(kindComplete, reqs, 0); s.Err != "" {
 		v.Detail = s.Err
 		return v
@@ -623,10 +611,16 @@ func (r *pairRunner) verifyFake(reqs roundRequests) verification {
 }
 
 func summarisePairs(samples []sample) (map[string]kindStats, map[string]overhead) {
+	return summariseAgainst(samples, kinds, kindDirect)
+}
+
+// summariseAgainst summarises the samples of each of ks and the overhead of
+// each over base, round by round.
+func summariseAgainst(samples []sample, ks []string, base string) (map[string]kindStats, map[string]overhead) {
 	stats := map[string]kindStats{}
 	lat := map[string][]float64{}
 	byRound := map[string]map[int]float64{}
-	for _, k := range kinds {
+	for _, k := range ks {
 		byRound[k] = map[int]float64{}
 		var l, ttft, asm, tok []float64
 		st := kindStats{}
@@ -658,10 +652,13 @@ func summarisePairs(samples []sample) (map[string]kindStats, map[string]overhead
 		lat[k] = l
 	}
 	over := map[string]overhead{}
-	for _, k := range []string{kindComplete, kindStream} {
+	for _, k := range ks {
+		if k == base {
+			continue
+		}
 		var diffs []float64
 		for round, v := range byRound[k] {
-			if dv, ok := byRound[kindDirect][round]; ok {
+			if dv, ok := byRound[base][round]; ok {
 				diffs = append(diffs, v-dv)
 			}
 		}
@@ -669,11 +666,11 @@ func summarisePairs(samples []sample) (map[string]kindStats, map[string]overhead
 		if dd := describe(diffs); len(diffs) > 0 {
 			o.PairedMedianMs, o.PairedP90Ms = dd.p50, dd.p90
 		}
-		if p, q := stats[k].P50Ms, stats[kindDirect].P50Ms; q > 0 {
+		if p, q := stats[k].P50Ms, stats[base].P50Ms; q > 0 {
 			o.MedianDeltaMs = round3(p - q)
 			o.Ratio = round4(p/q - 1)
 		}
-		o.CILowMs, o.CIHighMs, o.RatioLow, o.RatioHigh = bootstrap(byRound[k], byRound[kindDirect])
+		o.CILowMs, o.CIHighMs, o.RatioLow, o.RatioHigh = bootstrap(byRound[k], byRound[base])
 		over[k] = o
 	}
 	return stats, over
