@@ -26,6 +26,8 @@ type modeResult struct {
 	Phases       []*phaseResult `json:"phases"`
 	// ServerLog counts the server's warnings about the backend.
 	ServerLog map[string]int `json:"server_log"`
+	// WarmupFailures are warm-up requests that failed (and were retried).
+	WarmupFailures []string `json:"warmup_failures,omitempty"`
 }
 
 type phaseResult struct {
@@ -255,7 +257,11 @@ func (rep *report) markdown() string {
 		if len(ev) == 0 {
 			ev = []string{"none"}
 		}
-		w("Server log, %s: %s.\n", modeName(m), strings.Join(ev, ", "))
+		w("Server log, %s: %s.", modeName(m), strings.Join(ev, ", "))
+		if len(m.WarmupFailures) > 0 {
+			w(" Warm-up requests that failed and were retried: %s.", strings.Join(m.WarmupFailures, "; "))
+		}
+		w("\n")
 	}
 	w("\n")
 	w("| target | %s |\n|---|%s\n", strings.Join(modeNames(rep), " | "), strings.Repeat("---|", len(rep.Modes)))

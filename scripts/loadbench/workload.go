@@ -350,28 +350,37 @@ func runMode(o options, be *backend, px *proxy, mode, logs string) (*modeResult,
 	}
 	// Warm-up: each session's prompt and each evaluation task once, one
 	// at a time, without a session (the server's caches and the
-	// backend's, as after an editor opened its file).
+	// backend's, as after an editor opened its file). A failed request is
+	// tried twice more and reported.
 	rec := &recorder{}
+	var failed []string
+	warm := func(client infillv1.CompletionServiceClient, req *infillv1.StreamCompleteRequest) error {
+		for range 3 {
+			c := rec.start(client, req, kindKeystroke, false, 2*time.Minute)
+			if <-c.done; c.code == "OK" {
+				return nil
+			}
+			failed = append(failed, c.code+": "+c.msg)
+			time.Sleep(5 * time.Second)
+		}
+		return fmt.Errorf("warm-up failed three times: %s", strings.Join(failed, "; "))
+	}
 	for range o.warmupPerSession {
 		for _, s := range sessions {
 			req := s.request(&o)
 			req.SessionId, req.LatencyBudget = "", nil
-			<-rec.start(s.client, req, kindKeystroke, false, 2*time.Minute).done
+			if err := warm(s.client, req); err != nil {
+				return nil, err
+			}
 		}
 		for i := range evalTasks {
-			<-rec.start(evalClient, evalRequest(&o, i), kindEval, false, 2*time.Minute).done
+			if err := warm(evalClient, evalRequest(&o, i)); err != nil {
+				return nil, err
+			}
 		}
 	}
-	failed := 0
-	for _, c := range rec.take() {
-		if c.code != "OK" {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return nil, fmt.Errorf("%d warm-up requests failed", failed)
-	}
-	m := &modeResult{Mode: mode, BackendSlots: o.serverSlots(mode)}
+	rec.take()
+	m := &modeResult{Mode: mode, BackendSlots: o.serverSlots(mode), WarmupFailures: failed}
 	phases := []struct {
 		name     string
 		sessions []*session
