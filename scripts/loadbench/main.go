@@ -30,6 +30,7 @@
 // scripts/loadbench/run.sh builds the binaries and runs both backends.
 //
 //	loadbench -backend fake|ollama -server-bin PATH [-fake-bin PATH] -out DIR
+//	loadbench -render DIR/BACKEND.json   (the Markdown again, from the results)
 package main
 
 import (
@@ -73,7 +74,7 @@ type options struct {
 
 func main() {
 	var o options
-	var modes string
+	var modes, render string
 	flag.StringVar(&o.backend, "backend", "fake", "fake (scripts/ghz/fakeollama) or ollama (the real local Ollama, tiny model)")
 	flag.StringVar(&o.serverBin, "server-bin", "", "infill-server binary built from this tree")
 	flag.StringVar(&o.fakeBin, "fake-bin", "", "fakeollama binary (for -backend fake)")
@@ -104,7 +105,15 @@ func main() {
 	flag.IntVar(&o.warmupPerSession, "warmup", 1, "requests per session file and evaluation task before measuring")
 	flag.DurationVar(&o.settle, "settle", 3*time.Second, "quiet time between phases")
 	flag.StringVar(&o.keepServerLogsDir, "logs", "", "directory for the server's and backend's logs (default: a temporary one, removed)")
+	flag.StringVar(&render, "render", "", "only write the Markdown of a result file (BACKEND.json) again, beside it")
 	flag.Parse()
+	if render != "" {
+		if err := rerender(render); err != nil {
+			fmt.Fprintln(os.Stderr, "loadbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o.modes = strings.Split(modes, ",")
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "loadbench:", err)
@@ -201,6 +210,19 @@ func run(o options) error {
 	}
 	fmt.Print(md)
 	return nil
+}
+
+// rerender writes the Markdown of a result file again.
+func rerender(file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return os.WriteFile(strings.TrimSuffix(file, ".json")+".md", []byte(rep.markdown()), 0o644)
 }
 
 func (o *options) workload() map[string]string {
