@@ -128,7 +128,7 @@ if [[ ! -x "$ghz" ]]; then
     die "go install ghz@$ghz_version failed"
 fi
 commit="$(cd "$root" && git rev-parse --short HEAD)"
-(cd "$root" && git diff --quiet HEAD -- . ':!scripts/ghz/results') || commit="$commit (with uncommitted changes)"
+(cd "$root" && git diff --quiet HEAD -- . ':(exclude,glob)scripts/**/results/**') || commit="$commit (with uncommitted changes)"
 log "building infill-server and benchtool at $commit"
 (cd "$root" && go build -o "$run/bin/" ./server/cmd/infill-server ./scripts/ghz/benchtool) || die "build failed"
 "$run/bin/benchtool" payload -src "$(go env GOROOT)/src" -n 1 -max-tokens 16 -out "$run/payloads" >"$run/logs/payloads.txt"

@@ -40,7 +40,7 @@ cleanup() {
 trap cleanup EXIT
 
 commit="$(cd "$root" && git rev-parse --short HEAD)"
-(cd "$root" && git diff --quiet HEAD -- . ':!scripts/ghz/results') || commit="$commit (with uncommitted changes)"
+(cd "$root" && git diff --quiet HEAD -- . ':(exclude,glob)scripts/**/results/**') || commit="$commit (with uncommitted changes)"
 echo "surfaces: building infill-server, fakeollama, benchtool at $commit" >&2
 (cd "$root" && go build -o "$work/" ./server/cmd/infill-server ./scripts/ghz/fakeollama ./scripts/ghz/benchtool)
 
