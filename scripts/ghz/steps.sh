@@ -86,6 +86,35 @@ render() {
       echo "| $c | $before | $after | $settled | $back |"
     done <"$run/steps.tsv"
     echo
+    if [[ -f "$run/logs/server.log" ]]; then
+      echo "The server's own time for its refusals (its log line per call: \"duration\"), by reason: refused on"
+      echo "arrival because the measured queue could not start the call before its deadline, or refused"
+      echo "when its latest start passed while it waited in the queue."
+      echo
+      echo "| concurrency | refused on arrival: calls, server p50 / max ms | refused after waiting: calls, server p50 / max ms |"
+      echo "|---|---|---|"
+      while IFS=$'\t' read -r c _; do
+        f="$out/steps/c$c.json"
+        # The step's window: its first call's start to its last call's end
+        # (ghz stamps a call when it ends).
+        read -r from to < <(jq -r 'def t: capture("^(?<s>[^.Z]+)(?<f>\\.[0-9]+)?Z$") | (.s + "Z" | fromdateiso8601) + ((.f // "0") | tonumber);
+          [.details[] | (.timestamp | t) as $e | [$e - .latency / 1e9, $e]] | "\(map(.[0]) | min) \(map(.[1]) | max)"' "$f")
+        sed -n 's/^\([^\t]*\)\t.*\t\({.*}\)$/\1\t\2/p' "$run/logs/server.log" | grep ResourceExhausted |
+          jq -R -r -s --argjson from "$from" --argjson to "$to" --arg c "$c" '
+            def ms: capture("^(?<v>[0-9.]+)(?<u>[a-zµ]+)$") | (.v | tonumber) * ({"ns": 1e-6, "µs": 1e-3, "ms": 1, "s": 1000}[.u] // 0);
+            def stat: (map(.d) | sort) as $x | if ($x | length) == 0 then "0" else
+              "\($x | length), \($x[(($x | length) * 0.5 | ceil) - 1] * 10 | round / 10) / \($x[-1] * 10 | round / 10)" end;
+            [split("\n")[] | select(length > 0) | split("\t") |
+              {t: (.[0] | capture("^(?<s>[^.Z]+)(?<f>\\.[0-9]+)?Z$") | (.s + "Z" | fromdateiso8601) + ((.f // "0") | tonumber)), j: (.[1] | fromjson)} |
+              select(.t >= $from and .t <= $to) |
+              {d: (.j.duration | ms), late: (.j.error | test("could not start"))}] |
+            "| \($c) | \(map(select(.late | not)) | stat) | \(map(select(.late)) | stat) |"'
+      done <"$run/steps.tsv"
+      echo
+    fi
+    if [[ -f "$here/STEPS-NOTES.md" ]]; then
+      cat "$here/STEPS-NOTES.md"
+    fi
   } >"$out/STEPS.md"
   cat "$out/STEPS.md"
 }

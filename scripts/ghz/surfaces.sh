@@ -63,4 +63,7 @@ mkdir -p "$out"
     "Clients: gRPC with infill's codec (as the Go client), HTTP/1.1 keep-alive with Go's net/http; latency is the whole call, request sent to response read")"
 cp "$work/surfaces.json" "$out/surfaces.json"
 cp "$work/SURFACES.md" "$out/SURFACES.md"
+if [[ -f "$here/SURFACES-NOTES.md" ]]; then # findings written after a run
+  cat "$here/SURFACES-NOTES.md" >>"$out/SURFACES.md"
+fi
 cat "$out/SURFACES.md"
