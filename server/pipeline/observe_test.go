@@ -99,7 +99,7 @@ func TestObserverOutcomes(t *testing.T) {
 	})
 	t.Run("client and deadline", func(t *testing.T) {
 		be := &scriptBackend{text: "x", release: make(chan struct{})}
-		// Admission off: the cancelled call's probe holds no slot the
+		// Admission off: the cancelled call sends no probe and holds no slot the
 		// second would wait for (and be refused).
 		p, obs := newObserved(t, be, AdmissionConfig{Slots: 0, EvalShare: 4, MaxHold: time.Second}, nil)
 		cctx, cancel := context.WithCancel(ctx)
