@@ -293,14 +293,7 @@ func TestAdmissionOrder(t *testing.T) {
 func TestAbandonedHoldsSlot(t *testing.T) {
 	be := &scriptBackend{text: "x", release: make(chan struct{}), started: make(chan string, 8)}
 	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 8, EvalShare: 4, MaxHold: time.Minute})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { _, err := p.Complete(ctx, req("abandoned"), Stream{}); done <- err }()
-	<-be.started
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled call: %v", err)
-	}
+	abandon(t, p, be, "abandoned")
 	if probe := <-be.started; probe != "abandoned" {
 		t.Fatalf("probe sent %q, want the abandoned prompt", probe)
 	}
@@ -313,6 +306,7 @@ func TestAbandonedHoldsSlot(t *testing.T) {
 	}
 
 	// Cancelled while waiting: leaves the queue, and no probe is sent.
+	done := make(chan error, 1)
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	go func() { _, err := p.Complete(ctx2, req("queued"), Stream{}); done <- err }()
 	waitFor(t, "queued", func() bool { _, q := p.gate.stats(); return q[0] == 1 })
@@ -402,16 +396,23 @@ func TestAdmissionOff(t *testing.T) {
 func TestAdmissionOffSendsNoProbe(t *testing.T) {
 	be := &scriptBackend{text: "x", release: make(chan struct{}), started: make(chan string, 8)}
 	p := newTestPipeline(t, be, AdmissionConfig{Slots: 0, QueueLength: 0, EvalShare: 1, MaxHold: time.Minute})
+	abandon(t, p, be, "abandoned")
+	p.Close() // waits for probes, had one been sent
+	if n := be.calls.Load(); n != 1 {
+		t.Fatalf("backend calls %d, want 1 (no probe without admission)", n)
+	}
+}
+
+// abandon starts a call of prompt, cancels it once it is at the backend
+// (before its first token) and checks that it ended Canceled.
+func abandon(t *testing.T, p *Pipeline, be *scriptBackend, prompt string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { _, err := p.Complete(ctx, req("abandoned"), Stream{}); done <- err }()
+	go func() { _, err := p.Complete(ctx, req(prompt), Stream{}); done <- err }()
 	<-be.started
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
-	}
-	p.Close() // waits for probes, had one been sent
-	if n := be.calls.Load(); n != 1 {
-		t.Fatalf("backend calls %d, want 1 (no probe without admission)", n)
 	}
 }
