@@ -52,7 +52,7 @@ if found="$(INFILL_MODEL="$want_model" "$root/scripts/setup.sh" find-ollama "${u
 else
   say "backend: the local one (scripts/backend.sh: Ollama built from go.mod's pin, tiny random-weight model)"
   local_backend=1
-  mapfile -t -O "${#groups[@]}" groups < <("$root/scripts/backend.sh" missing)
+  mapfile -t groups < <(printf '%s\n' "${groups[@]}" $("$root/scripts/backend.sh" missing) | awk '!seen[$0]++')
 fi
 
 # 2. Debian packages: one apt-get run, only when some are missing.
