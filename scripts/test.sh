@@ -35,6 +35,6 @@ if [[ "${CI:-}" == true ]]; then
 fi
 say "go vet ./..."
 go vet ./...
-say "go test ${short[*]} ./... (CI=${CI:-unset})"
+say "go test ${short[*]} $* ./... (CI=${CI:-unset})"
 go test -count=1 -timeout 45m "${short[@]}" "$@" ./...
 say "done"
