@@ -211,6 +211,7 @@ func TestRunUsesRunningOllama(t *testing.T) {
 		"OLLAMA_HOST="+b.Host,
 		"INFILL_STATE_DIR="+state,
 		"INFILL_LISTEN="+addr,
+		"INFILL_HTTP_LISTEN=", // no HTTP listener: the editors' port may be taken
 		"INFILL_RESULTS_DIR="+t.TempDir(),
 	))
 	conn := waitServing(t, addr, s)
@@ -274,6 +275,7 @@ func TestRunStartsLocalBackend(t *testing.T) {
 	s := runScript(t, append(base,
 		"OLLAMA_HOST="+dead,
 		"INFILL_LISTEN="+addr,
+		"INFILL_HTTP_LISTEN=", // no HTTP listener: the editors' port may be taken
 		"INFILL_RESULTS_DIR="+t.TempDir(),
 	))
 	conn := waitServing(t, addr, s)
