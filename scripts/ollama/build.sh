@@ -106,7 +106,7 @@ chmod u+w "$tmp/mods/go.mod" "$tmp/mods/go.sum"
 log "Go modules: done in $((SECONDS - start))s"
 
 # Phase 2: the cgo build, with a line every 30s.
-log "Ollama cgo build: github.com/ollama/ollama@$version (CPU only); about 2-3 minutes on 2 cores"
+log "Ollama cgo build: github.com/ollama/ollama@$version (CPU only); about 2.5 minutes on 2 idle cores, far longer under load"
 start=$SECONDS
 # go install pkg@version builds with the module's own go.mod and go.sum.
 (
