@@ -28,17 +28,24 @@ if ! command -v go >/dev/null; then
   exit 1
 fi
 
-# --ollama-url and --model among the server flags (as -x, --x, x=v or x v).
-url_flag="" model_flag=""
-args=("$@")
-for ((i = 0; i < ${#args[@]}; i++)); do
-  a="${args[$i]}"
-  case "$a" in
-    -ollama-url=* | --ollama-url=*) url_flag="${a#*=}" ;;
-    -model=* | --model=*) model_flag="${a#*=}" ;;
-    -ollama-url | --ollama-url) url_flag="${args[$((i + 1))]:-}" ;;
-    -model | --model) model_flag="${args[$((i + 1))]:-}" ;;
+# --ollama-url and --model among the server flags (as -x, --x, x=v or x v)
+# are taken out: run.sh passes the backend and model it chose.
+url_flag="" model_flag="" args=()
+while (($# > 0)); do
+  case "$1" in
+    -ollama-url=* | --ollama-url=*) url_flag="${1#*=}" ;;
+    -model=* | --model=*) model_flag="${1#*=}" ;;
+    -ollama-url | --ollama-url)
+      url_flag="${2:-}"
+      shift
+      ;;
+    -model | --model)
+      model_flag="${2:-}"
+      shift
+      ;;
+    *) args+=("$1") ;;
   esac
+  shift || true
 done
 want_model="${model_flag:-${INFILL_MODEL:-}}"
 
@@ -68,6 +75,8 @@ say "Go modules: ready"
 # 4. The local backend: Ollama build, tokenizer fetch and tiny model the first
 # time (their own lines say how long each took), then `ollama serve`.
 if ((local_backend)); then
+  # The tiny model is created under the name asked for, if any.
+  if [[ -n "$want_model" ]]; then export INFILL_MODEL="$want_model"; fi
   "$root/scripts/backend.sh" up >/dev/null
   eval "$("$root/scripts/backend.sh" env)"
   ollama_url="$OLLAMA_HOST"
@@ -107,4 +116,4 @@ fi
 mkdir -p "$results"
 exec "$root/bin/infill-server" --listen "$listen" --ollama-url "$ollama_url" \
   --model "$model" --num-ctx "${INFILL_NUM_CTX:-8192}" \
-  --results-dir "$results" "${extra[@]}" "$@"
+  --results-dir "$results" "${extra[@]}" "${args[@]}"

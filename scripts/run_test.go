@@ -95,13 +95,13 @@ type script struct {
 	err  error         // its exit, valid after done
 }
 
-// runScript starts scripts/run.sh in its own process group with env and
+// runScript starts scripts/run.sh args in its own process group with env and
 // stops the group (the server run.sh execs, or a go build under way) when
 // the test ends.
-func runScript(t *testing.T, env []string) *script {
+func runScript(t *testing.T, env []string, args ...string) *script {
 	t.Helper()
 	s := &script{out: &syncBuffer{}, done: make(chan struct{})}
-	cmd := exec.Command("bash", filepath.Join(repoRoot(t), "scripts", "run.sh"))
+	cmd := exec.Command("bash", append([]string{filepath.Join(repoRoot(t), "scripts", "run.sh")}, args...)...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -231,10 +231,10 @@ func TestRunUsesRunningOllama(t *testing.T) {
 	}
 }
 
-// TestRunStartsLocalBackend: when nothing answers at OLLAMA_HOST, run.sh
+// TestRunStartsLocalBackend: when nothing answers at --ollama-url, run.sh
 // says so, starts the local backend (scripts/backend.sh up) and serves from
-// it. The state directory links the already prepared binary and model, so
-// nothing is rebuilt here.
+// it, not from the URL given. The state directory links the already
+// prepared binary and model, so nothing is rebuilt here.
 func TestRunStartsLocalBackend(t *testing.T) {
 	requirePackages(t, "build", "sandbox")
 	bin, gguf, err := ollamatest.Paths()
@@ -273,11 +273,10 @@ func TestRunStartsLocalBackend(t *testing.T) {
 	addr := freeAddr(t)
 	dead := freeAddr(t) // nothing listens there
 	s := runScript(t, append(base,
-		"OLLAMA_HOST="+dead,
 		"INFILL_LISTEN="+addr,
 		"INFILL_HTTP_LISTEN=", // no HTTP listener: the editors' port may be taken
 		"INFILL_RESULTS_DIR="+t.TempDir(),
-	))
+	), "--ollama-url", "http://"+dead, "--model=infill-tiny")
 	conn := waitServing(t, addr, s)
 	complete(t, conn, "infill-tiny")
 
