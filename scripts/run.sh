@@ -16,6 +16,11 @@
 #
 # The first run prints a line per phase with its time: packages, Go modules,
 # the Ollama cgo build, the tokenizer npm fetch, the tiny model, the server.
+#
+# Environment: INFILL_LISTEN (gRPC, default 127.0.0.1:50051),
+# INFILL_HTTP_LISTEN (the editors' HTTP surfaces; the server's default when
+# unset, none when empty), INFILL_RESULTS_DIR, INFILL_NUM_CTX, INFILL_MODEL,
+# INFILL_OLLAMA_URL, and scripts/backend.sh's INFILL_* for the local backend.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -112,6 +117,11 @@ extra=()
 # the checkout, become benchmarks for RunBenchmark.
 if [ -d "$root/../shared/data/human-eval-infilling" ]; then
   extra+=(--humaneval-dir "$(cd "$root/../shared/data/human-eval-infilling" && pwd)")
+fi
+# INFILL_HTTP_LISTEN: the editor plugins' HTTP address (the server's default
+# when unset, none when empty).
+if [[ -v INFILL_HTTP_LISTEN ]]; then
+  extra+=(--http-listen "$INFILL_HTTP_LISTEN")
 fi
 mkdir -p "$results"
 exec "$root/bin/infill-server" --listen "$listen" --ollama-url "$ollama_url" \
