@@ -3,7 +3,7 @@
 # the module version go.mod pins, serving a tiny random-weight qwen2 model with
 # the real Qwen2.5 vocabulary.
 #
-# Usage: scripts/backend.sh up|down|status|env|prepare|missing
+# Usage: scripts/backend.sh up|down|status|env|prepare|missing|supervise PID
 #   prepare  build the Ollama binary and generate the tiny GGUF if missing;
 #            print their paths (what the Go tests in inference/ollamatest use)
 #   missing  print the scripts/setup.sh package groups `prepare` still needs
@@ -13,6 +13,13 @@
 #   down     stop the server started by `up`
 #   status   say whether it runs, where, and with which models
 #   env      print shell exports for the backend (eval "$(scripts/backend.sh env)")
+#   supervise PID
+#            while process PID lives (scripts/run.sh's server), restart the
+#            backend whenever its `ollama serve` exits or dies: a log line per
+#            restart, a backoff of 1, 2, 4, ... 60 s between tries, and at
+#            most 5 restarts in 10 minutes (then it says so and stops
+#            supervising; `scripts/backend.sh up` starts it again by hand);
+#            after `scripts/backend.sh down` it restarts nothing
 #
 # Environment (all optional):
 #   INFILL_STATE_DIR    state directory (default ${XDG_CACHE_HOME:-$HOME/.cache}/infill)
@@ -48,6 +55,7 @@ port="${host##*:}"
 serve_dir="$state/serve"
 pidfile="$serve_dir/ollama-$port.pid"
 logfile="$serve_dir/ollama-$port.log"
+downfile="$serve_dir/ollama-$port.down" # `down` was asked: supervise restarts nothing
 
 log() { printf 'backend.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -129,6 +137,32 @@ cmd_prepare() {
   printf 'INFILL_OLLAMA_BIN=%s\nINFILL_TINY_GGUF=%s\n' "$bin" "$gguf"
 }
 
+# reap_leftovers: after an `ollama serve` of ours died (its pid file names a
+# dead process), kill what is left of its process group: Ollama starts its
+# model runners without a parent-death signal, so a runner outlives a killed
+# server. Only processes of that group running our Ollama binary are killed,
+# so a recycled pid never costs an unrelated process.
+reap_leftovers() {
+  [[ -f "$pidfile" ]] || return 0
+  local old p exe stat
+  old="$(cat "$pidfile")"
+  [[ "$old" =~ ^[0-9]+$ ]] || return 0
+  for p in /proc/[0-9]*; do
+    p="${p#/proc/}"
+    stat="$(cat "/proc/$p/stat" 2>/dev/null)" || continue
+    # Field 5 (pgrp) after the ")" that ends the command name.
+    stat="${stat##*) }"
+    read -r _ _ pgrp _ <<<"$stat"
+    [[ "$pgrp" == "$old" ]] || continue
+    exe="$(readlink "/proc/$p/exe" 2>/dev/null)" || continue
+    if [[ "$exe" == "$bin" ]]; then
+      log "killing pid $p, left over from the ollama serve that died (pid $old)"
+      kill -KILL "$p" 2>/dev/null || true
+    fi
+  done
+  rm -f "$pidfile"
+}
+
 cmd_up() {
   prepare
   mkdir -p "$serve_dir/home" "$serve_dir/models-$port"
@@ -136,6 +170,8 @@ cmd_up() {
   if pid="$(running_pid)"; then
     log "ollama serve already running (pid $pid)"
   else
+    reap_leftovers
+    rm -f "$downfile"
     if answers; then
       die "something else already answers on $host; set INFILL_OLLAMA_HOST to another port"
     fi
@@ -179,6 +215,8 @@ EOF_MODELFILE
 
 cmd_down() {
   local pid
+  mkdir -p "$serve_dir"
+  : >"$downfile"
   if ! pid="$(running_pid)"; then
     rm -f "$pidfile"
     log "not running"
@@ -220,6 +258,46 @@ cmd_env() {
   printf 'export INFILL_TINY_GGUF=%s\n' "$gguf"
 }
 
+cmd_supervise() {
+  local watch="${1:-}"
+  [[ "$watch" =~ ^[0-9]+$ ]] || die "usage: scripts/backend.sh supervise PID"
+  local max=5 window=600 delay=1 times=() now pid
+  while kill -0 "$watch" 2>/dev/null; do
+    sleep 2
+    if running_pid >/dev/null; then
+      continue
+    fi
+    kill -0 "$watch" 2>/dev/null || break
+    if [[ -f "$downfile" ]]; then
+      log "ollama serve on $host was stopped by scripts/backend.sh down: not restarting it"
+      return 0
+    fi
+    now=$SECONDS
+    # Restarts within the window only.
+    local kept=() t
+    for t in "${times[@]}"; do
+      ((now - t < window)) && kept+=("$t")
+    done
+    times=("${kept[@]}")
+    ((${#times[@]} == 0)) && delay=1
+    if ((${#times[@]} >= max)); then
+      log "ollama serve on $host exited again: $max restarts in the last $((window / 60)) minutes, not restarting (log: $logfile; scripts/backend.sh up starts it by hand)"
+      return 1
+    fi
+    log "ollama serve on $host exited or died (log: $logfile); restarting it in ${delay}s ($((${#times[@]} + 1)) of at most $max in $((window / 60)) minutes)"
+    sleep "$delay"
+    kill -0 "$watch" 2>/dev/null || break
+    times+=("$SECONDS")
+    delay=$((delay * 2 > 60 ? 60 : delay * 2))
+    if (cmd_up >/dev/null); then
+      pid="$(running_pid)" || pid="?"
+      log "ollama serve on $host restarted (pid $pid); calls resume"
+    else
+      log "restarting ollama serve on $host failed; trying again"
+    fi
+  done
+}
+
 cmd_missing() {
   [[ -x "$("$here/ollama/build.sh" --print-path)" ]] || printf 'build\nollama\n'
   [[ -f "$gguf" || -f "$state/npm/$tok_tgz_name" ]] || printf 'tokenizer\n'
@@ -232,5 +310,6 @@ case "${1:-}" in
   env) cmd_env ;;
   prepare) cmd_prepare ;;
   missing) cmd_missing ;;
-  *) die "usage: scripts/backend.sh up|down|status|env|prepare|missing" ;;
+  supervise) cmd_supervise "${2:-}" ;;
+  *) die "usage: scripts/backend.sh up|down|status|env|prepare|missing|supervise PID" ;;
 esac

@@ -14,6 +14,10 @@
 # tiny random-weight model; offline after the first build) is started. It says
 # which it chose.
 #
+# The local backend is supervised while the server runs (scripts/backend.sh
+# supervise): an `ollama serve` that exits or dies is restarted, with a log
+# line, so calls resume without restarting the server.
+#
 # The first run prints a line per phase with its time: packages, Go modules,
 # the Ollama cgo build, the tokenizer npm fetch, the tiny model, the server.
 #
@@ -124,6 +128,12 @@ if [[ -v INFILL_HTTP_LISTEN ]]; then
   extra+=(--http-listen "$INFILL_HTTP_LISTEN")
 fi
 mkdir -p "$results"
+if ((local_backend)); then
+  # While the server runs (exec keeps this pid), a backend that exits or
+  # dies is restarted, with a log line and a backoff; the server's health
+  # reports it down meanwhile and the calls resume once it is back.
+  "$root/scripts/backend.sh" supervise "$$" </dev/null &
+fi
 exec "$root/bin/infill-server" --listen "$listen" --ollama-url "$ollama_url" \
   --model "$model" --num-ctx "${INFILL_NUM_CTX:-8192}" \
   --results-dir "$results" "${extra[@]}" "${args[@]}"

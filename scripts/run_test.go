@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -233,7 +234,8 @@ func TestRunUsesRunningOllama(t *testing.T) {
 
 // TestRunStartsLocalBackend: when nothing answers at --ollama-url, run.sh
 // says so, starts the local backend (scripts/backend.sh up) and serves from
-// it, not from the URL given. The state directory links the already
+// it, not from the URL given; when that backend dies, run.sh restarts it and
+// the server answers again. The state directory links the already
 // prepared binary and model, so nothing is rebuilt here.
 func TestRunStartsLocalBackend(t *testing.T) {
 	requirePackages(t, "build", "sandbox")
@@ -292,5 +294,76 @@ func TestRunStartsLocalBackend(t *testing.T) {
 	}
 	if strings.Contains(log, "Ollama cgo build") {
 		t.Errorf("run.sh rebuilt the Ollama binary it had:\n%s", log)
+	}
+
+	// The backend dies under the running server: run.sh's supervisor
+	// restarts it, kills the model runner the dead server left behind, and
+	// a later completion succeeds without restarting the server.
+	_, port, _ := net.SplitHostPort(ollamaHost)
+	pidData, err := os.ReadFile(filepath.Join(state, "serve", "ollama-"+port+".pid"))
+	if err != nil {
+		t.Fatalf("the backend's pid file: %v", err)
+	}
+	old, err := strconv.Atoi(strings.TrimSpace(string(pidData)))
+	if err != nil {
+		t.Fatalf("pid file %q: %v", pidData, err)
+	}
+	if len(processGroup(old)) < 2 {
+		t.Fatalf("process group %d holds %v, want ollama serve and its model runner", old, processGroup(old))
+	}
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill ollama serve: %v", err)
+	}
+	waitLog(t, s, "ollama serve on "+ollamaHost+" restarted", 3*time.Minute)
+	if left := processGroup(old); len(left) > 0 {
+		t.Errorf("processes %v of the dead ollama serve's group are still alive", left)
+	}
+	complete(t, waitServing(t, addr, s), "infill-tiny")
+	if log := s.out.String(); !strings.Contains(log, "ollama serve on "+ollamaHost+" exited or died") {
+		t.Errorf("run.sh did not say the backend died:\n%s", log)
+	} else {
+		for _, l := range strings.Split(log, "\n") {
+			if strings.Contains(l, "ollama serve") {
+				t.Log(l)
+			}
+		}
+	}
+}
+
+// processGroup lists the live (non-zombie) processes of process group pgid.
+func processGroup(pgid int) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name: state ppid pgrp ...
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitLog waits until run.sh's output holds want, failing the test if
+// run.sh exits or within seconds it does not.
+func waitLog(t *testing.T, s *script, want string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(s.out.String(), want) {
+		select {
+		case <-s.done:
+			t.Fatalf("scripts/run.sh exited (%v) before saying %q", s.err, want)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scripts/run.sh did not say %q within %v", want, within)
+		}
 	}
 }
