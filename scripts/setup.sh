@@ -191,6 +191,11 @@ Install them (as root), then run again:
   local start=$SECONDS aptlog
   aptlog="$(mktemp "${TMPDIR:-/tmp}/infill-apt.XXXXXX")"
   local apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300)
+  # A line every 30 s while apt works (minutes on a bare machine). The
+  # ticker's sleep holds none of our output, so killing the ticker closes it.
+  (while sleep 30 </dev/null >/dev/null 2>&1; do log "apt-get: still working, $((SECONDS - start))s (log: $aptlog)"; done) &
+  local ticker=$!
+  trap 'kill "$ticker" 2>/dev/null' EXIT
   if ! "${apt[@]}" update >"$aptlog" 2>&1; then
     tail -n 20 "$aptlog" >&2
     die "apt-get update failed (log: $aptlog)"
@@ -218,6 +223,8 @@ Install them (as root), then run again:
     tail -n 20 "$aptlog" >&2
     die "apt-get install ${pkgs[*]} failed (log: $aptlog)"
   fi
+  kill "$ticker" 2>/dev/null || true
+  trap - EXIT
   rm -f "$aptlog"
   log "installed ${pkgs[*]} in $((SECONDS - start))s"
 }
