@@ -413,7 +413,8 @@ func (b *Backend) RestartContext(ctx context.Context) error {
 // what a wedged backend looks like from outside. Resume continues them. With
 // server true the server is stopped as well, so that nothing answers (a
 // backend that accepts connections and never replies). It returns the number
-// of processes stopped; 0 when no runner has started yet (Warm first).
+// of processes stopped, once every thread of each has stopped; 0 when no
+// runner has started yet (Warm first).
 func (b *Backend) Pause(server bool) (int, error) {
 	return b.signalGroup(syscall.SIGSTOP, server)
 }
@@ -440,16 +441,31 @@ func (b *Backend) signalGroup(sig syscall.Signal, server bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	var sent []int
 	for _, p := range pids {
 		if p == pid && !server {
 			continue
 		}
 		if err := syscall.Kill(p, sig); err == nil {
-			n++
+			sent = append(sent, p)
 		}
 	}
-	return n, nil
+	if sig != syscall.SIGSTOP {
+		return len(sent), nil
+	}
+	// Pause returns once every thread has stopped: kill returns before a
+	// busy thread stops, and a stopped server that still answers a
+	// request sent right after Pause is no stopped server.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, p := range sent {
+		for !stopped(p) {
+			if time.Now().After(deadline) {
+				return len(sent), fmt.Errorf("ollamatest: pid %d did not stop within 10s of SIGSTOP", p)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return len(sent), nil
 }
 
 // CPUTime is the CPU time (user + system) the server's process group has

@@ -38,6 +38,27 @@ func groupMembers(pgid int) ([]int, error) {
 	return pids, nil
 }
 
+// stopped reports whether every thread of pid is stopped (state T or t), or
+// pid is gone. kill(SIGSTOP) returns before the threads stop: a thread busy
+// on a loaded machine stops only once it is next scheduled.
+func stopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return true
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		f, err := procStat(tid) // /proc/TID/stat: that thread's state
+		if err == nil && f[0] != "T" && f[0] != "t" {
+			return false
+		}
+	}
+	return true
+}
+
 // cpuTime is utime + stime of pid.
 func cpuTime(pid int) (time.Duration, error) {
 	f, err := procStat(pid)

@@ -18,4 +18,6 @@ var errNoProc = errors.New("ollamatest: listing a process group needs Linux's /p
 
 func groupMembers(int) ([]int, error) { return nil, errNoProc }
 
+func stopped(int) bool { return true }
+
 func cpuTime(int) (time.Duration, error) { return 0, errNoProc }
