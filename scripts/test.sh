@@ -35,6 +35,7 @@ if [[ "${CI:-}" == true ]]; then
 fi
 say "go vet ./..."
 go vet ./...
-say "go test ${short[*]} $* ./... (CI=${CI:-unset})"
-go test -count=1 -timeout 45m "${short[@]}" "$@" ./...
+flags=(-count=1 -timeout 45m "${short[@]}" "$@")
+say "go test ${flags[*]} ./... (CI=${CI:-unset})"
+go test "${flags[@]}" ./...
 say "done"
