@@ -14,6 +14,7 @@
 #   scripts/setup.sh list [GROUP...]     print the groups, packages and reasons
 #   scripts/setup.sh tool NAME           install the pinned tool NAME once and
 #                                        print its path (buf, ghz, grpcurl)
+#   scripts/setup.sh version NAME        print the pinned version of tool NAME
 #   scripts/setup.sh find-ollama [URL]   ask the Ollama at URL (default: as the
 #                                        ollama CLI reads OLLAMA_HOST) for a
 #                                        Qwen2.5-Coder base model, or exactly
@@ -232,16 +233,28 @@ Install them (as root), then run again:
 # --- tools ---------------------------------------------------------------------
 state="$(realpath -m "${INFILL_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/infill}")"
 
-cmd_tool() {
-  (($# == 1)) || die "usage: scripts/setup.sh tool buf|ghz|grpcurl"
-  local t name="" pkgver=""
+tool_pkgver() { # NAME -> its package@version, or die
+  local t
   for t in "${tools[@]}"; do
     if [[ "${t%%|*}" == "$1" ]]; then
-      name="$1"
-      pkgver="$(cut -d'|' -f2 <<<"$t")"
+      cut -d'|' -f2 <<<"$t"
+      return 0
     fi
   done
-  [[ -n "$name" ]] || die "unknown tool '$1' (tools: buf ghz grpcurl)"
+  die "unknown tool '$1' (tools: buf ghz grpcurl)"
+}
+
+cmd_version() {
+  (($# == 1)) || die "usage: scripts/setup.sh version buf|ghz|grpcurl"
+  local pkgver
+  pkgver="$(tool_pkgver "$1")"
+  printf '%s\n' "${pkgver##*@}"
+}
+
+cmd_tool() {
+  (($# == 1)) || die "usage: scripts/setup.sh tool buf|ghz|grpcurl"
+  local name="$1" pkgver
+  pkgver="$(tool_pkgver "$name")"
   local version="${pkgver##*@}"
   local bin="$state/tools/$name-$version/$name"
   if [[ ! -x "$bin" ]]; then
@@ -383,9 +396,13 @@ case "${1:-}" in
     shift
     cmd_tool "$@"
     ;;
+  version)
+    shift
+    cmd_version "$@"
+    ;;
   find-ollama)
     shift
     cmd_find_ollama "$@"
     ;;
-  *) die "usage: scripts/setup.sh packages GROUP...|check GROUP...|list [GROUP...]|tool NAME|find-ollama [URL]" ;;
+  *) die "usage: scripts/setup.sh packages GROUP...|check GROUP...|list [GROUP...]|tool NAME|version NAME|find-ollama [URL]" ;;
 esac

@@ -25,7 +25,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-ghz_version="$(sed -n 's/^ghz_version=//p' "$here/run.sh")" # one pin, in run.sh
+ghz_version="$("$root/scripts/setup.sh" version ghz)" # one pin, in scripts/setup.sh
 deadline=5s steps="1 4 16 64 600" out="$here/results" rerender=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -150,12 +150,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ghz="$state/tools/ghz-$ghz_version/ghz"
-if [[ ! -x "$ghz" ]]; then
-  log "installing ghz $ghz_version (once)"
-  (cd "$run" && GOBIN="$(dirname "$ghz")" GOFLAGS=-buildvcs=false GOWORK=off go install "github.com/bojand/ghz/cmd/ghz@$ghz_version") ||
-    die "go install ghz@$ghz_version failed"
-fi
+ghz="$(INFILL_STATE_DIR="$state" "$root/scripts/setup.sh" tool ghz)" || die "installing ghz $ghz_version failed"
 commit="$(cd "$root" && git rev-parse --short HEAD)"
 (cd "$root" && git diff --quiet HEAD -- . ':(exclude,glob)scripts/**/results/**') || commit="$commit (with uncommitted changes)"
 log "building infill-server and benchtool at $commit"
