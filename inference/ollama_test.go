@@ -149,8 +149,8 @@ func TestGenerateUnreachable(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.URL = srv.URL
 	o, _ := NewOllama(cfg, nil)
-	if _, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("err = %v", err)
+	if _, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil); !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrNotSent) {
+		t.Fatalf("err = %v, want ErrNotSent (ErrUnavailable)", err)
 	}
 	if err := o.Ping(context.Background()); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("ping err = %v", err)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/ollama/ollama/api"
 )
@@ -46,14 +45,7 @@ func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *ap
 	defer resp.Body.Close()
 	w.answer()
 	if resp.StatusCode >= http.StatusBadRequest {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(bytes.TrimSpace(msg), &e) == nil && e.Error != "" {
-			msg = []byte(e.Error)
-		}
-		return api.StatusError{StatusCode: resp.StatusCode, Status: resp.Status, ErrorMessage: strings.TrimSpace(string(msg))}
+		return statusError(resp)
 	}
 	br := bufio.NewReaderSize(resp.Body, 16<<10)
 	var long []byte // a line longer than the buffer
