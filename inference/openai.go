@@ -157,6 +157,7 @@ func (o *OpenAI) stream(ctx context.Context, req *Request, model string, idx int
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
+	markRetryable(hreq)
 	resp, err := o.http.Do(hreq)
 	if err != nil {
 		return err

@@ -38,6 +38,7 @@ func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *ap
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/x-ndjson")
+	markRetryable(hreq)
 	resp, err := hc.Do(hreq)
 	if err != nil {
 		return err

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -52,6 +54,21 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", b.header)
 	return b.rt.RoundTrip(r)
 }
+
+// markRetryable lets net/http send a generation again on a new
+// connection when the kept-alive one it used turns out to have been closed
+// by the backend before any answer (a backend killed or restarted between
+// two requests closes its idle connections, and a request can be written
+// to one before the client notices). net/http does that only for requests
+// it may repeat: a POST needs an idempotency key. A generation is safe to
+// repeat (it changes nothing but the backend's prompt cache); the new
+// connection's dial then fails as ErrNotSent when nobody listens, and the
+// request goes to another backend instead of failing.
+func markRetryable(r *http.Request) {
+	r.Header.Set("X-Idempotency-Key", strconv.FormatUint(retryKeys.Add(1), 36))
+}
+
+var retryKeys atomic.Uint64
 
 // statusError reads a failed response's error: Ollama's {"error": "..."},
 // OpenAI's {"error": {"message": ...}}, vLLM's older {"message": ...},
