@@ -52,11 +52,21 @@ type Config struct {
 	// says NOT_SERVING; a stall the inference watchdog saw needs only one.
 	HealthFailures int
 	// Admission bounds the generations sent to the backend at once and
-	// the requests waiting for it.
+	// the requests waiting for it (each backend's, unless its
+	// BackendConfig says otherwise).
 	Admission pipeline.AdmissionConfig
+	// Inference configures every backend's client; its URL is the one
+	// Ollama of a configuration without Backends.
 	Inference inference.Config
-	Context   contextpack.Config
-	Eval      EvalConfig
+	// Backends are the backends completions are routed to (--backend,
+	// --backends); empty: one Ollama at Inference.URL, named "default".
+	Backends []BackendConfig
+	// Routing orders the backends a request may go to: affinity
+	// (rendezvous hashing on repository and cursor file, for KV cache
+	// reuse) or round-robin.
+	Routing pipeline.Routing
+	Context contextpack.Config
+	Eval    EvalConfig
 	// Auth configures bearer tokens and their limits.
 	Auth auth.Config
 	// TLS configures TLS (and mutual TLS) on both listeners.
@@ -156,6 +166,10 @@ func (c Config) Validate() error {
 	if c.Inference.ContextTokens < need {
 		errs = append(errs, fmt.Errorf("server: a context of %d tokens leaves no prompt after %d default max tokens (need at least %d)",
 			c.Inference.ContextTokens, c.Inference.DefaultMaxTokens, need))
+	}
+	errs = append(errs, c.validateBackends(need))
+	if c.Routing != pipeline.RouteAffinity && c.Routing != pipeline.RouteRoundRobin {
+		errs = append(errs, fmt.Errorf("server: unknown routing %d", c.Routing))
 	}
 	for m, n := range c.Inference.ModelContextTokens {
 		if n < need {
