@@ -217,10 +217,20 @@ func slow(gone chan<- struct{}) func(http.ResponseWriter, *http.Request, map[str
 
 func TestGenerateCancelStopsBackend(t *testing.T) {
 	gone := make(chan struct{})
-	o := newTestOllama(t, &scripted{serve: slow(gone)})
+	cancelStops(t, newTestOllama(t, &scripted{serve: slow(gone)}), gone)
+}
+
+// cancelStops cancels a generation at its third delta and expects
+// context.Canceled (never a silent success) and the backend's handler to
+// see its request end (gone closed).
+func cancelStops(t *testing.T, g interface {
+	Generate(context.Context, Request, DeltaFunc) (*Result, error)
+}, gone <-chan struct{}) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	n := 0
-	_, err := o.Generate(ctx, Request{Prompt: "p"}, func(int, string) error {
+	_, err := g.Generate(ctx, Request{Prompt: "p"}, func(int, string) error {
 		if n++; n == 3 {
 			cancel()
 		}

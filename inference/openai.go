@@ -304,45 +304,31 @@ func (d *decoder) end(fn func(message, bool) error) error {
 // server's non-standard "error:" line is an error event. An event longer
 // than maxLine is an error.
 func readEvents(r io.Reader, fn func(event string, data []byte, more bool) error) error {
-	br := bufio.NewReaderSize(r, 16<<10)
 	var data []byte
 	event, has := "", false
-	dispatch := func() error {
+	dispatch := func(br *bufio.Reader) error {
 		if !has {
 			event = ""
 			return nil
 		}
 		more := false
-		if n := br.Buffered(); n > 0 {
-			next, _ := br.Peek(n) // what is buffered already: never blocks
-			more = bytes.Contains(next, []byte("\n\n")) || bytes.Contains(next, []byte("\n\r\n"))
+		if br != nil {
+			if n := br.Buffered(); n > 0 {
+				next, _ := br.Peek(n) // what is buffered already: never blocks
+				more = bytes.Contains(next, []byte("\n\n")) || bytes.Contains(next, []byte("\n\r\n"))
+			}
 		}
 		err := fn(event, data, more)
 		data, event, has = data[:0], "", false
 		return err
 	}
-	var long []byte // a line longer than the buffer
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line := chunk
-		if err == bufio.ErrBufferFull || long != nil {
-			long = append(long, chunk...)
-			if len(long) > maxLine {
-				return fmt.Errorf("backend sent a line over %d bytes", maxLine)
-			}
-			if err == bufio.ErrBufferFull {
-				continue
-			}
-			line = long
-		}
+	err := eachLine(r, func(line []byte, br *bufio.Reader) error {
 		line = bytes.TrimRight(line, "\r\n")
 		field, value, _ := bytes.Cut(line, []byte(":"))
 		value = bytes.TrimPrefix(value, []byte(" "))
 		switch {
 		case len(line) == 0:
-			if derr := dispatch(); derr != nil {
-				return derr
-			}
+			return dispatch(br)
 		case len(field) == 0: // a comment
 		case string(field) == "data":
 			if has {
@@ -357,12 +343,10 @@ func readEvents(r io.Reader, fn func(event string, data []byte, more bool) error
 		case string(field) == "error":
 			event, data, has = "error", append(data[:0], value...), true
 		}
-		long = nil
-		switch {
-		case err == io.EOF:
-			return dispatch() // an event the stream ended without its blank line
-		case err != nil:
-			return err
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
+	return dispatch(nil) // an event the stream ended without its blank line
 }

@@ -340,22 +340,7 @@ func TestOpenAICancelStopsBackend(t *testing.T) {
 			}
 		}
 	}}, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	n := 0
-	_, err := o.Generate(ctx, Request{Prompt: "p"}, func(int, string) error {
-		if n++; n == 3 {
-			cancel()
-		}
-		return nil
-	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-	select {
-	case <-gone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("backend request still running after cancel")
-	}
+	cancelStops(t, o, gone)
 	// The latency budget returns the partial text instead.
 	res, err := o.Generate(context.Background(), Request{Prompt: "p", Budget: 80 * time.Millisecond}, nil)
 	if err != nil || res.Candidates[0].Finish != FinishBudget || res.Candidates[0].Text == "" {

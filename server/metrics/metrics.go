@@ -249,7 +249,7 @@ func newStateCollector() *stateCollector {
 			"Generations sent to the backend, by outcome: ok, failed (the backend's error), cancelled (by the caller), not_sent (it could not be reached: the request went on to the next backend).",
 			"backend", "outcome"),
 		spilled: desc("backend_spilled_total",
-			"Requests the backend was the first choice for (affinity) that another backend served, by reason: down (its health), full (its slots and queue), unreachable (a connection failed).",
+			"Requests the backend was the first choice for (affinity) that went on to the next backend, by reason: down (its health), full (its admission refused at once), unreachable (a connection failed).",
 			"backend", "reason"),
 	}
 }

@@ -130,8 +130,8 @@ type BackendStats struct {
 	// the backend), Cancelled (by the caller), NotSent (it could not be
 	// reached: the request went on to the next backend).
 	OK, Failed, Cancelled, NotSent uint64
-	// Spilled counts requests it was the first choice for that another
-	// backend took, by why: Down (health), Full (its admission refused at
+	// Spilled counts requests it was the first choice for that went on
+	// to the next backend, by why: Down (health), Full (its admission refused at
 	// once), Unreachable (a connection failed).
 	SpilledDown, SpilledFull, SpilledUnreachable uint64
 }

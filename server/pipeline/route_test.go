@@ -57,6 +57,15 @@ func fileReq(repo, path string) *Request {
 	return r
 }
 
+// firstOnB0 is a request whose first choice of b0 and b1 is b0.
+func firstOnB0() *Request {
+	for i := 0; ; i++ {
+		if r := fileReq("r", fmt.Sprintf("f%d.py", i)); weight("b0", routeKey(r)) > weight("b1", routeKey(r)) {
+			return r
+		}
+	}
+}
+
 func served(t *testing.T, p *Pipeline, r *Request) string {
 	t.Helper()
 	res, err := p.Complete(context.Background(), r, Stream{})
@@ -142,13 +151,7 @@ func TestBoundedLoadSpills(t *testing.T) {
 	adm.QueueLength = 0 // full as soon as the slot is taken
 	p := newRouted(t, RouteAffinity, adm, busy, other)
 	// A file whose first choice is b0.
-	var r *Request
-	for i := 0; r == nil; i++ {
-		c := fileReq("r", fmt.Sprintf("f%d.py", i))
-		if weight("b0", routeKey(c)) > weight("b1", routeKey(c)) {
-			r = c
-		}
-	}
+	r := firstOnB0()
 	done := make(chan *Result, 2)
 	go func() { res, _ := p.Complete(context.Background(), r, Stream{}); done <- res }()
 	waitFor(t, "b0's slot taken", func() bool { return busy.calls.Load() == 1 })
@@ -180,13 +183,7 @@ func TestBoundedLoadSpills(t *testing.T) {
 func TestFailoverAndRejoin(t *testing.T) {
 	b0, b1 := &failing{scriptBackend: scriptBackend{text: "x"}}, &scriptBackend{text: "y"}
 	p := newRouted(t, RouteAffinity, DefaultAdmissionConfig(), b0, b1)
-	var r *Request
-	for i := 0; r == nil; i++ {
-		c := fileReq("r", fmt.Sprintf("f%d.py", i))
-		if weight("b0", routeKey(c)) > weight("b1", routeKey(c)) {
-			r = c
-		}
-	}
+	r := firstOnB0()
 	if got := served(t, p, r); got != "b0" {
 		t.Fatalf("served by %s", got)
 	}
@@ -298,13 +295,7 @@ func TestSkipsBackendTooSmall(t *testing.T) {
 	adm := DefaultAdmissionConfig()
 	adm.QueueLength = 0
 	p := newRouted(t, RouteAffinity, adm, big, small)
-	var r *Request
-	for i := 0; r == nil; i++ {
-		c := fileReq("r", fmt.Sprintf("f%d.py", i))
-		if weight("b0", routeKey(c)) > weight("b1", routeKey(c)) {
-			r = c
-		}
-	}
+	r := firstOnB0()
 	done := make(chan error, 1)
 	go func() { _, err := p.Complete(context.Background(), r, Stream{}); done <- err }()
 	waitFor(t, "b0's slot taken", func() bool { return big.calls.Load() == 1 })
