@@ -65,8 +65,12 @@ type Config struct {
 	// (rendezvous hashing on repository and cursor file, for KV cache
 	// reuse) or round-robin.
 	Routing pipeline.Routing
-	Context contextpack.Config
-	Eval    EvalConfig
+	// LoadBound passes over a backend whose slots are all taken and whose
+	// load is LoadBound times its share (pipeline.Config.LoadBound); 0:
+	// only when its admission refuses at once.
+	LoadBound float64
+	Context   contextpack.Config
+	Eval      EvalConfig
 	// Auth configures bearer tokens and their limits.
 	Auth auth.Config
 	// TLS configures TLS (and mutual TLS) on both listeners.
@@ -110,6 +114,7 @@ func DefaultConfig() Config {
 		HealthRecent:       5 * time.Second,
 		HealthFailures:     2,
 		Admission:          pipeline.DefaultAdmissionConfig(),
+		LoadBound:          pipeline.DefaultConfig().LoadBound,
 		Inference:          inference.DefaultConfig(),
 		Context:            contextpack.DefaultConfig(),
 		Eval:               EvalConfig{Workers: runtime.NumCPU(), MaxSamples: 200},
@@ -170,6 +175,9 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateBackends(need))
 	if c.Routing != pipeline.RouteAffinity && c.Routing != pipeline.RouteRoundRobin {
 		errs = append(errs, fmt.Errorf("server: unknown routing %d", c.Routing))
+	}
+	if !(c.LoadBound == 0 || c.LoadBound >= 1) {
+		errs = append(errs, fmt.Errorf("server: load bound %v: want 0 (off) or at least 1", c.LoadBound))
 	}
 	for m, n := range c.Inference.ModelContextTokens {
 		if n < need {

@@ -118,7 +118,8 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	}
 	m := metrics.New()
 	pcfg := pipeline.DefaultConfig()
-	pcfg.MaxFiles, pcfg.MaxIDBytes, pcfg.Admission, pcfg.Routing = cfg.MaxFiles, maxIDBytes, cfg.Admission, cfg.Routing
+	pcfg.MaxFiles, pcfg.MaxIDBytes, pcfg.Admission = cfg.MaxFiles, maxIDBytes, cfg.Admission
+	pcfg.Routing, pcfg.LoadBound = cfg.Routing, cfg.LoadBound
 	pipe, err := pipeline.NewRouted(pcfg, deps.Builder, targets, log, pipeline.WithObserver(m))
 	if err != nil {
 		return nil, err
@@ -196,7 +197,7 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	for _, b := range s.backends {
 		s.health.SetServingStatus(b.service, healthpb.HealthCheckResponse_NOT_SERVING)
 	}
-	log.Info("backends", zap.Strings("names", pipe.Targets()), zap.Stringer("routing", cfg.Routing))
+	log.Info("backends", zap.Strings("names", pipe.Targets()), zap.Stringer("routing", cfg.Routing), zap.Float64("load_bound", cfg.LoadBound))
 	return s, nil
 }
 

@@ -27,7 +27,7 @@
 //	backend_up{backend}                        1 while its health says SERVING
 //	backend_in_flight{backend}, backend_queued{backend,class}
 //	backend_requests_total{backend,outcome}    generations sent: ok, failed, cancelled, not_sent
-//	backend_spilled_total{backend,reason}      its sessions served elsewhere: down, full, unreachable
+//	backend_spilled_total{backend,reason}      its sessions sent on: down, full, unreachable, load
 //	sandbox_verdicts_total{verdict}
 package metrics
 
@@ -249,7 +249,7 @@ func newStateCollector() *stateCollector {
 			"Generations sent to the backend, by outcome: ok, failed (the backend's error), cancelled (by the caller), not_sent (it could not be reached: the request went on to the next backend).",
 			"backend", "outcome"),
 		spilled: desc("backend_spilled_total",
-			"Requests the backend was the first choice for (affinity) that went on to the next backend, by reason: down (its health), full (its admission refused at once), unreachable (a connection failed).",
+			"Requests the backend was the first choice for (affinity) that went on to the next backend, by reason: down (its health), full (its admission refused at once), unreachable (a connection failed), load (over its share of the load).",
 			"backend", "reason"),
 	}
 }
@@ -288,7 +288,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			for _, r := range []struct {
 				reason string
 				n      uint64
-			}{{"down", b.SpilledDown}, {"full", b.SpilledFull}, {"unreachable", b.SpilledUnreachable}} {
+			}{{"down", b.SpilledDown}, {"full", b.SpilledFull}, {"unreachable", b.SpilledUnreachable}, {"load", b.SpilledLoad}} {
 				ch <- prometheus.MustNewConstMetric(c.spilled, prometheus.CounterValue, float64(r.n), b.Name, r.reason)
 			}
 		}

@@ -255,6 +255,14 @@ func (g *gate) grantLocked() {
 	}
 }
 
+// load reports the generations under way and requests waiting (both
+// classes), and the slots.
+func (g *gate) load() (load, slots int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running + g.queues[0].Len() + g.queues[1].Len(), g.cfg.Slots
+}
+
 // stats reports slots in use and requests waiting per class.
 func (g *gate) stats() (running int, queued [2]int) {
 	g.mu.Lock()

@@ -131,9 +131,10 @@ type BackendStats struct {
 	// reached: the request went on to the next backend).
 	OK, Failed, Cancelled, NotSent uint64
 	// Spilled counts requests it was the first choice for that went on
-	// to the next backend, by why: Down (health), Full (its admission refused at
-	// once), Unreachable (a connection failed).
-	SpilledDown, SpilledFull, SpilledUnreachable uint64
+	// to the next backend, by why: Down (health), Full (its admission
+	// refused at once), Unreachable (a connection failed), Load (over its
+	// share of the load, Config.LoadBound).
+	SpilledDown, SpilledFull, SpilledUnreachable, SpilledLoad uint64
 }
 
 // Stats reports the calls under way and the admission gates' state.
@@ -143,7 +144,7 @@ func (p *Pipeline) Stats() Stats {
 		b := BackendStats{Name: t.Name, Up: t.health.Load() == healthUp,
 			OK: t.ok.Load(), Failed: t.failed.Load(), Cancelled: t.cancelled.Load(), NotSent: t.notSent.Load(),
 			SpilledDown: t.spilled[spillDown].Load(), SpilledFull: t.spilled[spillFull].Load(),
-			SpilledUnreachable: t.spilled[spillUnreachable].Load()}
+			SpilledUnreachable: t.spilled[spillUnreachable].Load(), SpilledLoad: t.spilled[spillLoad].Load()}
 		b.Busy, b.Queued = t.gate.stats()
 		s.Busy += b.Busy
 		s.Queued[0] += b.Queued[0]

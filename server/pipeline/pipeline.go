@@ -55,11 +55,19 @@ type Config struct {
 	Admission AdmissionConfig
 	// Routing orders the backends a request may go to.
 	Routing Routing
+	// LoadBound passes over a backend whose slots are all taken once its
+	// load (generations and requests waiting for it) reaches LoadBound
+	// times its share of the load of all the backends, by slots
+	// (consistent hashing with bounded loads, Mirrokni, Thorup and
+	// Zadimoghaddam 2018); the request goes to the next backend in its
+	// order. 0: a backend is passed over only when its admission refuses
+	// at once (slots and queue full).
+	LoadBound float64
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{MaxFiles: 20000, MaxIDBytes: 256, MaxSessions: 4096, Admission: DefaultAdmissionConfig()}
+	return Config{MaxFiles: 20000, MaxIDBytes: 256, MaxSessions: 4096, Admission: DefaultAdmissionConfig(), LoadBound: 1.25}
 }
 
 // Validate reports a configuration that cannot work.
@@ -70,6 +78,9 @@ func (c Config) Validate() error {
 	}
 	if c.Routing != RouteAffinity && c.Routing != RouteRoundRobin {
 		return fmt.Errorf("pipeline: unknown routing %d", c.Routing)
+	}
+	if !(c.LoadBound == 0 || c.LoadBound >= 1) {
+		return fmt.Errorf("pipeline: LoadBound %v: want 0 (off) or at least 1", c.LoadBound)
 	}
 	return c.Admission.Validate()
 }
@@ -380,7 +391,27 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 	// backend evaluated nothing).
 	var refused, lastErr error
 	var wait time.Duration
-	for _, t := range order {
+	// Bounded load: a backend over its share of the load is passed over
+	// for now, and tried (without the bound) only when every other
+	// refused.
+	pending, bound := order, p.cfg.LoadBound > 0 && len(order) > 1
+	var later []*target
+	for {
+		if len(pending) == 0 {
+			if len(later) == 0 {
+				break
+			}
+			pending, later, bound = later, nil, false
+		}
+		t := pending[0]
+		pending = pending[1:]
+		if bound && p.overBound(t, order) {
+			later = append(later, t)
+			if t == first {
+				first.spilled[spillLoad].Add(1)
+			}
+			continue
+		}
 		if prompt.Tokens+maxTokens > t.Backend.ContextTokens(model) {
 			lastErr = fmt.Errorf("%w: %d prompt tokens + %d to generate > num_ctx %d of backend %q",
 				inference.ErrPromptTooLong, prompt.Tokens, maxTokens, t.Backend.ContextTokens(model), t.Name)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -70,10 +71,9 @@ const (
 	spillDown        = iota // health said the backend does not serve
 	spillFull               // its admission refused at once (slots and queue full, or no start in time)
 	spillUnreachable        // a request to it could not connect
+	spillLoad               // it was over its share of the load (LoadBound)
 	spillReasons
 )
-
-var spillNames = [spillReasons]string{"down", "full", "unreachable"}
 
 // target is a Target with its admission gate, health and counters.
 type target struct {
@@ -163,6 +163,26 @@ func (p *Pipeline) route(req *Request, model string) (order []*target, first *ta
 		order = eligible // none serves: try them all, for an honest UNAVAILABLE
 	}
 	return order, first, nil
+}
+
+// overBound reports whether t, its slots all taken, holds LoadBound times
+// its share (by slots) of the load of the backends in order, counting the
+// new request: it should go to the next backend. A backend with a free
+// slot, or without admission, is never over.
+func (p *Pipeline) overBound(t *target, order []*target) bool {
+	load, slots := t.gate.load()
+	if slots == 0 || load < slots {
+		return false
+	}
+	total, all := 0, 0
+	for _, o := range order {
+		l, s := o.gate.load()
+		total, all = total+l, all+s
+	}
+	if all == 0 {
+		return false
+	}
+	return float64(load) >= math.Ceil(p.cfg.LoadBound*float64(slots)*float64(total+1)/float64(all))
 }
 
 // SetHealth records a health check of the backend named name: up is the

@@ -316,3 +316,58 @@ func TestSkipsBackendTooSmall(t *testing.T) {
 		t.Fatal("bad admission accepted")
 	}
 }
+
+// Bounded loads: with every slot of its first choice taken, a request
+// waits there only while that backend holds less than LoadBound times
+// its share of the load; beyond, it goes to the next backend (which has
+// room). With the bound off it waits at its first choice.
+func TestLoadBound(t *testing.T) {
+	for _, bound := range []float64{1.25, 0} {
+		b0 := &scriptBackend{text: "x", release: make(chan struct{})}
+		b1 := &scriptBackend{text: "y", release: make(chan struct{})}
+		cfg := DefaultConfig()
+		cfg.LoadBound = bound
+		adm := DefaultAdmissionConfig() // one slot each, a queue of 64
+		p, err := NewRouted(cfg, textBuilder{}, []Target{{Name: "b0", Backend: b0, Admission: adm}, {Name: "b1", Backend: b1, Admission: adm}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := firstOnB0()
+		results := make(chan *Result, 3)
+		send := func() {
+			go func() {
+				res, err := p.Complete(context.Background(), fileReq("r", r.Context.Cursor.Path), Stream{})
+				if err != nil {
+					t.Error(err)
+				}
+				results <- res
+			}()
+		}
+		send()
+		waitFor(t, "b0's slot taken", func() bool { return b0.calls.Load() == 1 })
+		send() // load 1 of b0's bound ceil(1.25 * 1 * 2/2) = 2: it waits at b0
+		waitFor(t, "one queued at b0", func() bool { _, q := p.targets[0].gate.stats(); return q[Interactive] == 1 })
+		send() // load 2 of ceil(1.25 * 1 * 3/2) = 2: over, to b1
+		if bound > 0 {
+			waitFor(t, "the third at b1", func() bool { return b1.calls.Load() == 1 })
+		} else {
+			waitFor(t, "two queued at b0", func() bool { _, q := p.targets[0].gate.stats(); return q[Interactive] == 2 })
+		}
+		close(b0.release)
+		close(b1.release)
+		by := map[string]int{}
+		for range 3 {
+			by[(<-results).Backend]++
+		}
+		p.Close()
+		if bound > 0 && (by["b0"] != 2 || by["b1"] != 1 || p.Stats().Backends[0].SpilledLoad != 1) {
+			t.Errorf("bound %v: served %v, stats %+v", bound, by, p.Stats().Backends[0])
+		}
+		if bound == 0 && by["b0"] != 3 {
+			t.Errorf("bound off: served %v", by)
+		}
+	}
+	if err := (Config{MaxFiles: 1, MaxIDBytes: 1, MaxSessions: 1, Admission: DefaultAdmissionConfig(), LoadBound: 0.5}).Validate(); err == nil {
+		t.Error("LoadBound 0.5 accepted")
+	}
+}

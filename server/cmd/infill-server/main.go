@@ -66,6 +66,7 @@ func run(args []string) error {
 		return err
 	})
 	backendsFile := fs.String("backends", "", "file (JSON if named .json, else YAML) listing backends: {\"backends\": [{name, kind, url, models, num_ctx, slots, queue, token_file}]}")
+	fs.Float64Var(&cfg.LoadBound, "load-bound", cfg.LoadBound, "with several backends, a backend whose slots are all taken and whose load (generations and waiting requests) reaches this many times its share passes the request on to the next; 0: only when its queue is full")
 	fs.Func("routing", "how requests are spread over the backends: affinity (a repository's file stays on one backend, which holds its prompt in its cache) or round-robin (default affinity)", func(v string) error {
 		r, err := pipeline.ParseRouting(v)
 		cfg.Routing = r

@@ -138,6 +138,7 @@ func TestBadConfigIsAnError(t *testing.T) {
 		{"--ollama-url", "http://127.0.0.1:1", "--backend", "url=http://127.0.0.1:2"},
 		{"--backends", "/nonexistent/backends.yaml"},
 		{"--routing", "random"},
+		{"--load-bound", "0.5"},
 	} {
 		if err := run(append(args, "--listen", freeAddr(t), "--http-listen", freeAddr(t))); err == nil {
 			t.Errorf("%v: no error", args)
