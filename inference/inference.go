@@ -19,7 +19,21 @@ var (
 	ErrIncomplete = errors.New("backend ended the stream early")
 	// ErrInvalidRequest: the request's options are out of range.
 	ErrInvalidRequest = errors.New("invalid generation request")
+	// ErrNotSent: the request never reached the backend (it could not be
+	// connected to, or refused work while its runner restarted), so
+	// nothing was evaluated there and another backend may take it. Every
+	// ErrNotSent is also ErrUnavailable.
+	ErrNotSent = errors.New("request not sent to the backend")
 )
+
+// notSentError is ErrNotSent (and ErrUnavailable) with its cause.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return ErrUnavailable.Error() + ": " + e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
+// Is makes errors.Is true for ErrNotSent and ErrUnavailable.
+func (e *notSentError) Is(target error) bool { return target == ErrNotSent || target == ErrUnavailable }
 
 // OptionError is ErrInvalidRequest for one generation option: Field is
 // its name in GenerationOptions (max_tokens, temperature, ...).
@@ -130,6 +144,11 @@ type Result struct {
 	// can be smaller than the prompt without any truncation).
 	PromptEvalTokens int
 	PromptEval       time.Duration
+	// CachedPromptTokens is what the backend reported reusing from its
+	// prompt cache for the first candidate (vLLM's
+	// usage.prompt_tokens_details.cached_tokens, llama.cpp server's
+	// timings.cache_n); 0 where it does not say (Ollama).
+	CachedPromptTokens int
 	// TimeToFirstToken is measured from the call to the first text.
 	TimeToFirstToken time.Duration
 	Total            time.Duration

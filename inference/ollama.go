@@ -4,16 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/infill-dev/infill/internal/logctx"
 	"github.com/ollama/ollama/api"
 	"go.uber.org/zap"
 )
@@ -39,6 +33,15 @@ type Config struct {
 	KeepAlive time.Duration
 	// ConnectTimeout bounds dialling the backend (not the stream).
 	ConnectTimeout time.Duration
+	// Token, when set, is sent as a bearer token with every request (a
+	// backend behind an authenticating proxy, a vLLM started with
+	// --api-key). Never logged.
+	Token string `json:"-"`
+	// ServedNames maps a model name (as requests and DefaultModel name it)
+	// to the name this backend serves it under, for engines that name the
+	// same weights differently (vLLM: the Hugging Face id); a model not
+	// listed is sent as it is.
+	ServedNames map[string]string
 	// Watchdog bounds a generation the backend stops answering.
 	Watchdog WatchdogConfig
 }
@@ -88,16 +91,14 @@ func (c Config) Validate() error {
 	return c.Watchdog.Validate()
 }
 
-// Ollama generates completions with an Ollama server. Safe for concurrent
-// use.
+// Ollama generates completions with an Ollama server through its native
+// API (/api/generate). Safe for concurrent use.
 type Ollama struct {
-	cfg    Config
+	core
 	base   *url.URL
 	http   *http.Client // generations: the watchdog bounds them
 	client *api.Client  // the cold calls (version, show), with a header timeout
 	admin  *api.Client  // Reload's calls: a model load answers late, its ctx bounds it
-	log    *zap.Logger
-	track  tracker
 }
 
 // NewOllama returns a backend for cfg; log may be nil.
@@ -109,60 +110,22 @@ func NewOllama(cfg Config, log *zap.Logger) (*Ollama, error) {
 		log = zap.NewNop()
 	}
 	u, _ := url.Parse(cfg.URL)
-	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
-	hc := &http.Client{Transport: &http.Transport{
-		DialContext:         dialer.DialContext,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-		// Ollama sends a generation's headers with its first token, after
-		// the prompt evaluation: the watchdog's first-token bound, which
-		// grows with the prompt, is the header timeout there.
-		ResponseHeaderTimeout: 0,
+	hc, cold := newClients(cfg)
+	o := &Ollama{base: u, http: hc, client: api.NewClient(u, cold), admin: api.NewClient(u, hc)}
+	o.core = core{cfg: cfg, log: log, hint: func(model string) string {
+		return fmt.Sprintf("pull it with `ollama pull %s` (or create it from a GGUF with `ollama create`)", model)
 	}}
-	cold := &http.Client{Transport: &http.Transport{
-		DialContext:           dialer.DialContext,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: cfg.Watchdog.ResponseHeaderTimeout,
-	}}
-	return &Ollama{cfg: cfg, base: u, http: hc, client: api.NewClient(u, cold), admin: api.NewClient(u, hc), log: log}, nil
-}
-
-// Model returns the model a request for name uses.
-func (o *Ollama) Model(name string) string {
-	if name == "" {
-		return o.cfg.DefaultModel
-	}
-	return name
-}
-
-// ContextTokens returns num_ctx for a model.
-func (o *Ollama) ContextTokens(model string) int {
-	if n, ok := o.cfg.ModelContextTokens[o.Model(model)]; ok {
-		return n
-	}
-	return o.cfg.ContextTokens
-}
-
-// MaxTokens returns the generation budget a request for n tokens gets.
-func (o *Ollama) MaxTokens(n int) int {
-	if n <= 0 {
-		return o.cfg.DefaultMaxTokens
-	}
-	return n
+	return o, nil
 }
 
 // Ping checks that the backend answers (its version). A backend can answer
 // it and still generate nothing; Probe tells.
 func (o *Ollama) Ping(ctx context.Context) error {
 	if _, err := o.client.Version(ctx); err != nil {
-		return classify(err, "")
+		return o.classify(err, "")
 	}
 	return nil
 }
-
-// probePrompt is one token for every Qwen2.5 vocabulary.
-const probePrompt = "\n"
 
 // Probe checks that the backend generates: one token of a one-token prompt
 // with the default model, sent like any generation (the configured num_ctx
@@ -170,14 +133,11 @@ const probePrompt = "\n"
 // generation and, on a backend with one slot, the cached prompt prefix of
 // the last request, so a health check runs it only when generations are not
 // showing the backend's health already (Activity).
-func (o *Ollama) Probe(ctx context.Context) error {
-	_, err := o.Generate(ctx, Request{Prompt: probePrompt, PromptTokens: 1, MaxTokens: 1}, nil)
-	return err
-}
+func (o *Ollama) Probe(ctx context.Context) error { return o.probe(ctx, o.stream) }
 
-// ErrRestarting (ErrUnavailable) refuses a generation while Reload restarts
-// a stalled model's runner.
-var ErrRestarting = fmt.Errorf("%w: restarting the model's runner after a stall", ErrUnavailable)
+// ErrRestarting (ErrUnavailable, ErrNotSent) refuses a generation while
+// Reload restarts a stalled model's runner.
+var ErrRestarting error = &notSentError{err: errors.New("restarting the model's runner after a stall")}
 
 // Reload restarts model's runner ("" the default model): it asks the
 // backend to unload the model (keep_alive 0), waits until the backend no
@@ -192,18 +152,19 @@ var ErrRestarting = fmt.Errorf("%w: restarting the model's runner after a stall"
 // token may. ctx bounds the whole.
 func (o *Ollama) Reload(ctx context.Context, model string) error {
 	model = o.Model(model)
+	name := o.served(model)
 	o.track.unloading.Add(1)
 	defer o.track.unloading.Add(-1)
 	stream := false
 	load := func(keepAlive time.Duration, opts map[string]any) error {
-		err := o.admin.Generate(ctx, &api.GenerateRequest{Model: model, Stream: &stream,
+		err := o.admin.Generate(ctx, &api.GenerateRequest{Model: name, Stream: &stream,
 			KeepAlive: &api.Duration{Duration: keepAlive}, Options: opts},
 			func(api.GenerateResponse) error { return nil })
 		if err == nil {
 			err = ctx.Err() // the api client reports a cancelled call as nil
 		}
 		if err != nil {
-			return classify(err, model)
+			return o.classify(err, model)
 		}
 		return nil
 	}
@@ -212,7 +173,7 @@ func (o *Ollama) Reload(ctx context.Context, model string) error {
 	}
 	for {
 		ps, err := o.client.ListRunning(ctx)
-		if err == nil && !running(ps, model) {
+		if err == nil && !running(ps, name) {
 			break
 		}
 		select {
@@ -236,16 +197,11 @@ func running(ps *api.ProcessResponse, model string) bool {
 	return false
 }
 
-// Activity reports what generations have seen of the backend: when it last
-// sent anything, whether a generation since ended unanswered, and the
-// watchdog's verdict. It costs a few atomic loads.
-func (o *Ollama) Activity() Activity { return o.track.activity() }
-
 // CheckModel reports whether the backend has the model.
 func (o *Ollama) CheckModel(ctx context.Context, model string) error {
 	model = o.Model(model)
-	if _, err := o.client.Show(ctx, &api.ShowRequest{Model: model}); err != nil {
-		return classify(err, model)
+	if _, err := o.client.Show(ctx, &api.ShowRequest{Model: o.served(model)}); err != nil {
+		return o.classify(err, model)
 	}
 	return nil
 }
@@ -256,110 +212,17 @@ func (o *Ollama) CheckModel(ctx context.Context, model string) error {
 // When req.Budget passes, generation stops and the partial result is
 // returned with FinishBudget (no error).
 func (o *Ollama) Generate(ctx context.Context, req Request, onDelta DeltaFunc) (*Result, error) {
-	start := time.Now()
-	model := o.Model(req.Model)
-	if req.WarmOnly {
-		req.MaxTokens, req.Candidates = 1, 1
-	}
-	if err := o.check(&req, model); err != nil {
-		return nil, err
-	}
-	if o.track.unloading.Load() > 0 {
-		return nil, ErrRestarting
-	}
-	var deadline time.Time
-	if req.Budget > 0 {
-		deadline = start.Add(req.Budget)
-	}
-	res := &Result{Model: model}
-	for i := 0; i < req.Candidates; i++ {
-		c, m, err := o.generateOne(ctx, req, model, i, deadline, start, res, onDelta)
-		if err != nil {
-			return nil, err
-		}
-		res.Candidates = append(res.Candidates, c)
-		if i == 0 {
-			res.PromptEvalTokens, res.PromptEval = m.PromptEvalCount, m.PromptEvalDuration
-		}
-		if c.Finish == FinishBudget {
-			break // no time left for further candidates
-		}
-	}
-	res.Total = time.Since(start)
-	return res, nil
+	return o.generate(ctx, req, onDelta, o.stream)
 }
 
-func (o *Ollama) check(req *Request, model string) error {
-	if err := o.CheckOptions(req); err != nil {
-		return err
-	}
-	if req.Candidates <= 0 {
-		req.Candidates = 1
-	}
-	req.MaxTokens = o.MaxTokens(req.MaxTokens)
-	if n := o.ContextTokens(model); req.PromptTokens+req.MaxTokens > n {
-		return fmt.Errorf("%w: %d prompt tokens + %d to generate > num_ctx %d of %q",
-			ErrPromptTooLong, req.PromptTokens, req.MaxTokens, n, model)
-	}
-	return nil
-}
-
-// CheckOptions reports a generation option of req out of range, as an
-// *OptionError, before any work is done for the request (Generate checks
-// again). NaN is out of every range.
-func (o *Ollama) CheckOptions(req *Request) error {
-	bad := func(field, format string, args ...any) error {
-		return &OptionError{Field: field, Reason: fmt.Sprintf(format, args...)}
-	}
-	if n := o.MaxTokens(req.MaxTokens); n > o.cfg.MaxTokensLimit {
-		return bad("max_tokens", "%d exceeds the limit %d", n, o.cfg.MaxTokensLimit)
-	}
-	if req.Candidates > o.cfg.MaxCandidates {
-		return bad("candidates", "%d exceeds the limit %d", req.Candidates, o.cfg.MaxCandidates)
-	}
-	if t := req.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
-		return bad("temperature", "%v outside [0, 2]", *t)
-	}
-	if p := req.TopP; p != nil && !(*p > 0 && *p <= 1) {
-		return bad("top_p", "%v outside (0, 1]", *p)
-	}
-	if k := req.TopK; k != nil && *k < 0 {
-		return bad("top_k", "%d is negative", *k)
-	}
-	if req.MinIndent < 0 {
-		return bad("min_indent", "%d is negative", req.MinIndent)
-	}
-	if req.LineBudget < 0 {
-		return bad("line_budget", "%v is negative", req.LineBudget)
-	}
-	for i, s := range req.Stop {
-		if s == "" {
-			return bad(fmt.Sprintf("stop[%d]", i), "is empty")
-		}
-	}
-	return nil
-}
-
-// errStopped ends a stream from inside the callback once a stop matched.
-var errStopped = errors.New("stop matched")
-
-func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx int,
-	deadline, start time.Time, res *Result, onDelta DeltaFunc) (Candidate, api.Metrics, error) {
-	genCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w := o.track.start(o.cfg.Watchdog, model, req.PromptTokens, o.track.cold(model, o.cfg.KeepAlive, time.Now()), cancel)
-	defer w.stop()
-	var budgetHit atomic.Bool
-	if !deadline.IsZero() {
-		t := time.AfterFunc(time.Until(deadline), func() { budgetHit.Store(true); cancel() })
-		defer t.Stop()
-	}
+// stream is the streamFunc of /api/generate.
+func (o *Ollama) stream(ctx context.Context, req *Request, model string, idx int, w *watch, fn func(message, bool) error) error {
 	var seed int64
 	if req.Seed != nil {
 		seed = *req.Seed
 	}
 	opts := map[string]any{
-		"num_ctx":     o.ContextTokens(model),
+		"num_ctx":     o.ContextTokens(req.Model),
 		"num_predict": req.MaxTokens,
 		"temperature": float32(0),
 		"seed":        seed + int64(idx),
@@ -385,155 +248,8 @@ func (o *Ollama) generateOne(ctx context.Context, req Request, model string, idx
 		KeepAlive: &api.Duration{Duration: o.cfg.KeepAlive},
 		Options:   opts,
 	}
-	c := Candidate{Index: idx}
-	sm := newStopMatcher(QwenStops, req.Stop)
-	indent := indentStop{min: req.MinIndent}
-	var firstText time.Time // when the candidate's first text arrived (LineBudget)
-	// stops applies the request's stop conditions beyond stop strings to
-	// text the stop matcher let through.
-	stops := func(s string, reason FinishReason) (string, FinishReason) {
-		if keep, hit := indent.feed(s); hit {
-			return s[:keep], FinishStopSequence
-		}
-		if reason == FinishUnknown && req.LineBudget > 0 && strings.Contains(s, "\n") &&
-			time.Since(firstText) > req.LineBudget {
-			return s, FinishBudget
-		}
-		return s, reason
-	}
-	var text strings.Builder
-	var metrics api.Metrics
-	var done bool
-	var doneReason string
-	var cbErr error
-	// Text that arrived together goes out as one delta: pending holds text
-	// while the backend's next message is already buffered (a client
-	// slower than generation, or the last token and the final message).
-	pending := 0 // bytes at the end of text not yet given to onDelta
-	emit := func(s string, more bool) error {
-		if s != "" && res.TimeToFirstToken == 0 {
-			res.TimeToFirstToken = time.Since(start)
-		}
-		text.WriteString(s)
-		pending += len(s)
-		if more || pending == 0 || onDelta == nil {
-			return nil
-		}
-		t := text.String()
-		d := t[len(t)-pending:]
-		pending = 0
-		if err := onDelta(idx, d); err != nil {
-			cbErr = err
-			return err
-		}
-		return nil
-	}
-	err := generateStream(genCtx, o.http, o.base, greq, w, func(r api.GenerateResponse, more bool) error {
-		if req.WarmOnly {
-			r.Response = "" // the prompt is in the cache; the token is not wanted
-		}
-		if r.Response != "" {
-			c.Tokens++
-			if firstText.IsZero() {
-				firstText = time.Now()
-			}
-			s, reason := stops(sm.feed(r.Response))
-			if reason != FinishUnknown {
-				more = false // the stream ends here
-			}
-			if err := emit(s, more); err != nil {
-				return err
-			}
-			if reason != FinishUnknown {
-				c.Finish = reason
-				return errStopped
-			}
-		} else if !more {
-			if err := emit("", false); err != nil {
-				return err
-			}
-		}
-		if r.Done {
-			done, doneReason, metrics = true, r.DoneReason, r.Metrics
-		}
-		return nil
+	return generateStream(ctx, o.http, o.base, greq, w, func(r api.GenerateResponse, more bool) error {
+		return fn(message{Text: r.Response, Done: r.Done, DoneReason: r.DoneReason,
+			PromptEvalCount: r.PromptEvalCount, PromptEval: r.PromptEvalDuration, EvalCount: r.EvalCount}, more)
 	})
-	stall := w.stop()
-	switch {
-	case cbErr != nil:
-		return c, metrics, cbErr
-	case ctx.Err() != nil:
-		// The client went away; whatever the read reported, say so.
-		return c, metrics, ctx.Err()
-	case errors.Is(err, errStopped):
-	case stall != nil && !done:
-		o.log.Warn("backend stalled", zap.String("model", model), zap.Error(stall))
-		return c, metrics, stall
-	case budgetHit.Load() && !done:
-		c.Finish = FinishBudget
-		s, _ := stops(sm.flush(), FinishBudget)
-		if e := emit(s, false); e != nil {
-			return c, metrics, e
-		}
-	case err != nil:
-		return c, metrics, classify(err, model)
-	case !done:
-		return c, metrics, fmt.Errorf("%w: no final message after %d tokens of candidate %d", ErrIncomplete, c.Tokens, idx)
-	default:
-		s, reason := stops(sm.flush(), FinishUnknown)
-		if e := emit(s, false); e != nil {
-			return c, metrics, e
-		}
-		c.Finish = FinishStop
-		if doneReason == "length" {
-			c.Finish = FinishLength
-		}
-		if reason == FinishStopSequence { // the indentation rule cut the held text
-			c.Finish = reason
-		}
-		if metrics.EvalCount > 0 {
-			c.Tokens = metrics.EvalCount
-		}
-		if req.WarmOnly {
-			c.Finish, c.Tokens = FinishLength, 0
-		}
-	}
-	c.Text = text.String()
-	logctx.Debug(ctx, o.log, "candidate done", zap.String("model", model), zap.Int("candidate", idx),
-		zap.Stringer("finish", c.Finish), zap.Int("tokens", c.Tokens),
-		zap.Int("prompt_eval", metrics.PromptEvalCount))
-	return c, metrics, nil
-}
-
-// classify maps an error from the Ollama client to this package's errors.
-func classify(err error, model string) error {
-	var se api.StatusError
-	if errors.As(err, &se) {
-		msg := strings.ToLower(se.ErrorMessage)
-		switch {
-		case se.StatusCode == http.StatusNotFound || strings.Contains(msg, "not found"):
-			return &ModelError{Model: model, Hint: fmt.Sprintf("pull it with `ollama pull %s` (or create it from a GGUF with `ollama create`)", model)}
-		case strings.Contains(msg, "input length exceeds"):
-			return fmt.Errorf("%w: %s", ErrPromptTooLong, se.ErrorMessage)
-		case se.StatusCode >= 500 || se.StatusCode == http.StatusTooManyRequests:
-			return fmt.Errorf("%w: %s", ErrUnavailable, se.Error())
-		default:
-			return fmt.Errorf("%w: backend rejected the request: %s", ErrInvalidRequest, se.Error())
-		}
-	}
-	var ae api.AuthorizationError
-	if errors.As(err, &ae) {
-		return fmt.Errorf("%w: backend requires authorization (%s)", ErrUnavailable, ae.Status)
-	}
-	if strings.Contains(err.Error(), "input length exceeds") {
-		return fmt.Errorf("%w: %v", ErrPromptTooLong, err)
-	}
-	var ue *url.Error
-	var oe *net.OpError
-	if errors.As(err, &ue) || errors.As(err, &oe) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	// An error the server sent in the middle of a stream.
-	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }

@@ -1,10 +1,14 @@
 package inference
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -149,8 +153,8 @@ func TestGenerateUnreachable(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.URL = srv.URL
 	o, _ := NewOllama(cfg, nil)
-	if _, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("err = %v", err)
+	if _, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil); !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrNotSent) {
+		t.Fatalf("err = %v, want ErrNotSent (ErrUnavailable)", err)
 	}
 	if err := o.Ping(context.Background()); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("ping err = %v", err)
@@ -213,10 +217,20 @@ func slow(gone chan<- struct{}) func(http.ResponseWriter, *http.Request, map[str
 
 func TestGenerateCancelStopsBackend(t *testing.T) {
 	gone := make(chan struct{})
-	o := newTestOllama(t, &scripted{serve: slow(gone)})
+	cancelStops(t, newTestOllama(t, &scripted{serve: slow(gone)}), gone)
+}
+
+// cancelStops cancels a generation at its third delta and expects
+// context.Canceled (never a silent success) and the backend's handler to
+// see its request end (gone closed).
+func cancelStops(t *testing.T, g interface {
+	Generate(context.Context, Request, DeltaFunc) (*Result, error)
+}, gone <-chan struct{}) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	n := 0
-	_, err := o.Generate(ctx, Request{Prompt: "p"}, func(int, string) error {
+	_, err := g.Generate(ctx, Request{Prompt: "p"}, func(int, string) error {
 		if n++; n == 3 {
 			cancel()
 		}
@@ -304,4 +318,53 @@ func TestGenerateCoalescesArrivedTokens(t *testing.T) {
 			t.Errorf("%s: deltas %q, text %q; want %q", tc.name, got, res.Candidates[0].Text, tc.want)
 		}
 	}
+}
+
+// A backend that goes away between two requests: the second is written to
+// the kept-alive connection, which the backend closes without answering,
+// and nobody listens any more. net/http sends the request again on a new
+// connection (a generation is marked safe to repeat), that dial fails, and
+// the error is ErrNotSent: another backend may take the request.
+func TestGenerateClosedKeptAliveConnection(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		conn, err := lis.Accept()
+		if err != nil {
+			return
+		}
+		lis.Close() // no second connection
+		defer conn.Close()
+		br := bufio.NewReader(conn)
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, req.Body)
+			if i == 1 {
+				return // the second request: closed without an answer
+			}
+			body := `{"response":"a","done":false}` + "\n" + `{"response":"","done":true,"done_reason":"stop","eval_count":1}` + "\n"
+			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}
+	}()
+	cfg := DefaultConfig()
+	cfg.URL, cfg.DefaultModel = "http://"+lis.Addr().String(), "m"
+	o, err := NewOllama(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Generate(context.Background(), Request{Prompt: "p"}, nil)
+	if !errors.Is(err, ErrNotSent) {
+		t.Fatalf("err = %v, want ErrNotSent", err)
+	}
+	<-served
 }

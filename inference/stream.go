@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/ollama/ollama/api"
 )
@@ -39,6 +38,7 @@ func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *ap
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/x-ndjson")
+	markRetryable(hreq)
 	resp, err := hc.Do(hreq)
 	if err != nil {
 		return err
@@ -46,16 +46,42 @@ func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *ap
 	defer resp.Body.Close()
 	w.answer()
 	if resp.StatusCode >= http.StatusBadRequest {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		var e struct {
+		return statusError(resp)
+	}
+	return eachLine(resp.Body, func(line []byte, br *bufio.Reader) error {
+		if line = bytes.TrimSpace(line); len(line) == 0 {
+			return nil
+		}
+		var msg struct {
+			api.GenerateResponse
 			Error string `json:"error"`
 		}
-		if json.Unmarshal(bytes.TrimSpace(msg), &e) == nil && e.Error != "" {
-			msg = []byte(e.Error)
+		if jerr := json.Unmarshal(line, &msg); jerr != nil {
+			return fmt.Errorf("backend sent malformed JSON: %w", jerr)
 		}
-		return api.StatusError{StatusCode: resp.StatusCode, Status: resp.Status, ErrorMessage: strings.TrimSpace(string(msg))}
-	}
-	br := bufio.NewReaderSize(resp.Body, 16<<10)
+		w.message(msg.Response != "")
+		if msg.Error != "" {
+			return errors.New(msg.Error) // an error in the middle of a stream
+		}
+		more := false
+		if n := br.Buffered(); n > 0 {
+			next, _ := br.Peek(n) // what is buffered already: never blocks
+			more = bytes.IndexByte(next, '\n') >= 0
+		}
+		if ferr := fn(msg.GenerateResponse, more); ferr != nil {
+			return ferr
+		}
+		w.resume()
+		return nil
+	})
+}
+
+// eachLine reads r line by line and calls fn with each line (its end
+// included; the last one may have none) and the reader, to look at what
+// is buffered already. A line longer than the 16 KiB buffer is put
+// together, up to maxLine. It returns fn's error, or nil at the end of r.
+func eachLine(r io.Reader, fn func(line []byte, br *bufio.Reader) error) error {
+	br := bufio.NewReaderSize(r, 16<<10)
 	var long []byte // a line longer than the buffer
 	for {
 		chunk, err := br.ReadSlice('\n')
@@ -70,27 +96,8 @@ func generateStream(ctx context.Context, hc *http.Client, base *url.URL, req *ap
 			}
 			line = long
 		}
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			var msg struct {
-				api.GenerateResponse
-				Error string `json:"error"`
-			}
-			if jerr := json.Unmarshal(line, &msg); jerr != nil {
-				return fmt.Errorf("backend sent malformed JSON: %w", jerr)
-			}
-			w.message(msg.Response != "")
-			if msg.Error != "" {
-				return errors.New(msg.Error) // an error in the middle of a stream
-			}
-			more := false
-			if n := br.Buffered(); n > 0 {
-				next, _ := br.Peek(n) // what is buffered already: never blocks
-				more = bytes.IndexByte(next, '\n') >= 0
-			}
-			if ferr := fn(msg.GenerateResponse, more); ferr != nil {
-				return ferr
-			}
-			w.resume()
+		if ferr := fn(line, br); ferr != nil {
+			return ferr
 		}
 		long = nil
 		switch {

@@ -116,6 +116,11 @@ type Activity struct {
 	// before it was still within its own. Nil again once the backend sends
 	// anything.
 	Stalled error
+	// Unreachable is when a generation last failed to connect to the
+	// backend (ErrNotSent), if that happened after LastProgress; zero
+	// otherwise. Unlike a generation that went unanswered, this is no
+	// sign of a busy backend: nothing listens there.
+	Unreachable time.Time
 }
 
 // tracker keeps the backend's Activity and the watchdogs' bounds. Every
@@ -125,6 +130,7 @@ type tracker struct {
 	lastProgress atomic.Int64 // unix ns
 	unanswered   atomic.Int64 // unix ns
 	stalled      atomic.Pointer[StallError]
+	unreachable  atomic.Int64 // unix ns
 	unloading    atomic.Int32 // Reload calls under way
 	models       sync.Map     // model name → *atomic.Int64, its last answer (unix ns)
 
@@ -165,6 +171,9 @@ func (t *tracker) activity() Activity {
 	}
 	if s := t.stalled.Load(); s != nil {
 		a.Stalled = s
+	}
+	if ns := t.unreachable.Load(); ns != 0 && ns > t.lastProgress.Load() {
+		a.Unreachable = time.Unix(0, ns)
 	}
 	t.mu.Lock()
 	a.InFlight = len(t.gens)

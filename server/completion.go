@@ -93,6 +93,7 @@ func toResponse(res *pipeline.Result, detail infillv1.ContextDetail) *infillv1.C
 			PromptTokens:        uint32(res.PromptTokens),
 			CompletionTokens:    uint32(res.CompletionTokens),
 			PlannedPromptTokens: uint32(res.PlannedPromptTokens),
+			CachedPromptTokens:  uint32(res.CachedPromptTokens),
 		},
 		Timings: &infillv1.Timings{
 			ContextAssembly:  durationpb.New(res.Assembly),

@@ -57,9 +57,23 @@ type Config struct {
 	// says NOT_SERVING; a stall the inference watchdog saw needs only one.
 	HealthFailures int
 	// Admission bounds the generations sent to the backend at once and
-	// the requests waiting for it.
+	// the requests waiting for it (each backend's, unless its
+	// BackendConfig says otherwise).
 	Admission pipeline.AdmissionConfig
+	// Inference configures every backend's client; its URL is the one
+	// Ollama of a configuration without Backends.
 	Inference inference.Config
+	// Backends are the backends completions are routed to (--backend,
+	// --backends); empty: one Ollama at Inference.URL, named "default".
+	Backends []BackendConfig
+	// Routing orders the backends a request may go to: affinity
+	// (rendezvous hashing on repository and cursor file, for KV cache
+	// reuse) or round-robin.
+	Routing pipeline.Routing
+	// LoadBound passes over a backend whose slots are all taken and whose
+	// load is LoadBound times its share (pipeline.Config.LoadBound); 0:
+	// only when its admission refuses at once.
+	LoadBound float64
 	Context   contextpack.Config
 	Eval      EvalConfig
 	// Auth configures bearer tokens and their limits.
@@ -105,6 +119,7 @@ func DefaultConfig() Config {
 		HealthRecent:       5 * time.Second,
 		HealthFailures:     2,
 		Admission:          pipeline.DefaultAdmissionConfig(),
+		LoadBound:          pipeline.DefaultConfig().LoadBound,
 		Inference:          inference.DefaultConfig(),
 		Context:            contextpack.DefaultConfig(),
 		Eval:               EvalConfig{Workers: runtime.NumCPU(), MaxSamples: 200},
@@ -168,6 +183,13 @@ func (c Config) Validate() error {
 	if c.Inference.ContextTokens < need {
 		errs = append(errs, fmt.Errorf("server: a context of %d tokens leaves no prompt after %d default max tokens (need at least %d)",
 			c.Inference.ContextTokens, c.Inference.DefaultMaxTokens, need))
+	}
+	errs = append(errs, c.validateBackends(need))
+	if c.Routing != pipeline.RouteAffinity && c.Routing != pipeline.RouteRoundRobin {
+		errs = append(errs, fmt.Errorf("server: unknown routing %d", c.Routing))
+	}
+	if !(c.LoadBound == 0 || c.LoadBound >= 1) {
+		errs = append(errs, fmt.Errorf("server: load bound %v: want 0 (off) or at least 1", c.LoadBound))
 	}
 	for m, n := range c.Inference.ModelContextTokens {
 		if n < need {

@@ -47,7 +47,7 @@ func (p *prober) Probe(ctx context.Context) error {
 func (p *prober) Activity() inference.Activity { return p.act }
 
 func newHealth(p *prober) *healthState {
-	return &healthState{cfg: DefaultConfig(), backend: p, prober: p, ctx: context.Background(), wg: new(sync.WaitGroup), log: zap.NewNop()}
+	return &healthState{cfg: DefaultConfig(), backend: p, prober: p, reloader: p, ctx: context.Background(), wg: new(sync.WaitGroup), log: zap.NewNop()}
 }
 
 func TestHealthCheck(t *testing.T) {
@@ -76,6 +76,8 @@ func TestHealthCheck(t *testing.T) {
 		{"in flight but not serving yet: ping", inference.Activity{LastProgress: long, InFlight: 1}, down, nil, false, false, 1, 0},
 		{"stall goes down at once", inference.Activity{LastProgress: long, Stalled: stall}, nil, down, true, false, 0, 1},
 		{"stall over once a generation answers", inference.Activity{LastProgress: long, Stalled: stall}, nil, nil, false, true, 0, 1},
+		{"could not connect: a failed ping goes down at once", inference.Activity{LastProgress: now, Unreachable: now}, down, nil, true, false, 1, 0},
+		{"could not connect, ping answers", inference.Activity{LastProgress: now, Unreachable: now}, nil, nil, false, true, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &prober{act: tc.act, pingErr: tc.pingErr, genErr: tc.genErr}
@@ -167,6 +169,20 @@ func TestHealthReloadsAStalledModel(t *testing.T) {
 		t.Fatalf("reloaded %v, want another after %v", p.unloaded, reloadEvery)
 	}
 	h.wg.Wait()
+}
+
+// A backend with no runner to restart (the openai kind) goes NOT_SERVING
+// on a stall as any other and restarts nothing.
+func TestHealthStallWithoutReloader(t *testing.T) {
+	p := &prober{act: inference.Activity{LastProgress: time.Now().Add(-time.Minute), Stalled: &inference.StallError{Model: "m"}},
+		genErr: &inference.StallError{Model: "m"}}
+	h := newHealth(p)
+	h.reloader = nil
+	ok, why := h.check(true)
+	h.reloadDue()
+	if ok || strings.Contains(why, "restarting") || len(p.unloaded) != 0 {
+		t.Fatalf("check = %v (%s), reloaded %v", ok, why, p.unloaded)
+	}
 }
 
 // A backend without Activity and Probe (a test's stand-in) is pinged.

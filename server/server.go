@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +46,11 @@ type Pinger interface {
 // Deps are the domain services the server calls.
 type Deps struct {
 	Builder PromptBuilder
-	Backend Backend
+	// Backend is the client of a configuration with one backend;
+	// Backends are the clients of Config.Backends by name (OpenBackends
+	// makes them).
+	Backend  Backend
+	Backends map[string]Backend
 	// Executor runs evaluation samples in the sandbox; nil makes the
 	// EvaluationService answer FAILED_PRECONDITION.
 	Executor evaluator.Executor
@@ -66,9 +72,15 @@ type Server struct {
 	pipe   *pipeline.Pipeline
 	guard  *auth.Guard
 	tls    *tls.Config
-	// healthServices are the services whose health follows the backend.
+	// healthServices are the services whose health follows the backends:
+	// SERVING while any backend serves.
 	healthServices []string
-	metrics        *metrics.Metrics
+	// backends are the pipeline's backends, each with its health
+	// service.
+	backends []watchedBackend
+	healthMu sync.Mutex
+	serving  map[string]bool // by backend name
+	metrics  *metrics.Metrics
 	// metricsHTTP serves the metrics (and pprof) on ServeMetrics.
 	metricsHTTP *http.Server
 	// methods are the gRPC methods registered when Serve began, for
@@ -88,8 +100,12 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if deps.Builder == nil || deps.Backend == nil {
+	if deps.Builder == nil || (deps.Backend == nil && len(deps.Backends) == 0) {
 		return nil, fmt.Errorf("server: Builder and Backend are required")
+	}
+	targets, err := cfg.targets(deps)
+	if err != nil {
+		return nil, err
 	}
 	if log == nil {
 		log = zap.NewNop()
@@ -105,14 +121,18 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	m := metrics.New()
 	pcfg := pipeline.DefaultConfig()
 	pcfg.MaxFiles, pcfg.MaxIDBytes, pcfg.Admission = cfg.MaxFiles, maxIDBytes, cfg.Admission
-	pipe, err := pipeline.New(pcfg, deps.Builder, deps.Backend, log, pipeline.WithObserver(m))
+	pcfg.Routing, pcfg.LoadBound = cfg.Routing, cfg.LoadBound
+	pipe, err := pipeline.NewRouted(pcfg, deps.Builder, targets, log, pipeline.WithObserver(m))
 	if err != nil {
 		return nil, err
 	}
 	cs, _ := deps.Builder.(metrics.ContextStats)
 	m.Watch(pipe, cs)
 	s := &Server{cfg: cfg, log: log, deps: deps, pipe: pipe, guard: guard, tls: tc, metrics: m, health: health.NewServer(),
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), serving: map[string]bool{}}
+	for _, t := range targets {
+		s.backends = append(s.backends, watchedBackend{name: t.Name, service: BackendHealthService(t.Name), backend: t.Backend.(Backend)})
+	}
 	// Metrics outermost (a refused or panicking call is counted), the
 	// request id's header before anything can refuse the call.
 	unary := []grpc.UnaryServerInterceptor{m.UnaryServerInterceptor(), unaryRequestID, unaryRecover(log)}
@@ -136,8 +156,8 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	s.grpc = grpc.NewServer(opts...)
 	hcfg := cfg.HTTP
 	hcfg.MaxBodyBytes = int64(cfg.MaxRecvMsgBytes)
-	hcfg.DefaultModel = deps.Backend.Model("")
-	hcfg.ContextTokens = deps.Backend.ContextTokens("")
+	hcfg.DefaultModel = pipe.Backend().Model("")
+	hcfg.ContextTokens = pipe.Backend().ContextTokens("")
 	var hguard httpapi.Guard
 	if guard.Enabled() {
 		hguard = guard
@@ -177,6 +197,10 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	for _, name := range s.healthServices {
 		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
 	}
+	for _, b := range s.backends {
+		s.health.SetServingStatus(b.service, healthpb.HealthCheckResponse_NOT_SERVING)
+	}
+	log.Info("backends", zap.Strings("names", pipe.Targets()), zap.Stringer("routing", cfg.Routing), zap.Float64("load_bound", cfg.LoadBound))
 	return s, nil
 }
 
@@ -197,8 +221,10 @@ func (s *Server) Serve(lis net.Listener) error {
 	}
 	s.methods.Store(&methods)
 	s.metrics.InitializeGRPC(s.grpc)
-	s.watchWG.Add(1)
-	go s.watchHealth()
+	for _, b := range s.backends {
+		s.watchWG.Add(1)
+		go s.watchHealth(b)
+	}
 	s.log.Info("serving", zap.String("addr", lis.Addr().String()))
 	return s.grpc.Serve(lis)
 }
@@ -273,15 +299,20 @@ func (s *Server) hardStop(ctx context.Context, done <-chan struct{}) {
 }
 
 // HealthProber is a backend that can show whether it still generates
-// (inference.Ollama); watchHealth uses it where the backend has it and Ping
-// alone otherwise.
+// (inference.Ollama, inference.OpenAI); watchHealth uses it where the
+// backend has it and Ping alone otherwise.
 type HealthProber interface {
 	// Probe runs a one-token generation.
 	Probe(ctx context.Context) error
 	// Activity is what generations have seen of the backend.
 	Activity() inference.Activity
-	// Reload restarts a model's runner (unload, then load): what restores
-	// an Ollama runner wedged by cancelled streams (issue 20).
+}
+
+// Reloader is a backend whose model's runner health can restart
+// (inference.Ollama): what restores an Ollama runner wedged by cancelled
+// streams (issue 20).
+type Reloader interface {
+	// Reload restarts a model's runner (unload, then load).
 	Reload(ctx context.Context, model string) error
 }
 
@@ -294,34 +325,46 @@ func (s *Server) backendHealth() error {
 	return nil
 }
 
-// watchHealth checks the backend every HealthInterval and flips health
-// when its state changes.
-func (s *Server) watchHealth() {
+// BackendHealthService is the gRPC health service name of the backend
+// named name: SERVING while it serves.
+func BackendHealthService(name string) string { return "infill.backend/" + name }
+
+// watchedBackend is a backend whose health a watcher follows.
+type watchedBackend struct {
+	name, service string
+	backend       Backend
+}
+
+// watchHealth checks backend b every HealthInterval and flips its health
+// service (and the pipeline's view of it) when its state changes; the
+// server's own services are SERVING while any backend is.
+func (s *Server) watchHealth(b watchedBackend) {
 	defer s.watchWG.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // ends a probe still under way (watchWG waits for it)
-	h := healthState{cfg: s.cfg, backend: s.deps.Backend, ctx: ctx, wg: &s.watchWG, log: s.log}
-	h.prober, _ = s.deps.Backend.(HealthProber)
+	log := s.log.With(zap.String("backend", b.name))
+	h := healthState{cfg: s.cfg, backend: b.backend, ctx: ctx, wg: &s.watchWG, log: log}
+	h.prober, _ = b.backend.(HealthProber)
+	h.reloader, _ = b.backend.(Reloader)
 	serving := false
 	check := func() {
+		began := time.Now()
 		ok, why := h.check(serving)
 		defer h.reloadDue() // after health says NOT_SERVING, not before
+		s.pipe.SetHealth(b.name, ok, began)
 		if ok == serving {
 			return
 		}
 		serving = ok
-		s.metrics.BackendUp(ok)
-		s.backendUp.Store(ok)
 		st := healthpb.HealthCheckResponse_NOT_SERVING
 		if ok {
 			st = healthpb.HealthCheckResponse_SERVING
-			s.log.Info("backend up: SERVING", zap.String("check", why))
+			log.Info("backend up: SERVING", zap.String("check", why))
 		} else {
-			s.log.Warn("backend down: NOT_SERVING", zap.String("reason", why))
+			log.Warn("backend down: NOT_SERVING", zap.String("reason", why))
 		}
-		for _, name := range s.healthServices {
-			s.health.SetServingStatus(name, st)
-		}
+		s.health.SetServingStatus(b.service, st)
+		s.setServing(b.name, ok)
 	}
 	check()
 	t := time.NewTicker(s.cfg.HealthInterval)
@@ -333,6 +376,27 @@ func (s *Server) watchHealth() {
 		case <-t.C:
 			check() // a check longer than the interval drops ticks, never stacks them
 		}
+	}
+}
+
+// setServing records backend name's state and sets the server's own
+// services SERVING while any backend serves.
+func (s *Server) setServing(name string, ok bool) {
+	s.healthMu.Lock()
+	defer s.healthMu.Unlock()
+	before := slices.Contains(slices.Collect(maps.Values(s.serving)), true)
+	s.serving[name] = ok
+	after := slices.Contains(slices.Collect(maps.Values(s.serving)), true)
+	s.backendUp.Store(after)
+	if before == after {
+		return
+	}
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if after {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	for _, name := range s.healthServices {
+		s.health.SetServingStatus(name, st)
 	}
 }
 
@@ -369,6 +433,7 @@ type healthState struct {
 	cfg      Config
 	backend  Pinger
 	prober   HealthProber
+	reloader Reloader // nil: the backend has no runner to restart
 	failures int
 
 	ctx     context.Context // ends a probe under way
@@ -427,7 +492,7 @@ func (h *healthState) check(serving bool) (ok bool, why string) {
 			// progressed), not for a backend that is merely slow to answer
 			// within the check's timeout.
 			var se *inference.StallError
-			if errors.As(err, &se) && time.Since(h.lastReload) >= reloadEvery {
+			if h.reloader != nil && errors.As(err, &se) && time.Since(h.lastReload) >= reloadEvery {
 				h.lastReload = time.Now()
 				h.due = a.Stalled
 				why += "; restarting the model's runner"
@@ -436,6 +501,16 @@ func (h *healthState) check(serving bool) (ok bool, why string) {
 		}
 		h.failures = 0
 		return true, "one-token generation after a stall"
+	case !a.Unreachable.IsZero():
+		// A generation could not connect since the backend last answered
+		// one: nothing may listen there. A failed ping confirms it at once
+		// (no second failure needed); other backends take the requests.
+		if err := h.ping(); err != nil {
+			h.failures = h.cfg.HealthFailures
+			return false, fmt.Sprintf("a generation could not connect, and a ping: %v", err)
+		}
+		h.failures = 0
+		return true, "ping after a generation could not connect"
 	case time.Since(a.LastProgress) < h.cfg.HealthRecent:
 		h.failures = 0
 		return true, "generations answered"
@@ -477,7 +552,7 @@ func (h *healthState) reloadDue() {
 	ctx, cancel := context.WithTimeout(h.ctx, 2*h.cfg.Inference.Watchdog.FirstTokenBase+time.Minute)
 	defer cancel()
 	begin := time.Now()
-	if err := h.prober.Reload(ctx, model); err != nil {
+	if err := h.reloader.Reload(ctx, model); err != nil {
 		h.log.Error("backend stalled: restarting the model's runner failed", zap.String("model", model), zap.Error(err))
 		return
 	}

@@ -24,7 +24,10 @@
 //	admission_shed_total{class}                refused by admission
 //	cancellations_total{cause}                 client, superseded, budget, deadline
 //	cache_hits_total{cache}, cache_misses_total{cache}
-//	backend_up                                 1 while health says SERVING
+//	backend_up{backend}                        1 while its health says SERVING
+//	backend_in_flight{backend}, backend_queued{backend,class}
+//	backend_requests_total{backend,outcome}    generations sent: ok, failed, cancelled, not_sent
+//	backend_spilled_total{backend,reason}      its sessions sent on: down, full, unreachable, load
 //	sandbox_verdicts_total{verdict}
 package metrics
 
@@ -74,7 +77,6 @@ type Metrics struct {
 	shed          *prometheus.CounterVec
 	cancellations *prometheus.CounterVec
 	verdicts      *prometheus.CounterVec
-	backendUp     prometheus.Gauge
 
 	state *stateCollector
 }
@@ -114,8 +116,6 @@ func New() *Metrics {
 		"Completions cut short, by cause: client (cancelled), superseded (a newer request of the session), budget (latency budget: partial result), deadline.",
 		"cause")
 	m.verdicts = counter("sandbox_verdicts_total", "Evaluation samples graded, by verdict.", "verdict")
-	m.backendUp = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "backend_up",
-		Help: "1 while the backend serves (gRPC health SERVING), else 0."})
 	for _, c := range []string{"client", "superseded", "budget", "deadline"} {
 		m.cancellations.WithLabelValues(c)
 	}
@@ -123,7 +123,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.grpc, m.requests, m.queueWait, m.assembly, m.ttft, m.total, m.tokens, m.shed,
-		m.cancellations, m.verdicts, m.backendUp, m.state,
+		m.cancellations, m.verdicts, m.state,
 	)
 	return m
 }
@@ -194,15 +194,6 @@ func (m *Metrics) GRPCRequest(method string, code codes.Code) {
 	m.requests.WithLabelValues("grpc", method, code.String()).Inc()
 }
 
-// BackendUp records the backend's health.
-func (m *Metrics) BackendUp(up bool) {
-	v := 0.0
-	if up {
-		v = 1
-	}
-	m.backendUp.Set(v)
-}
-
 // Verdict records a graded evaluation sample.
 func (m *Metrics) Verdict(v string) { m.verdicts.WithLabelValues(v).Inc() }
 
@@ -230,6 +221,8 @@ type stateCollector struct {
 	typedThrough atomic.Uint64
 
 	inFlight, queued, busy, hits, misses, storeBytes *prometheus.Desc
+	// per backend
+	up, backendBusy, backendQueued, backendRequests, spilled *prometheus.Desc
 }
 
 func newStateCollector() *stateCollector {
@@ -248,11 +241,22 @@ func newStateCollector() *stateCollector {
 			"Cache misses: content_store (a digest not held: the client resends the file), snapshot (a base not held), prompt_memo (a prompt assembled).",
 			"cache"),
 		storeBytes: desc("content_store_bytes", "Bytes the content store and repository indexes hold."),
+		up:         desc("backend_up", "1 while the backend serves (its gRPC health service infill.backend/NAME SERVING), else 0.", "backend"),
+		backendBusy: desc("backend_in_flight",
+			"The backend's slots taken: generations, and probes holding the slot of a request abandoned before its first token.", "backend"),
+		backendQueued: desc("backend_queued", "Completions waiting for one of the backend's slots, by class.", "backend", "class"),
+		backendRequests: desc("backend_requests_total",
+			"Generations sent to the backend, by outcome: ok, failed (the backend's error), cancelled (by the caller), not_sent (it could not be reached: the request went on to the next backend).",
+			"backend", "outcome"),
+		spilled: desc("backend_spilled_total",
+			"Requests the backend was the first choice for (affinity) that went on to the next backend, by reason: down (its health), full (its admission refused at once), unreachable (a connection failed), load (over its share of the load).",
+			"backend", "reason"),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.inFlight, c.queued, c.busy, c.hits, c.misses, c.storeBytes} {
+	for _, d := range []*prometheus.Desc{c.inFlight, c.queued, c.busy, c.hits, c.misses, c.storeBytes,
+		c.up, c.backendBusy, c.backendQueued, c.backendRequests, c.spilled} {
 		ch <- d
 	}
 }
@@ -265,6 +269,29 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(s.Queued[cl]), cl.String())
 		}
 		ch <- prometheus.MustNewConstMetric(c.busy, prometheus.GaugeValue, float64(s.Busy))
+		for _, b := range s.Backends {
+			up := 0.0
+			if b.Up {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, b.Name)
+			ch <- prometheus.MustNewConstMetric(c.backendBusy, prometheus.GaugeValue, float64(b.Busy), b.Name)
+			for _, cl := range []pipeline.Class{pipeline.Interactive, pipeline.Evaluation} {
+				ch <- prometheus.MustNewConstMetric(c.backendQueued, prometheus.GaugeValue, float64(b.Queued[cl]), b.Name, cl.String())
+			}
+			for _, o := range []struct {
+				outcome string
+				n       uint64
+			}{{"ok", b.OK}, {"failed", b.Failed}, {"cancelled", b.Cancelled}, {"not_sent", b.NotSent}} {
+				ch <- prometheus.MustNewConstMetric(c.backendRequests, prometheus.CounterValue, float64(o.n), b.Name, o.outcome)
+			}
+			for _, r := range []struct {
+				reason string
+				n      uint64
+			}{{"down", b.SpilledDown}, {"full", b.SpilledFull}, {"unreachable", b.SpilledUnreachable}, {"load", b.SpilledLoad}} {
+				ch <- prometheus.MustNewConstMetric(c.spilled, prometheus.CounterValue, float64(r.n), b.Name, r.reason)
+			}
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(c.typedThrough.Load()), "typed_through")
 	if cs := c.ctx.Load(); cs != nil && *cs != nil {

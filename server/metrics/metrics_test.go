@@ -48,7 +48,9 @@ func get(t *testing.T, m *metrics.Metrics, pprof bool) scrape.Families {
 
 func TestRecordsAndReads(t *testing.T) {
 	m := metrics.New()
-	m.Watch(fakePipe{pipeline.Stats{InFlight: [2]int{3, 1}, Busy: 1, Queued: [2]int{2, 0}}},
+	m.Watch(fakePipe{pipeline.Stats{InFlight: [2]int{3, 1}, Busy: 1, Queued: [2]int{2, 0}, Backends: []pipeline.BackendStats{
+		{Name: "gpu0", Up: true, Busy: 1, Queued: [2]int{2, 0}, OK: 5, NotSent: 1, SpilledFull: 3},
+		{Name: "gpu1", Up: false, Failed: 2}}}},
 		fakeContext{contextpack.Stats{Bytes: 1000, DigestHits: 7, DigestMisses: 2, SnapshotHits: 3,
 			PromptMemoHits: 4, PromptsBuilt: 5}})
 	m.Completed(pipeline.Outcome{Surface: "grpc", Assembled: true, Assembly: time.Millisecond, Queued: true,
@@ -60,7 +62,6 @@ func TestRecordsAndReads(t *testing.T) {
 	m.HTTPRequest("llama.cpp", "/infill", 200)
 	m.HTTPRequest("llama.cpp", "/infill", 503)
 	m.GRPCRequest("/infill.v1.CompletionService/Complete", codes.DeadlineExceeded)
-	m.BackendUp(true)
 	m.Verdict("passed")
 	m.Verdict("timeout")
 	m.Verdict("passed")
@@ -94,7 +95,14 @@ func TestRecordsAndReads(t *testing.T) {
 		{5, "infill_cache_misses_total", []string{"cache", "prompt_memo"}},
 		{1, "infill_cache_hits_total", []string{"cache", "typed_through"}},
 		{1000, "infill_content_store_bytes", nil},
-		{1, "infill_backend_up", nil},
+		{1, "infill_backend_up", []string{"backend", "gpu0"}},
+		{0, "infill_backend_up", []string{"backend", "gpu1"}},
+		{1, "infill_backend_in_flight", []string{"backend", "gpu0"}},
+		{2, "infill_backend_queued", []string{"backend", "gpu0", "class", "interactive"}},
+		{5, "infill_backend_requests_total", []string{"backend", "gpu0", "outcome", "ok"}},
+		{1, "infill_backend_requests_total", []string{"backend", "gpu0", "outcome", "not_sent"}},
+		{2, "infill_backend_requests_total", []string{"backend", "gpu1", "outcome", "failed"}},
+		{3, "infill_backend_spilled_total", []string{"backend", "gpu0", "reason", "full"}},
 		{2, "infill_sandbox_verdicts_total", []string{"verdict", "passed"}},
 		{1, "infill_sandbox_verdicts_total", []string{"verdict", "timeout"}},
 	} {
@@ -106,10 +114,6 @@ func TestRecordsAndReads(t *testing.T) {
 		if !f.Has(name) {
 			t.Errorf("no %s", name)
 		}
-	}
-	m.BackendUp(false)
-	if got := get(t, m, false).Value("infill_backend_up"); got != 0 {
-		t.Errorf("backend_up %v after down", got)
 	}
 }
 

@@ -47,6 +47,9 @@ func (c AdmissionConfig) Validate() error {
 type OverloadError struct {
 	Reason     string
 	RetryAfter time.Duration
+	// waited: the request waited in the queue until it could no longer
+	// start in time (not refused at once: another backend is no help).
+	waited bool
 }
 
 func (e *OverloadError) Error() string { return "overloaded: " + e.Reason }
@@ -149,7 +152,7 @@ func (g *gate) acquire(ctx context.Context, class Class, latest time.Time) (*tic
 		if t := g.leave(w); t != nil {
 			return t, nil // granted just in time
 		}
-		return nil, &OverloadError{Reason: "it could not start before its deadline", RetryAfter: g.estimate(class)}
+		return nil, &OverloadError{Reason: "it could not start before its deadline", RetryAfter: g.estimate(class), waited: true}
 	}
 }
 
@@ -250,6 +253,14 @@ func (g *gate) grantLocked() {
 		g.running++
 		w.ready <- &ticket{g: g, granted: g.now()}
 	}
+}
+
+// load reports the generations under way and requests waiting (both
+// classes), and the slots.
+func (g *gate) load() (load, slots int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running + g.queues[0].Len() + g.queues[1].Len(), g.cfg.Slots
 }
 
 // stats reports slots in use and requests waiting per class.

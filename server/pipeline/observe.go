@@ -109,16 +109,48 @@ type Stats struct {
 	// InFlight counts Complete calls under way, by Class.
 	InFlight [2]int
 	// Busy is the backend slots taken: generations, and probes holding
-	// the slot of a request abandoned before its first token.
+	// the slot of a request abandoned before its first token (all
+	// backends).
 	Busy int
-	// Queued counts requests waiting for a slot, by Class.
+	// Queued counts requests waiting for a slot, by Class (all backends).
 	Queued [2]int
+	// Backends are each backend's figures, in configuration order.
+	Backends []BackendStats
 }
 
-// Stats reports the calls under way and the admission gate's state.
+// BackendStats is one backend's share of Stats.
+type BackendStats struct {
+	Name string
+	// Up: its health checks last said it serves (false before the first).
+	Up bool
+	// Busy and Queued as in Stats, for this backend.
+	Busy   int
+	Queued [2]int
+	// Generations sent to it, by how they ended: OK, Failed (an error of
+	// the backend), Cancelled (by the caller), NotSent (it could not be
+	// reached: the request went on to the next backend).
+	OK, Failed, Cancelled, NotSent uint64
+	// Spilled counts requests it was the first choice for that went on
+	// to the next backend, by why: Down (health), Full (its admission
+	// refused at once), Unreachable (a connection failed), Load (over its
+	// share of the load, Config.LoadBound).
+	SpilledDown, SpilledFull, SpilledUnreachable, SpilledLoad uint64
+}
+
+// Stats reports the calls under way and the admission gates' state.
 func (p *Pipeline) Stats() Stats {
 	s := Stats{InFlight: [2]int{int(p.inflight[0].Load()), int(p.inflight[1].Load())}}
-	s.Busy, s.Queued = p.gate.stats()
+	for _, t := range p.targets {
+		b := BackendStats{Name: t.Name, Up: t.health.Load() == healthUp,
+			OK: t.ok.Load(), Failed: t.failed.Load(), Cancelled: t.cancelled.Load(), NotSent: t.notSent.Load(),
+			SpilledDown: t.spilled[spillDown].Load(), SpilledFull: t.spilled[spillFull].Load(),
+			SpilledUnreachable: t.spilled[spillUnreachable].Load(), SpilledLoad: t.spilled[spillLoad].Load()}
+		b.Busy, b.Queued = t.gate.stats()
+		s.Busy += b.Busy
+		s.Queued[0] += b.Queued[0]
+		s.Queued[1] += b.Queued[1]
+		s.Backends = append(s.Backends, b)
+	}
 	return s
 }
 

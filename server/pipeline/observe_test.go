@@ -197,7 +197,7 @@ func TestStats(t *testing.T) {
 	}
 	close(be.release)
 	wg.Wait()
-	if s := p.Stats(); s != (Stats{}) {
+	if s := p.Stats(); s.InFlight != [2]int{} || s.Busy != 0 || s.Queued != [2]int{} || len(s.Backends) != 1 || s.Backends[0].OK != 3 {
 		t.Fatalf("after: %+v", s)
 	}
 }

@@ -49,12 +49,25 @@ type Config struct {
 	// MaxSessions bounds the sessions whose last completion is kept for
 	// typed-through reuse.
 	MaxSessions int
-	Admission   AdmissionConfig
+	// Admission bounds the generations sent to the backend New is given,
+	// and the requests waiting for it (NewRouted's targets bring their
+	// own).
+	Admission AdmissionConfig
+	// Routing orders the backends a request may go to.
+	Routing Routing
+	// LoadBound passes over a backend whose slots are all taken once its
+	// load (generations and requests waiting for it) reaches LoadBound
+	// times its share of the load of all the backends, by slots
+	// (consistent hashing with bounded loads, Mirrokni, Thorup and
+	// Zadimoghaddam 2018); the request goes to the next backend in its
+	// order. 0: a backend is passed over only when its admission refuses
+	// at once (slots and queue full).
+	LoadBound float64
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{MaxFiles: 20000, MaxIDBytes: 256, MaxSessions: 4096, Admission: DefaultAdmissionConfig()}
+	return Config{MaxFiles: 20000, MaxIDBytes: 256, MaxSessions: 4096, Admission: DefaultAdmissionConfig(), LoadBound: 1.25}
 }
 
 // Validate reports a configuration that cannot work.
@@ -62,6 +75,12 @@ func (c Config) Validate() error {
 	if c.MaxFiles < 1 || c.MaxIDBytes < 1 || c.MaxSessions < 1 {
 		return fmt.Errorf("pipeline: MaxFiles (%d), MaxIDBytes (%d) and MaxSessions (%d) must be >= 1",
 			c.MaxFiles, c.MaxIDBytes, c.MaxSessions)
+	}
+	if c.Routing != RouteAffinity && c.Routing != RouteRoundRobin {
+		return fmt.Errorf("pipeline: unknown routing %d", c.Routing)
+	}
+	if !(c.LoadBound == 0 || c.LoadBound >= 1) {
+		return fmt.Errorf("pipeline: LoadBound %v: want 0 (off) or at least 1", c.LoadBound)
 	}
 	return c.Admission.Validate()
 }
@@ -165,6 +184,11 @@ type Result struct {
 	Manifest contextpack.Manifest
 	// Snapshot names the request's whole file list (a later base).
 	Snapshot string
+	// CachedPromptTokens is what the backend reported reusing from its
+	// prompt cache (0 where it does not say).
+	CachedPromptTokens int
+	// Backend names the backend that generated it ("" when Reused).
+	Backend string
 	// Reused says the text is the rest of the session's previous
 	// completion, which the user typed the start of: no backend call.
 	Reused bool
@@ -176,10 +200,10 @@ type Result struct {
 type Pipeline struct {
 	cfg      Config
 	builder  Builder
-	backend  Backend
+	targets  []*target
+	rr       atomic.Uint64 // round-robin's turn
 	log      *zap.Logger
 	obs      Observer
-	gate     *gate
 	sessions *sessions
 	inflight [2]atomic.Int64 // Complete calls under way, by Class
 
@@ -197,19 +221,47 @@ type Option func(*Pipeline)
 // WithObserver has the pipeline tell obs what each completion did.
 func WithObserver(obs Observer) Option { return func(p *Pipeline) { p.obs = obs } }
 
-// New returns a pipeline over builder and backend; log may be nil.
+// DefaultTarget names the backend of a pipeline made by New.
+const DefaultTarget = "default"
+
+// New returns a pipeline over builder and one backend, admitted by
+// cfg.Admission and named DefaultTarget; log may be nil.
 func New(cfg Config, builder Builder, backend Backend, log *zap.Logger, opts ...Option) (*Pipeline, error) {
+	if backend == nil {
+		return nil, fmt.Errorf("pipeline: Builder and Backend are required")
+	}
+	return NewRouted(cfg, builder, []Target{{Name: DefaultTarget, Backend: backend, Admission: cfg.Admission}}, log, opts...)
+}
+
+// NewRouted returns a pipeline over builder and several backends, each
+// with its own admission, among which requests are routed by
+// cfg.Routing. The first target's backend decides what every target
+// shares: the default model and the limits of generation options.
+func NewRouted(cfg Config, builder Builder, targets []Target, log *zap.Logger, opts ...Option) (*Pipeline, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if builder == nil || backend == nil {
+	if builder == nil || len(targets) == 0 {
 		return nil, fmt.Errorf("pipeline: Builder and Backend are required")
 	}
 	if log == nil {
 		log = zap.NewNop()
 	}
-	p := &Pipeline{cfg: cfg, builder: builder, backend: backend, log: log, obs: nopObserver{},
-		gate: newGate(cfg.Admission), sessions: newSessions(cfg.MaxSessions)}
+	p := &Pipeline{cfg: cfg, builder: builder, log: log, obs: nopObserver{}, sessions: newSessions(cfg.MaxSessions)}
+	seen := map[string]bool{}
+	for _, t := range targets {
+		switch {
+		case t.Backend == nil:
+			return nil, fmt.Errorf("pipeline: backend %q is nil", t.Name)
+		case t.Name == "" || seen[t.Name]:
+			return nil, fmt.Errorf("pipeline: backend name %q is empty or repeated", t.Name)
+		}
+		if err := t.Admission.Validate(); err != nil {
+			return nil, fmt.Errorf("backend %q: %w", t.Name, err)
+		}
+		seen[t.Name] = true
+		p.targets = append(p.targets, &target{Target: t, gate: newGate(t.Admission)})
+	}
 	for _, o := range opts {
 		o(p)
 	}
@@ -220,8 +272,8 @@ func New(cfg Config, builder Builder, backend Backend, log *zap.Logger, opts ...
 	return p, nil
 }
 
-// Backend returns the backend the pipeline generates with.
-func (p *Pipeline) Backend() Backend { return p.backend }
+// Backend returns the first backend (the one New was given).
+func (p *Pipeline) Backend() Backend { return p.targets[0].Backend }
 
 // Complete runs one completion. With a Stream it reports the start and the
 // text as it is generated. ctx carries the caller's cancellation into the
@@ -270,7 +322,8 @@ func (p *Pipeline) run(ctx context.Context, req *Request, st Stream, start time.
 }
 
 func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key string, start time.Time, o *Outcome) (*Result, error) {
-	model := p.backend.Model(req.Model)
+	shared := p.targets[0].Backend // the default model and the option limits
+	model := shared.Model(req.Model)
 	g := req.Generation
 	ireq := inference.Request{
 		Model: model, MaxTokens: g.MaxTokens, Stop: g.Stop, Candidates: g.Candidates,
@@ -280,11 +333,17 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 	if g.WarmOnly { // one token is generated (and dropped): reserve just that
 		ireq.MaxTokens, ireq.Candidates = 1, 1
 	}
-	if err := p.backend.CheckOptions(&ireq); err != nil {
+	if err := shared.CheckOptions(&ireq); err != nil {
 		return nil, err
 	}
-	maxTokens := p.backend.MaxTokens(ireq.MaxTokens)
-	budget := p.backend.ContextTokens(model)
+	order, first, err := p.route(req, model)
+	if err != nil {
+		return nil, err
+	}
+	// The prompt is built for the context of the backend tried first; one
+	// it moves on to must hold it.
+	maxTokens := order[0].Backend.MaxTokens(ireq.MaxTokens)
+	budget := order[0].Backend.ContextTokens(model)
 	if b := req.TokenBudget; b > 0 && b < budget {
 		budget = b
 	}
@@ -310,9 +369,104 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 			return p.reuse(ctx, e, rest, prompt, st, assembly, start, o)
 		}
 	}
+	if !first.routable() && first != order[0] {
+		first.spilled[spillDown].Add(1)
+	}
 
-	// Admission: the latest useful start leaves the measured time to a
-	// first token before the deadline or the end of the latency budget.
+	var ttft time.Duration
+	onDelta := func(i int, text string) error {
+		if ttft == 0 {
+			ttft = time.Since(start)
+			o.TimeToFirstToken = ttft
+		}
+		if st.OnDelta == nil {
+			return nil
+		}
+		return st.OnDelta(i, text)
+	}
+	ireq.Prompt, ireq.PromptTokens, ireq.MaxTokens = prompt.Text, prompt.Tokens, maxTokens
+	// Each backend in order: wait for one of its slots, unless its
+	// admission refuses at once (bounded load: the next one gets the
+	// request) or the request cannot reach it (the next one gets it: the
+	// backend evaluated nothing).
+	var refused, lastErr error
+	var wait time.Duration
+	// Bounded load: a backend over its share of the load is passed over
+	// for now, and tried (without the bound) only when every other
+	// refused.
+	pending, bound := order, p.cfg.LoadBound > 0 && len(order) > 1
+	var later []*target
+	for {
+		if len(pending) == 0 {
+			if len(later) == 0 {
+				break
+			}
+			pending, later, bound = later, nil, false
+		}
+		t := pending[0]
+		pending = pending[1:]
+		if bound && p.overBound(t, order) {
+			later = append(later, t)
+			if t == first {
+				first.spilled[spillLoad].Add(1)
+			}
+			continue
+		}
+		if prompt.Tokens+maxTokens > t.Backend.ContextTokens(model) {
+			lastErr = fmt.Errorf("%w: %d prompt tokens + %d to generate > num_ctx %d of backend %q",
+				inference.ErrPromptTooLong, prompt.Tokens, maxTokens, t.Backend.ContextTokens(model), t.Name)
+			continue
+		}
+		tk, w, err := p.admit(ctx, t, req, start)
+		wait += w
+		o.Queued, o.QueueWait = true, wait
+		var ov *OverloadError
+		if errors.As(err, &ov) && !ov.waited {
+			if refused == nil || ov.RetryAfter < refused.(*OverloadError).RetryAfter {
+				refused = ov
+			}
+			if t == first {
+				first.spilled[spillFull].Add(1)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ireq.Budget = 0
+		if lb := req.LatencyBudget; lb != nil {
+			if ireq.Budget = *lb - time.Since(start); ireq.Budget <= 0 {
+				ireq.Budget = time.Nanosecond // spent already: return what there is
+			}
+		}
+		res, err := p.generate(ctx, t, tk, ireq, onDelta, &ttft)
+		if err != nil && ttft == 0 && ctx.Err() == nil && errors.Is(err, inference.ErrNotSent) {
+			t.notSent.Add(1)
+			if !errors.Is(err, inference.ErrRestarting) { // health knows of a restart
+				t.unreachable.Store(time.Now().UnixNano())
+			}
+			if t == first {
+				first.spilled[spillUnreachable].Add(1)
+			}
+			logctx.From(ctx, p.log).Warn("backend not reached, trying the next", zap.String("backend", t.Name), zap.Error(err))
+			lastErr = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return p.finish(req, key, model, prompt, res, t, id, assembly, wait, ttft, start, single), nil
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return nil, lastErr
+}
+
+// admit waits for a slot of t. The latest useful start leaves the
+// measured time to a first token before the deadline or the end of the
+// latency budget.
+func (p *Pipeline) admit(ctx context.Context, t *target, req *Request, start time.Time) (*ticket, time.Duration, error) {
 	var latest time.Time
 	if d, ok := ctx.Deadline(); ok {
 		latest = d
@@ -321,50 +475,51 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 		latest = start.Add(*lb)
 	}
 	if !latest.IsZero() {
-		latest = latest.Add(-p.gate.expectedTTFT())
+		latest = latest.Add(-t.gate.expectedTTFT())
 	}
 	queued := time.Now()
-	t, err := p.gate.acquire(ctx, req.Class, latest)
-	wait := time.Since(queued)
-	o.Queued, o.QueueWait = true, wait
-	if err != nil {
-		return nil, err
-	}
+	tk, err := t.gate.acquire(ctx, req.Class, latest)
+	return tk, time.Since(queued), err
+}
 
-	var ttft time.Duration
-	onDelta := func(i int, text string) error {
-		if ttft == 0 {
-			ttft = time.Since(start)
-			o.TimeToFirstToken = ttft
-			t.firstToken()
-		}
-		if st.OnDelta == nil {
-			return nil
-		}
-		return st.OnDelta(i, text)
-	}
-	ireq.Prompt, ireq.PromptTokens, ireq.MaxTokens = prompt.Text, prompt.Tokens, maxTokens
-	if lb := req.LatencyBudget; lb != nil {
-		if ireq.Budget = *lb - time.Since(start); ireq.Budget <= 0 {
-			ireq.Budget = time.Nanosecond // spent already: return what there is
-		}
-	}
+// generate runs ireq on t with the slot tk and gives the slot back.
+func (p *Pipeline) generate(ctx context.Context, t *target, tk *ticket, ireq inference.Request,
+	onDelta inference.DeltaFunc, ttft *time.Duration) (*inference.Result, error) {
 	done := false
 	defer func() {
 		if !done { // Generate panicked: the slot must not leak with it
-			t.release(false)
+			tk.release(false)
 		}
 	}()
-	res, err := p.backend.Generate(ctx, ireq, onDelta)
+	first := true
+	res, err := t.Backend.Generate(ctx, ireq, func(i int, text string) error {
+		if first {
+			first = false
+			tk.firstToken()
+		}
+		return onDelta(i, text)
+	})
 	done = true
+	switch {
+	case err == nil:
+		t.ok.Add(1)
+	case ctx.Err() != nil:
+		t.cancelled.Add(1)
+	case !errors.Is(err, inference.ErrNotSent):
+		t.failed.Add(1)
+	}
 	// Abandoned before its first token by the client, a newer keystroke or
 	// the budget: the backend may still be evaluating the prompt. A backend
 	// error (down, stalled, restarting) is not that: health deals with it.
-	abandoned := ttft == 0 && (ctx.Err() != nil || budgetHit(res))
-	p.release(ctx, t, abandoned, ireq)
-	if err != nil {
-		return nil, err
-	}
+	abandoned := *ttft == 0 && (ctx.Err() != nil || budgetHit(res))
+	p.release(ctx, t, tk, abandoned, ireq)
+	return res, err
+}
+
+// finish makes the Result of a generation and remembers it for the
+// session's typed-through.
+func (p *Pipeline) finish(req *Request, key, model string, prompt *contextpack.Prompt, res *inference.Result, t *target,
+	id string, assembly, wait, ttft time.Duration, start time.Time, single bool) *Result {
 	// Ollama v0.24.0 reports the whole prompt in prompt_eval_count, also
 	// when its KV cache served most of it (measured: 1,604 tokens both cold
 	// and warm), so the count can be checked against the plan.
@@ -385,6 +540,8 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 		PromptTokens:        res.PromptEvalTokens,
 		PlannedPromptTokens: prompt.Tokens,
 		CompletionTokens:    res.CompletionTokens(),
+		CachedPromptTokens:  res.CachedPromptTokens,
+		Backend:             t.Name,
 		Manifest:            manifest,
 		Snapshot:            prompt.Snapshot,
 		Assembly:            assembly,
@@ -392,7 +549,7 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 		TimeToFirstToken:    ttft,
 		Total:               time.Since(start),
 		PromptEval:          res.PromptEval,
-	}, nil
+	}
 }
 
 // budgetHit says whether a generation ended on its latency budget.
@@ -412,8 +569,8 @@ func budgetHit(res *inference.Result) bool {
 // so what the probe evaluates is what the session's next keystroke needs
 // in the cache anyway, and the cache keeps the head for it. The probe is
 // bounded by MaxHold.
-func (p *Pipeline) release(ctx context.Context, t *ticket, abandoned bool, ireq inference.Request) {
-	if !abandoned || p.cfg.Admission.Slots == 0 {
+func (p *Pipeline) release(ctx context.Context, tg *target, t *ticket, abandoned bool, ireq inference.Request) {
+	if !abandoned || t.g.cfg.Slots == 0 {
 		// Without admission (Slots 0) no request waits for a slot, so a
 		// probe would only be one more backend request per abandoned one.
 		t.release(!abandoned)
@@ -438,7 +595,7 @@ func (p *Pipeline) release(ctx context.Context, t *ticket, abandoned bool, ireq 
 			probe.Prompt = probe.Prompt[:i+len(contextpack.FIMPrefix)]
 		}
 		begin := time.Now()
-		_, err := p.backend.Generate(ctx, probe, func(int, string) error { return nil })
+		_, err := tg.Backend.Generate(ctx, probe, func(int, string) error { return nil })
 		logctx.Debug(ctx, p.log, "abandoned request's slot released", zap.Duration("probe", time.Since(begin)), zap.Error(err))
 		t.release(false)
 	}()

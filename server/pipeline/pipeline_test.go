@@ -197,13 +197,13 @@ func TestTypedThrough(t *testing.T) {
 func TestAdmissionSheds(t *testing.T) {
 	be := &scriptBackend{text: "x", release: make(chan struct{})}
 	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 1, EvalShare: 4, MaxHold: time.Second})
-	p.gate.hold.add(2 * time.Second) // measured: a generation holds its slot 2 s
+	p.targets[0].gate.hold.add(2 * time.Second) // measured: a generation holds its slot 2 s
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(be.release)
 	wg.Add(1)
 	go func() { defer wg.Done(); _, _ = p.Complete(context.Background(), req("a"), Stream{}) }()
-	waitFor(t, "the slot taken", func() bool { r, _ := p.gate.stats(); return r == 1 })
+	waitFor(t, "the slot taken", func() bool { r, _ := p.targets[0].gate.stats(); return r == 1 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -224,7 +224,7 @@ func TestAdmissionSheds(t *testing.T) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); _, _ = p.Complete(context.Background(), req("d"), Stream{}) }()
-	waitFor(t, "one queued", func() bool { _, q := p.gate.stats(); return q[Interactive] == 1 })
+	waitFor(t, "one queued", func() bool { _, q := p.targets[0].gate.stats(); return q[Interactive] == 1 })
 	start = time.Now()
 	if _, err := p.Complete(context.Background(), req("e"), Stream{}); !errors.As(err, &oe) || !strings.Contains(err.Error(), "already waiting") {
 		t.Fatalf("full queue: %v", err)
@@ -265,7 +265,7 @@ func TestAdmissionOrder(t *testing.T) {
 	<-be.started
 	queue := func(name string, class Class, timeout time.Duration, n int) {
 		run(name, class, timeout)
-		waitFor(t, name+" queued", func() bool { _, q := p.gate.stats(); return q[0]+q[1] == n })
+		waitFor(t, name+" queued", func() bool { _, q := p.targets[0].gate.stats(); return q[0]+q[1] == n })
 	}
 	queue("e1", Evaluation, 0, 1)
 	queue("e2", Evaluation, 0, 2)
@@ -299,7 +299,7 @@ func TestAbandonedHoldsSlot(t *testing.T) {
 	}
 	next := make(chan error, 1)
 	go func() { _, err := p.Complete(context.Background(), req("next"), Stream{}); next <- err }()
-	waitFor(t, "next queued behind the probe", func() bool { _, q := p.gate.stats(); return q[0] == 1 })
+	waitFor(t, "next queued behind the probe", func() bool { _, q := p.targets[0].gate.stats(); return q[0] == 1 })
 	be.release <- struct{}{} // the probe returns: the backend is free
 	if got := <-be.started; got != "next" {
 		t.Fatalf("started %q after the probe, want next", got)
@@ -309,19 +309,19 @@ func TestAbandonedHoldsSlot(t *testing.T) {
 	done := make(chan error, 1)
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	go func() { _, err := p.Complete(ctx2, req("queued"), Stream{}); done <- err }()
-	waitFor(t, "queued", func() bool { _, q := p.gate.stats(); return q[0] == 1 })
+	waitFor(t, "queued", func() bool { _, q := p.targets[0].gate.stats(); return q[0] == 1 })
 	cancel2()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled in queue: %v", err)
 	}
-	if _, q := p.gate.stats(); q[0] != 0 {
+	if _, q := p.targets[0].gate.stats(); q[0] != 0 {
 		t.Fatalf("queue %v after the cancel", q)
 	}
 	close(be.release)
 	if err := <-next; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "all released", func() bool { r, _ := p.gate.stats(); return r == 0 })
+	waitFor(t, "all released", func() bool { r, _ := p.targets[0].gate.stats(); return r == 0 })
 	if n := be.calls.Load(); n != 3 {
 		t.Fatalf("backend calls %d, want 3 (abandoned, probe, next)", n)
 	}

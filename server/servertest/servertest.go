@@ -153,6 +153,49 @@ func StartLocal(t testing.TB, backend server.Backend) *Server {
 	return a
 }
 
+// BackendSpec is one backend of StartBackends: a real Ollama reached as
+// Config says (its kind and name; URL empty: the Ollama's).
+type BackendSpec struct {
+	Config server.BackendConfig
+	Ollama *ollamatest.Backend
+}
+
+// StartBackends runs the real server in front of several real Ollama
+// backends (each with num_ctx 4096, the first one's model the default),
+// with the clients server.OpenBackends makes, until the test ends. The
+// Server's Backend is the first.
+func StartBackends(t testing.TB, opts Options, specs ...BackendSpec) *Server {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.ListenAddr = "127.0.0.1:0"
+	cfg.HealthInterval = 100 * time.Millisecond
+	cfg.Inference.DefaultModel = specs[0].Ollama.Model
+	cfg.Inference.ContextTokens = 4096
+	cfg.Context.ContextTokens = 4096
+	for _, s := range specs {
+		b := s.Config
+		if b.URL == "" {
+			b.URL = s.Ollama.URL
+		}
+		cfg.Backends = append(cfg.Backends, b)
+	}
+	if opts.Config != nil {
+		opts.Config(&cfg)
+	}
+	log := zaptest.NewLogger(t)
+	clients, err := server.OpenBackends(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := server.Deps{Builder: newBuilder(t, cfg.Context, log), Backends: clients}
+	if opts.Deps != nil {
+		opts.Deps(&d)
+	}
+	a := serve(t, cfg, d, log, opts.ClientTLS)
+	a.Model, a.Backend = specs[0].Ollama.Model, specs[0].Ollama
+	return a
+}
+
 func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps), clientTLS *tls.Config) *Server {
 	t.Helper()
 	b := ollamatest.Start(t)

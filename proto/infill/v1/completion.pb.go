@@ -1006,8 +1006,12 @@ type Usage struct {
 	CompletionTokens uint32 `protobuf:"varint,2,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
 	// Prompt tokens infill planned (its own exact count).
 	PlannedPromptTokens uint32 `protobuf:"varint,3,opt,name=planned_prompt_tokens,json=plannedPromptTokens,proto3" json:"planned_prompt_tokens,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Prompt tokens the backend reported reusing from its prompt cache (vLLM's
+	// prompt_tokens_details.cached_tokens, llama.cpp server's cache_n); 0 where
+	// the backend does not say (Ollama).
+	CachedPromptTokens uint32 `protobuf:"varint,4,opt,name=cached_prompt_tokens,json=cachedPromptTokens,proto3" json:"cached_prompt_tokens,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Usage) Reset() {
@@ -1057,6 +1061,13 @@ func (x *Usage) GetCompletionTokens() uint32 {
 func (x *Usage) GetPlannedPromptTokens() uint32 {
 	if x != nil {
 		return x.PlannedPromptTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCachedPromptTokens() uint32 {
+	if x != nil {
+		return x.CachedPromptTokens
 	}
 	return 0
 }
@@ -1812,11 +1823,12 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x0elatency_budget\x18\b \x01(\v2\x19.google.protobuf.DurationR\rlatencyBudget\x12?\n" +
 	"\x0econtext_detail\x18\t \x01(\x0e2\x18.infill.v1.ContextDetailR\rcontextDetail\x12<\n" +
 	"\rrequest_class\x18\n" +
-	" \x01(\x0e2\x17.infill.v1.RequestClassR\frequestClass\"\x8d\x01\n" +
+	" \x01(\x0e2\x17.infill.v1.RequestClassR\frequestClass\"\xbf\x01\n" +
 	"\x05Usage\x12#\n" +
 	"\rprompt_tokens\x18\x01 \x01(\rR\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x02 \x01(\rR\x10completionTokens\x122\n" +
-	"\x15planned_prompt_tokens\x18\x03 \x01(\rR\x13plannedPromptTokens\"\xc0\x02\n" +
+	"\x15planned_prompt_tokens\x18\x03 \x01(\rR\x13plannedPromptTokens\x120\n" +
+	"\x14cached_prompt_tokens\x18\x04 \x01(\rR\x12cachedPromptTokens\"\xc0\x02\n" +
 	"\aTimings\x12D\n" +
 	"\x10context_assembly\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x0fcontextAssembly\x12H\n" +
 	"\x13time_to_first_token\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x10timeToFirstToken\x12/\n" +

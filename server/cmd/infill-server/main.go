@@ -27,9 +27,9 @@ import (
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"github.com/infill-dev/infill/evaluator/dataset"
 	"github.com/infill-dev/infill/evaluator/sandbox"
-	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/server"
 	"github.com/infill-dev/infill/server/auth"
+	"github.com/infill-dev/infill/server/pipeline"
 	"github.com/infill-dev/infill/server/workspace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -57,7 +57,22 @@ func run(args []string) error {
 	fs.StringVar(&cfg.MetricsListenAddr, "metrics-listen", cfg.MetricsListenAddr, "address serving Prometheus metrics at /metrics (e.g. 127.0.0.1:9090); empty: none")
 	fs.BoolVar(&cfg.MetricsPublic, "metrics-public", cfg.MetricsPublic, "serve --metrics-listen's metrics (counts, durations, no code) beyond loopback without credentials, e.g. to a Prometheus in the cluster; the profiler still needs --insecure")
 	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve the Go profiler at /debug/pprof/ on --metrics-listen")
-	fs.StringVar(&cfg.Inference.URL, "ollama-url", cfg.Inference.URL, "Ollama server URL (default from OLLAMA_HOST)")
+	fs.StringVar(&cfg.Inference.URL, "ollama-url", cfg.Inference.URL, "Ollama server URL (default from OLLAMA_HOST): the one backend when there is no --backend")
+	var backends []server.BackendConfig
+	fs.Func("backend", "a backend (repeatable): comma-separated kind=ollama|openai, url=, name=, models= (repeatable; NAME or NAME=SERVED), num_ctx=, slots=, queue=, token_file=", func(v string) error {
+		b, err := server.ParseBackend(v)
+		if err == nil {
+			backends = append(backends, b)
+		}
+		return err
+	})
+	backendsFile := fs.String("backends", "", "file (JSON if named .json, else YAML) listing backends: {\"backends\": [{name, kind, url, models, num_ctx, slots, queue, token_file}]}")
+	fs.Float64Var(&cfg.LoadBound, "load-bound", cfg.LoadBound, "with several backends, a backend whose slots are all taken and whose load (generations and waiting requests) reaches this many times its share passes the request on to the next; 0: only when its queue is full")
+	fs.Func("routing", "how requests are spread over the backends: affinity (a repository's file stays on one backend, which holds its prompt in its cache) or round-robin (default affinity)", func(v string) error {
+		r, err := pipeline.ParseRouting(v)
+		cfg.Routing = r
+		return err
+	})
 	fs.StringVar(&cfg.Inference.DefaultModel, "model", cfg.Inference.DefaultModel, "default model (a Qwen2.5-Coder base model)")
 	fs.IntVar(&cfg.Inference.ContextTokens, "num-ctx", cfg.Inference.ContextTokens, "num_ctx sent with every request (fixed: changing it reloads the model)")
 	fs.IntVar(&cfg.Inference.DefaultMaxTokens, "max-tokens", cfg.Inference.DefaultMaxTokens, "tokens to generate when a request asks for 0")
@@ -124,7 +139,25 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *backendsFile != "" {
+		fromFile, err := server.LoadBackends(*backendsFile)
+		if err != nil {
+			return fmt.Errorf("--backends: %w", err)
+		}
+		backends = append(backends, fromFile...)
+	}
+	if len(backends) > 0 {
+		explicit := false
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "ollama-url" })
+		if explicit {
+			return errors.New("--ollama-url with --backend or --backends: give that Ollama as a --backend kind=ollama,url=...")
+		}
+		cfg.Backends = backends
+	}
 	cfg.Context.ContextTokens = cfg.Inference.ContextTokens
+	for _, b := range cfg.EffectiveBackends() {
+		cfg.Context.ContextTokens = max(cfg.Context.ContextTokens, b.ContextTokens)
+	}
 	cfg.Context.MaxFiles = cfg.MaxFiles
 	for _, n := range cfg.Inference.ModelContextTokens {
 		cfg.Context.ContextTokens = max(cfg.Context.ContextTokens, n)
@@ -149,11 +182,11 @@ func run(args []string) error {
 		return err
 	}
 	defer builder.Close()
-	backend, err := inference.NewOllama(cfg.Inference, log.Named("inference"))
+	clients, err := server.OpenBackends(cfg, log)
 	if err != nil {
 		return err
 	}
-	deps := server.Deps{Builder: builder, Backend: backend}
+	deps := server.Deps{Builder: builder, Backends: clients}
 	if sb, err := sandbox.New(sandbox.Config{Timeout: *sandboxTimeout, WarmWorkers: cfg.Eval.Workers}, log.Named("sandbox")); err != nil {
 		log.Warn("evaluation disabled: no sandbox", zap.Error(err))
 	} else {

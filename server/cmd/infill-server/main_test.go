@@ -130,11 +130,54 @@ func TestBadConfigIsAnError(t *testing.T) {
 		{"--pprof"},                       // needs --metrics-listen
 		{"--metrics-listen", "0.0.0.0:0"}, // beyond loopback, unauthenticated
 		{"--metrics-listen", "0.0.0.0:0", "--metrics-public", "--pprof"}, // the profiler is never public
+		{"--backend", "kind=vllm,url=http://127.0.0.1:1"},
+		{"--backend", "url=ftp://x"},
+		{"--backend", "url=http://127.0.0.1:1,slots=many"},
+		{"--backend", "url=http://127.0.0.1:1,name=a", "--backend", "url=http://127.0.0.1:2,name=a"},
+		{"--backend", "url=http://127.0.0.1:1,models=other"}, // nobody serves --model
+		{"--backend", "url=http://127.0.0.1:1,token_file=/nonexistent/token"},
+		{"--ollama-url", "http://127.0.0.1:1", "--backend", "url=http://127.0.0.1:2"},
+		{"--backends", "/nonexistent/backends.yaml"},
+		{"--routing", "random"},
+		{"--load-bound", "0.5"},
 	} {
 		if err := run(append(args, "--listen", freeAddr(t), "--http-listen", freeAddr(t))); err == nil {
 			t.Errorf("%v: no error", args)
 		}
 	}
+}
+
+// TestBackendsFlags: the real main loop with two backends from a
+// --backends file and one from --backend (none of them there): each has
+// its own health service, NOT_SERVING, and the server's own services too.
+func TestBackendsFlags(t *testing.T) {
+	addr := freeAddr(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "backends.yaml")
+	writeFile(t, file, "backends:\n  - name: gpu0\n    url: http://"+freeAddr(t)+"\n    slots: 2\n"+
+		"  - name: vllm\n    kind: openai\n    url: http://"+freeAddr(t)+"\n    num_ctx: 4096\n")
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"--listen", addr, "--http-listen", freeAddr(t), "--shutdown-grace", "2s", "--log-level", "warn",
+			"--backends", file, "--backend", "kind=openai,url=http://" + freeAddr(t) + ",name=llamacpp", "--routing", "round-robin"})
+	}()
+	waitHealth(t, addr, done)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	health := healthpb.NewHealthClient(conn)
+	for _, name := range []string{"gpu0", "vllm", "llamacpp"} {
+		r, err := health.Check(context.Background(), &healthpb.HealthCheckRequest{Service: "infill.backend/" + name})
+		if err != nil || r.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("backend %s: %v, %v", name, r, err)
+		}
+	}
+	if _, err := health.Check(context.Background(), &healthpb.HealthCheckRequest{Service: "infill.backend/default"}); status.Code(err) != codes.NotFound {
+		t.Errorf("the default backend's service with --backend given: %v", err)
+	}
+	stopRun(t, done)
 }
 
 // TestSIGHUPRevokesTokens: the real main loop with --auth-tokens; a token
