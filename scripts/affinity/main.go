@@ -12,14 +12,24 @@
 // editor plugin sends them). The prompt holds a few thousand tokens of
 // repository context (-budget), cursor-independent context first, so a
 // backend whose KV cache still holds the session's last prompt evaluates
-// only what follows the cursor. Each backend runs -parallel slots
-// (OLLAMA_NUM_PARALLEL, each with its own KV cache) and infill sends it as
-// many at once.
+// only what follows the cursor. Each backend runs -parallel sequences
+// (OLLAMA_NUM_PARALLEL, each with its own prompt cache) and infill sends it
+// as many at once (-slots). Ollama v0.24.0 puts a prompt in the free
+// sequence whose cache shares the longest prefix with it, and any two
+// prompts of one repository share their first tokens, so a backend keeps
+// only as many sessions' prompts as it runs at once: with 8 sessions, 6
+// sequences hold the 6 or fewer that affinity gives a backend, not the 8
+// that round-robin sends to each. (OLLAMA_MULTIUSER_CACHE=1, which would
+// keep the others, aborts the tiny model's runner in v0.24.0:
+// "seq_cp() is only supported for full KV buffers".)
 //
 // Per keystroke it records the backend's prompt-evaluation time (Ollama's
 // prompt_eval_duration, the response's timings.prompt_eval) and the
 // end-to-end time of the call at the client. The first -warmup keystrokes
-// of every session (cold in every policy) are left out of the figures.
+// of every session (cold in every policy) are typed first, by all
+// sessions at once, and left out of the figures; once every session is
+// done with them, the measured keystrokes follow. Keystrokes answered by
+// typed-through (no backend call) are counted apart.
 //
 //	go run ./scripts/affinity -out scripts/affinity/results
 //
@@ -88,13 +98,13 @@ func main() {
 	flag.StringVar(&o.src, "src", filepath.Join(goroot, "src", "net", "http"), "directory whose Go files (not tests, not subdirectories) are the repository")
 	flag.IntVar(&o.sessions, "sessions", 8, "editor sessions, each typing in its own file")
 	flag.IntVar(&o.keystrokes, "keystrokes", 16, "keystrokes per session")
-	flag.IntVar(&o.warmup, "warmup", 2, "first keystrokes of each session left out of the figures")
+	flag.IntVar(&o.warmup, "warmup", 3, "first keystrokes of each session, typed by all sessions before the measured ones and left out of the figures")
 	flag.DurationVar(&o.think, "think", 50*time.Millisecond, "pause between a completion and the next keystroke")
 	flag.IntVar(&o.budget, "budget", 3072, "token_budget of each request: prompt plus generation")
 	flag.IntVar(&o.maxTokens, "max-tokens", 16, "tokens generated per keystroke")
 	flag.IntVar(&o.numCtx, "num-ctx", 4096, "num_ctx of both backends")
-	flag.IntVar(&o.parallel, "parallel", 6, "OLLAMA_NUM_PARALLEL of each backend: its parallel sequences, each with its own KV cache")
-	flag.IntVar(&o.slots, "slots", 3, "infill's slots per backend (generations sent at once); fewer than -parallel leaves cache slots free for Ollama to match a prompt's prefix in")
+	flag.IntVar(&o.parallel, "parallel", 6, "OLLAMA_NUM_PARALLEL of each backend: its parallel sequences, each with its own prompt cache")
+	flag.IntVar(&o.slots, "slots", 0, "infill's slots per backend (generations sent at once); 0: -parallel")
 	flag.Float64Var(&o.loadBound, "load-bound", server.DefaultConfig().LoadBound, "infill's --load-bound (affinity-unbounded: 0)")
 	policies := flag.String("policies", "round-robin,affinity,affinity-unbounded", "routing policies, in the order run: round-robin, affinity, affinity-unbounded (affinity without the load bound)")
 	flag.IntVar(&o.rounds, "rounds", 1, "times the policies are run (alternating)")
@@ -102,6 +112,9 @@ func main() {
 	flag.StringVar(&o.typed, "typed", "n, err := w.Write(buf[:k])\n\t", "what each session types at its cursor")
 	flag.Parse()
 	o.policies = strings.Split(*policies, ",")
+	if o.slots == 0 {
+		o.slots = o.parallel
+	}
 	o.commit = commit() // before any run: the tree may change while it runs
 	if err := runAll(o); err != nil {
 		fmt.Fprintln(os.Stderr, "affinity:", err)
@@ -126,7 +139,8 @@ type Run struct {
 	Policy     string             `json:"policy"`
 	Commit     string             `json:"commit"`
 	Started    time.Time          `json:"started"`
-	Wall       time.Duration      `json:"wall_ns"`
+	Measured   time.Time          `json:"measured"` // the end of the warm-up
+	Wall       time.Duration      `json:"wall_ns"`  // of the measured keystrokes
 	LoadBefore string             `json:"loadavg_before"`
 	LoadAfter  string             `json:"loadavg_after"`
 	Files      []string           `json:"session_files"`
@@ -280,7 +294,7 @@ func runPolicy(o options, policy string, repo map[string]string, files []string)
 	}
 	defer stop()
 
-	run := &Run{Policy: policy, Commit: o.commit, Started: time.Now(), LoadBefore: loadavg(), Files: files,
+	run := &Run{Policy: policy, Commit: o.commit, Started: time.Now(), Files: files,
 		Options: map[string]string{
 			"sessions": strconv.Itoa(o.sessions), "keystrokes": strconv.Itoa(o.keystrokes), "warmup": strconv.Itoa(o.warmup),
 			"think": o.think.String(), "budget": strconv.Itoa(o.budget), "max_tokens": strconv.Itoa(o.maxTokens),
@@ -293,83 +307,122 @@ func runPolicy(o options, policy string, repo map[string]string, files []string)
 			run.Sessions[pipeline.AffinityOrder(names, "net/http", f)[0]]++
 		}
 	}
+	var typists []*typist
+	defer func() {
+		for _, ty := range typists {
+			ty.c.Close()
+		}
+	}()
+	for s, f := range files {
+		ty, err := newTypist(addr, s, f, repo)
+		if err != nil {
+			return nil, err
+		}
+		typists = append(typists, ty)
+	}
+	// Warm-up: every session's first keystrokes, all sessions at once (so
+	// that each backend runs as many at once as it will, which is how many
+	// prompt caches Ollama fills), until every session is done with them.
+	// They are cold in every policy and left out of the figures.
+	if err := phase(typists, run, func(ty *typist) (int, int) { return 0, o.warmup }, o); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	servedBefore := counter(srv, "infill_backend_requests_total", "backend", "outcome", "ok")
+	spilledBefore := counter(srv, "infill_backend_spilled_total", "reason", "", "")
+	run.Measured, run.LoadBefore = time.Now(), loadavg()
+	err = phase(typists, run, func(ty *typist) (int, int) { return o.warmup, o.keystrokes }, o)
+	run.Wall = time.Since(run.Measured)
+	run.LoadAfter = loadavg()
+	run.Served = minus(counter(srv, "infill_backend_requests_total", "backend", "outcome", "ok"), servedBefore)
+	run.Spilled = minus(counter(srv, "infill_backend_spilled_total", "reason", "", ""), spilledBefore)
+	return run, err
+}
+
+// phase has every typist type keystrokes [from, to) at once, and waits
+// for all.
+func phase(typists []*typist, run *Run, keys func(*typist) (from, to int), o options) error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	errc := make(chan error, len(files))
-	for s, f := range files {
+	errc := make(chan error, len(typists))
+	for _, ty := range typists {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ks, err := typeSession(o, addr, s, f, repo)
-			mu.Lock()
-			run.Keystrokes = append(run.Keystrokes, ks...)
-			mu.Unlock()
-			if err != nil {
-				errc <- fmt.Errorf("session %d (%s): %w", s, f, err)
+			from, to := keys(ty)
+			for k := from; k < to; k++ {
+				ks, err := ty.key(o, k)
+				mu.Lock()
+				run.Keystrokes = append(run.Keystrokes, ks)
+				mu.Unlock()
+				if err != nil {
+					errc <- fmt.Errorf("session %d (%s): %w", ty.s, ty.f, err)
+					return
+				}
+				time.Sleep(o.think)
 			}
 		}()
 	}
 	wg.Wait()
 	close(errc)
-	run.Wall = time.Since(run.Started)
-	run.LoadAfter = loadavg()
-	run.Served = counter(srv, "infill_backend_requests_total", "backend", "outcome", "ok")
-	run.Spilled = counter(srv, "infill_backend_spilled_total", "reason", "", "")
-	return run, errors.Join(slices.Collect(func(yield func(error) bool) {
-		for e := range errc {
-			if !yield(e) {
-				return
-			}
-		}
-	})...)
+	var errs []error
+	for e := range errc {
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
 }
 
-// typeSession types o.typed into file f, a keystroke per completion.
-func typeSession(o options, addr string, s int, f string, repo map[string]string) ([]Keystroke, error) {
+// typist types o.typed into its file, a keystroke per completion.
+type typist struct {
+	c       *infill.Client
+	s       int
+	f       string
+	content string
+	off     int
+	repo    map[string]string
+}
+
+func newTypist(addr string, s int, f string, repo map[string]string) (*typist, error) {
 	c, err := infill.Dial(addr, infill.Config{ClientID: fmt.Sprintf("editor-%d", s)}, zap.NewNop())
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	content := repo[f]
-	off := cursorOffset(content)
-	var out []Keystroke
-	for k := 0; k < o.keystrokes; k++ {
-		ch := string([]rune(o.typed)[k%len([]rune(o.typed))])
-		content = content[:off] + ch + content[off:]
-		off += len(ch)
-		files := make([]*infillv1.File, 0, len(repo))
-		for p, text := range repo {
-			if p == f {
-				text = content
-			}
-			files = append(files, &infillv1.File{Path: p, Content: proto.String(text)})
+	return &typist{c: c, s: s, f: f, content: repo[f], off: cursorOffset(repo[f]), repo: repo}, nil
+}
+
+// key types keystroke k and waits for its completion.
+func (ty *typist) key(o options, k int) (Keystroke, error) {
+	typed := []rune(o.typed)
+	ch := string(typed[k%len(typed)])
+	ty.content = ty.content[:ty.off] + ch + ty.content[ty.off:]
+	ty.off += len(ch)
+	files := make([]*infillv1.File, 0, len(ty.repo))
+	for p, text := range ty.repo {
+		if p == ty.f {
+			text = ty.content
 		}
-		req := &infillv1.CompleteRequest{
-			Repository:  &infillv1.Repository{Name: "net/http", Files: files},
-			Cursor:      &infillv1.Cursor{Path: f, Offset: uint64(off), Encoding: infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET},
-			Generation:  &infillv1.GenerationOptions{MaxTokens: uint32(o.maxTokens)},
-			TokenBudget: uint32(o.budget),
-			SessionId:   f,
-		}
-		begin := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		resp, err := c.Complete(ctx, req)
-		cancel()
-		ks := Keystroke{Session: s, Index: k, E2E: time.Since(begin)}
-		if err != nil {
-			ks.Err = err.Error()
-			out = append(out, ks)
-			return out, err
-		}
-		ks.PromptEval = resp.GetTimings().GetPromptEval().AsDuration()
-		ks.QueueWait = resp.GetTimings().GetQueueWait().AsDuration()
-		ks.Prompt = int(resp.GetUsage().GetPlannedPromptTokens())
-		ks.Reused = resp.GetReused()
-		out = append(out, ks)
-		time.Sleep(o.think)
+		files = append(files, &infillv1.File{Path: p, Content: proto.String(text)})
 	}
-	return out, nil
+	req := &infillv1.CompleteRequest{
+		Repository:  &infillv1.Repository{Name: "net/http", Files: files},
+		Cursor:      &infillv1.Cursor{Path: ty.f, Offset: uint64(ty.off), Encoding: infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET},
+		Generation:  &infillv1.GenerationOptions{MaxTokens: uint32(o.maxTokens)},
+		TokenBudget: uint32(o.budget),
+		SessionId:   ty.f,
+	}
+	begin := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	resp, err := ty.c.Complete(ctx, req)
+	cancel()
+	ks := Keystroke{Session: ty.s, Index: k, E2E: time.Since(begin)}
+	if err != nil {
+		ks.Err = err.Error()
+		return ks, err
+	}
+	ks.PromptEval = resp.GetTimings().GetPromptEval().AsDuration()
+	ks.QueueWait = resp.GetTimings().GetQueueWait().AsDuration()
+	ks.Prompt = int(resp.GetUsage().GetPlannedPromptTokens())
+	ks.Reused = resp.GetReused()
+	return ks, nil
 }
 
 // startInfill runs infill in this process in front of cfg's backends and
@@ -462,6 +515,15 @@ func counter(srv *server.Server, name, by, key, value string) map[string]float64
 				out[group] += m.GetCounter().GetValue()
 			}
 		}
+	}
+	return out
+}
+
+// minus is a - b by key.
+func minus(a, b map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range a {
+		out[k] = v - b[k]
 	}
 	return out
 }
