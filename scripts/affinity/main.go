@@ -283,7 +283,10 @@ func runPolicy(o options, policy string, repo map[string]string, files []string)
 	cfg.Inference.DefaultModel = backs[0].Model
 	cfg.Inference.ContextTokens = o.numCtx
 	cfg.Context.ContextTokens = o.numCtx
-	cfg.Inference.Watchdog.FirstTokenBase = 5 * time.Minute // a slow cold prompt on a loaded machine is not a stall here
+	// Six cold prompts of 3,000 tokens at once on one loaded core took over
+	// five minutes: a slow backend, not a stall, here (a stall would make
+	// health restart the runner and empty its caches).
+	cfg.Inference.Watchdog.FirstTokenBase = 30 * time.Minute
 	cfg.Admission.QueueLength = 64
 	for i, b := range backs {
 		cfg.Backends = append(cfg.Backends, server.BackendConfig{Name: names[i], Kind: server.KindOllama, URL: b.URL, Slots: o.slots})
