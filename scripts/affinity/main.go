@@ -47,12 +47,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -116,9 +118,47 @@ func main() {
 		o.slots = o.parallel
 	}
 	o.commit = commit() // before any run: the tree may change while it runs
+	go func() { // an interrupted run stops its backends (their runners outlive a killed server)
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		launched.stopAll()
+		os.Exit(1)
+	}()
 	if err := runAll(o); err != nil {
 		fmt.Fprintln(os.Stderr, "affinity:", err)
 		os.Exit(1)
+	}
+}
+
+// launched are the backends running now.
+var launched backends
+
+type backends struct {
+	mu sync.Mutex
+	bs map[*ollamatest.Backend]bool
+}
+
+func (l *backends) add(b *ollamatest.Backend) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bs == nil {
+		l.bs = map[*ollamatest.Backend]bool{}
+	}
+	l.bs[b] = true
+}
+
+func (l *backends) remove(b *ollamatest.Backend) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.bs, b)
+}
+
+func (l *backends) stopAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for b := range l.bs {
+		b.Stop()
 	}
 }
 
@@ -253,6 +293,7 @@ func runPolicy(o options, policy string, repo map[string]string, files []string)
 	defer func() {
 		for _, b := range backs {
 			b.Stop()
+			launched.remove(b)
 		}
 	}()
 	names := []string{"a", "b"}
@@ -264,6 +305,7 @@ func runPolicy(o options, policy string, repo map[string]string, files []string)
 		b, err := ollamatest.Launch(d, ollamatest.Options{Env: []string{"OLLAMA_NUM_PARALLEL=" + strconv.Itoa(o.parallel)}})
 		if b != nil {
 			backs = append(backs, b)
+			launched.add(b)
 		}
 		if err != nil {
 			return nil, err
@@ -283,10 +325,13 @@ func runPolicy(o options, policy string, repo map[string]string, files []string)
 	cfg.Inference.DefaultModel = backs[0].Model
 	cfg.Inference.ContextTokens = o.numCtx
 	cfg.Context.ContextTokens = o.numCtx
-	// Six cold prompts of 3,000 tokens at once on one loaded core took over
-	// five minutes: a slow backend, not a stall, here (a stall would make
-	// health restart the runner and empty its caches).
+	// Six cold prompts of 3,000 tokens at once on one loaded core took
+	// minutes, and a sequence's next token waits while the runner
+	// evaluates the others' prompts (measured: over 10 s, the default
+	// token gap): a slow backend, not a stall, here. A stall would fail
+	// the request and make health take the backend out.
 	cfg.Inference.Watchdog.FirstTokenBase = 30 * time.Minute
+	cfg.Inference.Watchdog.TokenGap = 30 * time.Minute
 	cfg.Admission.QueueLength = 64
 	for i, b := range backs {
 		cfg.Backends = append(cfg.Backends, server.BackendConfig{Name: names[i], Kind: server.KindOllama, URL: b.URL, Slots: o.slots})
