@@ -1,8 +1,10 @@
 // Command infill-server serves repository-aware code completions over gRPC
-// from a Qwen2.5-Coder model on an Ollama backend.
+// from a Qwen2.5-Coder model on an Ollama backend (--ollama-url), or on
+// several Ollama and OpenAI-compatible backends (--backend, --backends)
+// with cache-affinity routing (--routing, --load-bound).
 //
 // Every flag has an environment variable (INFILL_<FLAG>, upper case, dashes
-// as underscores); a flag given on the command line wins. The backend URL
+// as underscores); a flag given on the command line wins. The Ollama URL
 // also honours OLLAMA_HOST. SIGHUP reloads the --auth-tokens file.
 //
 // `infill-server token [--append FILE] [--expires WHEN] NAME SCOPE...`
