@@ -49,6 +49,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -118,7 +119,9 @@ func main() {
 		o.slots = o.parallel
 	}
 	o.commit = commit() // before any run: the tree may change while it runs
-	go func() { // an interrupted run stops its backends (their runners outlive a killed server)
+	// An interrupted run stops its backends (their runners outlive a
+	// killed server).
+	go func() {
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 		<-sig
@@ -187,8 +190,11 @@ type Run struct {
 	Sessions   map[string]int     `json:"sessions_per_backend,omitempty"`
 	Served     map[string]float64 `json:"generations_per_backend"`
 	Spilled    map[string]float64 `json:"spilled_by_reason"`
-	Keystrokes []Keystroke        `json:"keystrokes"`
-	Options    map[string]string  `json:"options"`
+	// Evaluated is what each generation of the measured keystrokes had
+	// evaluated and reused from the cache, from the runners' logs.
+	Evaluated  []CacheUse        `json:"evaluated"`
+	Keystrokes []Keystroke       `json:"keystrokes"`
+	Options    map[string]string `json:"options"`
 }
 
 func runAll(o options) error {
@@ -302,7 +308,10 @@ func runPolicy(o options, policy string, repo map[string]string, files []string)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
-		b, err := ollamatest.Launch(d, ollamatest.Options{Env: []string{"OLLAMA_NUM_PARALLEL=" + strconv.Itoa(o.parallel)}})
+		// OLLAMA_DEBUG=1 for the runner's "loading cache slot" lines: how
+		// much of each prompt its cache held (Ollama's prompt_eval_count
+		// counts the whole prompt, cached or not).
+		b, err := ollamatest.Launch(d, ollamatest.Options{Env: []string{"OLLAMA_NUM_PARALLEL=" + strconv.Itoa(o.parallel), "OLLAMA_DEBUG=1"}})
 		if b != nil {
 			backs = append(backs, b)
 			launched.add(b)
@@ -380,6 +389,9 @@ func runPolicy(o options, policy string, repo map[string]string, files []string)
 	run.Measured, run.LoadBefore = time.Now(), loadavg()
 	err = phase(typists, run, func(ty *typist) (int, int) { return o.warmup, o.keystrokes }, o)
 	run.Wall = time.Since(run.Measured)
+	for _, b := range backs {
+		run.Evaluated = append(run.Evaluated, cacheUse(b.Logs(), run.Measured)...)
+	}
 	run.LoadAfter = loadavg()
 	run.Served = minus(counter(srv, "infill_backend_requests_total", "backend", "outcome", "ok"), servedBefore)
 	run.Spilled = minus(counter(srv, "infill_backend_spilled_total", "reason", "", ""), spilledBefore)
@@ -567,6 +579,33 @@ func counter(srv *server.Server, name, by, key, value string) map[string]float64
 	return out
 }
 
+// CacheUse is one generation's prompt as the runner's cache served it.
+type CacheUse struct {
+	Prompt, Used, Evaluated int
+}
+
+var cacheSlot = regexp.MustCompile(`time=(\S+) .*msg="loading cache slot" .*prompt=(\d+) used=(\d+) remaining=(\d+)`)
+
+// cacheUse reads the runner's "loading cache slot" lines logged since
+// from an Ollama log (OLLAMA_DEBUG=1), leaving out the health checks'
+// one-token prompts.
+func cacheUse(log string, since time.Time) []CacheUse {
+	var out []CacheUse
+	for _, m := range cacheSlot.FindAllStringSubmatch(log, -1) {
+		t, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil || t.Before(since) {
+			continue
+		}
+		p, _ := strconv.Atoi(m[2])
+		u, _ := strconv.Atoi(m[3])
+		r, _ := strconv.Atoi(m[4])
+		if p > 16 {
+			out = append(out, CacheUse{Prompt: p, Used: u, Evaluated: r})
+		}
+	}
+	return out
+}
+
 // minus is a - b by key.
 func minus(a, b map[string]float64) map[string]float64 {
 	out := map[string]float64{}
@@ -604,6 +643,10 @@ type Summary struct {
 	EvalTotal                  time.Duration
 	E2EP50, E2EP99             time.Duration
 	PromptTokens               int
+	// Tokens evaluated per generation (the runners' logs): p50, mean, and
+	// the share of prompt tokens the cache held.
+	EvaluatedP50, EvaluatedMean int
+	Reuse                       float64
 }
 
 func summarize(o options, r *Run) Summary {
@@ -632,6 +675,16 @@ func summarize(o options, r *Run) Summary {
 	s.EvalP50, s.EvalP90 = percentile(eval, 50), percentile(eval, 90)
 	s.EvalMean = s.EvalTotal / time.Duration(s.N)
 	s.E2EP50, s.E2EP99 = percentile(e2e, 50), percentile(e2e, 99)
+	if len(r.Evaluated) > 0 {
+		var ev []time.Duration // tokens, sorted as durations
+		prompt, used, total := 0, 0, 0
+		for _, c := range r.Evaluated {
+			ev = append(ev, time.Duration(c.Evaluated))
+			prompt, used, total = prompt+c.Prompt, used+c.Used, total+c.Evaluated
+		}
+		s.EvaluatedP50, s.EvaluatedMean = int(percentile(ev, 50)), total/len(r.Evaluated)
+		s.Reuse = float64(used) / float64(prompt)
+	}
 	return s
 }
 
@@ -645,16 +698,17 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 func report(w *os.File, o options, runs []*Run) {
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond)) }
-	fmt.Fprintf(w, "| policy | keystrokes (reused, errors) | prompt eval p50 ms | prompt eval mean ms | prompt eval total s | e2e p50 ms | e2e p99 ms | sessions per backend | generations per backend | spilled (load, full) | wall s | load avg before → after |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| policy | keystrokes (reused, errors) | prompt eval p50 ms | prompt eval mean ms | prompt eval total s | tokens evaluated p50 | mean | cache share | e2e p50 ms | e2e p99 ms | sessions per backend | generations per backend | spilled (load, full) | wall s | load avg before → after |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		s := summarize(o, r)
 		split := "—"
 		if r.Sessions != nil {
 			split = fmt.Sprintf("a %d, b %d", r.Sessions["a"], r.Sessions["b"])
 		}
-		fmt.Fprintf(w, "| %s | %d (%d, %d) | %s | %s | %.1f | %s | %s | %s | a %.0f, b %.0f | %.0f, %.0f | %.0f | %s → %s |\n",
+		fmt.Fprintf(w, "| %s | %d (%d, %d) | %s | %s | %.1f | %d | %d | %.0f%% | %s | %s | %s | a %.0f, b %.0f | %.0f, %.0f | %.0f | %s → %s |\n",
 			r.Policy, s.N, s.Reused, s.Errors, ms(s.EvalP50), ms(s.EvalMean), s.EvalTotal.Seconds(),
+			s.EvaluatedP50, s.EvaluatedMean, 100*s.Reuse,
 			ms(s.E2EP50), ms(s.E2EP99), split, r.Served["a"], r.Served["b"], r.Spilled["load"], r.Spilled["full"],
 			r.Wall.Seconds(), r.LoadBefore, r.LoadAfter)
 	}
