@@ -1,7 +1,8 @@
 // Package servertest starts the real infill server in front of the real
 // Ollama backend (inference/ollamatest: the pinned Ollama build serving the
-// tiny random-weight qwen2 model) for end-to-end tests of the server, the
-// client library and the command-line tool; StartEval adds the real
+// tiny random-weight qwen2 model), or several of them of either kind
+// (StartBackends), for end-to-end tests of the server, the client library
+// and the command-line tool; StartEval adds the real
 // bubblewrap sandbox and the HumanEval infilling sets from ../shared. Tests
 // skip when the backend has not been prepared (scripts/backend.sh prepare),
 // bubblewrap is missing or ../shared is absent, and fail instead when
