@@ -174,7 +174,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	rep.after, rep.tally, rep.peakRSS = after, t, peak.max.Load()
+	rep.after, rep.tally, rep.peakRSS, rep.timeline = after, t, peak.max.Load(), peak.tenths()
 	rep.ollama = backendState(o)
 	text := rep.markdown()
 	fmt.Print(text)
@@ -427,6 +427,7 @@ type reading struct {
 	goroutines float64
 	rss        float64
 	heap       float64            // go_memstats_heap_inuse_bytes after a collection
+	store      float64            // infill_content_store_bytes: files and indexes the server holds
 	stacks     map[string]int     // goroutines by stack (pprof), nil without it
 	requests   map[string]float64 // gRPC StreamComplete calls by code
 	causes     map[string]float64 // cancellations by cause
@@ -454,6 +455,7 @@ func readings(o options) (reading, error) {
 			causes:     f.By("infill_cancellations_total", "cause"),
 			started:    f.Value("grpc_server_started_total", "grpc_method", "StreamComplete"),
 			heap:       f.Value("go_memstats_heap_inuse_bytes"),
+			store:      f.Value("infill_content_store_bytes"),
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -511,11 +513,25 @@ func stackDiff(before, after map[string]int) []string {
 }
 
 // peakRSS samples the server's RSS during the run.
-type peakRSS struct{ max atomic.Uint64 }
+// peakRSS samples the server's metrics every second during the run: the
+// highest RSS, and a timeline of RSS, content store and goroutines (to
+// show whether caches plateau or keep growing).
+type peakRSS struct {
+	max atomic.Uint64
+	mu  sync.Mutex
+	tl  []sample
+}
+
+// sample is one reading of the timeline.
+type sample struct {
+	at                     time.Duration // since the run began
+	rss, store, goroutines float64
+}
 
 func (p *peakRSS) sample(url string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	begin := time.Now()
 	go func() {
 		defer close(done)
 		t := time.NewTicker(time.Second)
@@ -529,6 +545,10 @@ func (p *peakRSS) sample(url string) (stop func()) {
 						break
 					}
 				}
+				p.mu.Lock()
+				p.tl = append(p.tl, sample{time.Since(begin), f.Value("process_resident_memory_bytes"),
+					f.Value("infill_content_store_bytes"), f.Value("go_goroutines")})
+				p.mu.Unlock()
 			}
 			select {
 			case <-ctx.Done():
@@ -538,6 +558,27 @@ func (p *peakRSS) sample(url string) (stop func()) {
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// tenths is the timeline at each tenth of the run (the last sample at or
+// before it).
+func (p *peakRSS) tenths() []sample {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.tl) == 0 {
+		return nil
+	}
+	end := p.tl[len(p.tl)-1].at
+	var out []sample
+	j := 0
+	for i := 1; i <= 10; i++ {
+		at := end * time.Duration(i) / 10
+		for j+1 < len(p.tl) && p.tl[j+1].at <= at {
+			j++
+		}
+		out = append(out, p.tl[j])
+	}
+	return out
 }
 
 // backend is what the backend looks like after the run.
@@ -655,6 +696,7 @@ type report struct {
 	before, after reading
 	tally         *tally
 	peakRSS       uint64
+	timeline      []sample
 	ollama        backend
 	checks        []check
 }
@@ -727,7 +769,7 @@ func (r *report) markdown() string {
 	o := r.opts
 	fmt.Fprintf(&b, "# Soak: %d streaming completions at concurrency %d\n\n", o.n, o.concurrency)
 	fmt.Fprintf(&b, "Commit `%s`, %s; %s. `scripts/soak/run.sh` against the real local Ollama (the tiny model, "+
-		"`scripts/backend.sh up`), infill-server with its defaults (one backend slot), %d warm-up requests first. "+
+		"`scripts/backend.sh up`), infill-server with its defaults (one backend slot) but `--cache-bytes` (scripts/soak/run.sh sets it low so the content store fills early and evicts for the rest of the run), %d warm-up requests first. "+
 		"Each request sends a 9-file repository and asks for %d tokens; a third are cancelled by the client at their "+
 		"first text, a third are superseded at their first text by the session's next request (one session per "+
 		"worker), which is the last third and is served to its end.\n\n",
@@ -778,6 +820,15 @@ func (r *report) markdown() string {
 		r.before.rss/(1<<20), r.after.rss/(1<<20), float64(r.peakRSS)/(1<<20))
 	fmt.Fprintf(&b, "| Go heap in use after a collection (go_memstats_heap_inuse_bytes) | %.1f MiB | %.1f MiB | |\n",
 		r.before.heap/(1<<20), r.after.heap/(1<<20))
+	fmt.Fprintf(&b, "| content store and indexes (infill_content_store_bytes) | %.2f MiB | %.2f MiB | |\n",
+		r.before.store/(1<<20), r.after.store/(1<<20))
+	if len(r.timeline) > 0 {
+		b.WriteString("\nDuring the run, at each tenth of it (sampled every second; RSS without a forced collection):\n\n" +
+			"| elapsed | RSS | content store | goroutines |\n| --- | --- | --- | --- |\n")
+		for _, s := range r.timeline {
+			fmt.Fprintf(&b, "| %s | %.1f MiB | %.2f MiB | %.0f |\n", s.at.Round(time.Second), s.rss/(1<<20), s.store/(1<<20), s.goroutines)
+		}
+	}
 	if r.before.stacks != nil && r.after.stacks != nil {
 		if d := stackDiff(r.before.stacks, r.after.stacks); len(d) > 0 {
 			b.WriteString("\nGoroutines after the run that the baseline did not have (pprof, by stack, innermost first):\n\n")

@@ -10,6 +10,12 @@
 #   defaults: -n 10000 -c 16 -o scripts/soak/results/REPORT.md
 # Environment: INFILL_OLLAMA_HOST (default 127.0.0.1:11439) and the rest of
 # scripts/backend.sh's; a backend this script started is stopped at the end.
+# INFILL_SOAK_CACHE_BYTES (default 1 MiB, the least allowed): the server's
+# --cache-bytes. Every request sends a new version of its cursor file, which
+# the content store keeps (about 0.75 KB each) until its cap: at the default
+# 512 MiB the store would grow through any run this long, so the soak caps
+# it low, to reach the cap early and evict for the rest of the run (memory
+# must stay flat while the caches are full).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -22,7 +28,7 @@ while getopts "n:c:o:" opt; do
     n) n="$OPTARG" ;;
     c) c="$OPTARG" ;;
     o) out="$OPTARG" ;;
-    *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -65,6 +71,7 @@ metrics_addr="127.0.0.1:$(free_port)"
 # goroutines by stack (loopback only).
 "$work/infill-server" --listen "$grpc_addr" --http-listen "" --metrics-listen "$metrics_addr" --pprof \
   --ollama-url "http://$INFILL_OLLAMA_HOST" --model "$model" --num-ctx 4096 --log-level warn \
+  --cache-bytes "${INFILL_SOAK_CACHE_BYTES:-1048576}" \
   >"$work/infill-server.log" 2>&1 &
 server_pid=$!
 
