@@ -11,7 +11,10 @@
 //     an interactive request's time to first token on an idle backend);
 //   - loaded: -sessions typing sessions and an evaluation stream at full
 //     speed (-eval-inflight requests of class EVALUATION always in flight,
-//     as one Evaluate call keeps --eval-workers samples generating).
+//     as one Evaluate call keeps --eval-workers samples generating);
+//   - typist: one session alone typing as in the loaded phase (a keystroke
+//     every 80 ms whatever came back, then a pause): does a lone user on a
+//     slow backend see completions at the pauses (-typist 0: skipped).
 //
 // A session types words of 3–7 characters, a keystroke every -keystroke
 // (80 ms); each keystroke is a StreamComplete with the session's client_id
@@ -57,6 +60,7 @@ type options struct {
 	wordMin, wordMax  int
 	typeThrough       float64
 	unloaded, loaded  time.Duration
+	typist            time.Duration
 	maxTokens         int
 	evalMaxTokens     int
 	evalInflight      int
@@ -91,6 +95,7 @@ func main() {
 	flag.Float64Var(&o.typeThrough, "type-through", 0.5, "chance that the user types the first characters of a completion shown")
 	flag.DurationVar(&o.unloaded, "unloaded", 20*time.Second, "length of the unloaded phase (one session)")
 	flag.DurationVar(&o.loaded, "loaded", 60*time.Second, "length of the loaded phase")
+	flag.DurationVar(&o.typist, "typist", 20*time.Second, "length of the typist phase (one session typing alone); 0: none")
 	flag.IntVar(&o.maxTokens, "max-tokens", 16, "max_tokens of a keystroke's completion")
 	flag.IntVar(&o.evalMaxTokens, "eval-max-tokens", 16, "max_tokens of an evaluation completion")
 	flag.IntVar(&o.evalInflight, "eval-inflight", 2, "evaluation requests always in flight (one Evaluate call with --eval-workers 2)")
@@ -235,7 +240,7 @@ func (o *options) workload() map[string]string {
 		"type_through":    fmt.Sprintf("%.0f%% of completions shown, 1–2 characters", 100*o.typeThrough),
 		"interactive":     fmt.Sprintf("StreamComplete, max_tokens %d, latency_budget %v, deadline %v", o.maxTokens, o.budget, o.deadline),
 		"evaluation":      fmt.Sprintf("StreamComplete REQUEST_CLASS_EVALUATION, %d in flight, max_tokens %d, deadline %v", o.evalInflight, o.evalMaxTokens, o.evalDeadline),
-		"phases":          fmt.Sprintf("unloaded %v (1 session), loaded %v", o.unloaded, o.loaded),
+		"phases":          fmt.Sprintf("unloaded %v (1 session), loaded %v, typist %v (1 session typing)", o.unloaded, o.loaded, o.typist),
 		"num_ctx":         strconv.Itoa(o.numCtx),
 		"backend_slots":   fmt.Sprintf("%d with admission, 0 without", o.slots),
 		"backend_workers": strconv.Itoa(o.slots),

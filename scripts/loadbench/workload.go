@@ -386,8 +386,11 @@ func runMode(o options, be *backend, px *proxy, mode, logs string) (*modeResult,
 		sessions []*session
 		eval     int
 		d        time.Duration
-	}{{"unloaded", sessions[:1], 0, o.unloaded}, {"loaded", sessions, o.evalInflight, o.loaded}}
+	}{{"unloaded", sessions[:1], 0, o.unloaded}, {"loaded", sessions, o.evalInflight, o.loaded}, {"typist", sessions[1:2], 0, o.typist}}
 	for _, ph := range phases {
+		if ph.d <= 0 || len(ph.sessions) == 0 {
+			continue
+		}
 		time.Sleep(o.settle)
 		logf("%s: %s phase, %d sessions, %d evaluation requests in flight, %v", mode, ph.name, len(ph.sessions), ph.eval, ph.d)
 		r, err := measure(&o, srv, be, px, rec, ph.name, ph.sessions, evalClient, ph.eval, ph.d)

@@ -417,7 +417,7 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 				inference.ErrPromptTooLong, prompt.Tokens, maxTokens, t.Backend.ContextTokens(model), t.Name)
 			continue
 		}
-		tk, w, err := p.admit(ctx, t, req, start)
+		tk, w, err := p.admit(ctx, t, req, key, start)
 		wait += w
 		o.Queued, o.QueueWait = true, wait
 		var ov *OverloadError
@@ -466,7 +466,7 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 // admit waits for a slot of t. The latest useful start leaves the
 // measured time to a first token before the deadline or the end of the
 // latency budget.
-func (p *Pipeline) admit(ctx context.Context, t *target, req *Request, start time.Time) (*ticket, time.Duration, error) {
+func (p *Pipeline) admit(ctx context.Context, t *target, req *Request, key string, start time.Time) (*ticket, time.Duration, error) {
 	var latest time.Time
 	if d, ok := ctx.Deadline(); ok {
 		latest = d
@@ -478,7 +478,7 @@ func (p *Pipeline) admit(ctx context.Context, t *target, req *Request, start tim
 		latest = latest.Add(-t.gate.expectedTTFT())
 	}
 	queued := time.Now()
-	tk, err := t.gate.acquire(ctx, req.Class, latest)
+	tk, err := t.gate.acquire(ctx, req.Class, latest, key)
 	return tk, time.Since(queued), err
 }
 

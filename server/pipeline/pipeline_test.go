@@ -416,3 +416,64 @@ func abandon(t *testing.T, p *Pipeline, be *scriptBackend, prompt string) {
 		t.Fatalf("cancelled call: %v", err)
 	}
 }
+
+// A session's new keystroke is not refused on arrival because of its own
+// past: the slot ahead is held by the probe of the keystroke it
+// superseded, and it waits for it (refused only when its latest start
+// passes). Another session's request, with the same budget, is refused at
+// once on the estimate.
+func TestOwnPastNotShed(t *testing.T) {
+	be := &scriptBackend{text: "x", release: make(chan struct{}), started: make(chan string, 8)}
+	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 8, EvalShare: 4, MaxHold: time.Minute})
+	p.targets[0].gate.hold.add(10 * time.Second) // measured: a slot is held 10 s; the estimate is 5 s
+	budget := 2 * time.Second
+
+	first := make(chan error, 1)
+	go func() { _, err := p.Complete(context.Background(), withSession(req("a"), "s"), Stream{}); first <- err }()
+	if got := <-be.started; got != "a" {
+		t.Fatalf("started %q, want a", got)
+	}
+	next := make(chan error, 1)
+	go func() {
+		r := withSession(req("b"), "s")
+		r.LatencyBudget = &budget
+		res, err := p.Complete(context.Background(), r, Stream{})
+		if err == nil && (len(res.Candidates) != 1 || res.Candidates[0].Text != "x") {
+			err = fmt.Errorf("result %+v", res)
+		}
+		next <- err
+	}()
+	if err := <-first; !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("superseded call: %v", err)
+	}
+	if probe := <-be.started; probe != "a" {
+		t.Fatalf("probe sent %q, want the abandoned prompt", probe)
+	}
+	waitFor(t, "the session's next keystroke queued behind its probe", func() bool {
+		_, q := p.targets[0].gate.stats()
+		return q[Interactive] == 1
+	})
+
+	other := withSession(req("c"), "t")
+	other.LatencyBudget = &budget
+	var oe *OverloadError
+	if _, err := p.Complete(context.Background(), other, Stream{}); !errors.As(err, &oe) || oe.waited {
+		t.Fatalf("another session's request behind the probe: %v, want refused at once", err)
+	}
+
+	be.release <- struct{}{} // the probe returns: the backend is free
+	if got := <-be.started; got != "b" {
+		t.Fatalf("started %q after the probe, want b", got)
+	}
+	be.release <- struct{}{}
+	if err := <-next; err != nil {
+		t.Fatalf("the session's next keystroke: %v", err)
+	}
+	waitFor(t, "all released", func() bool { r, _ := p.targets[0].gate.stats(); return r == 0 })
+	if n := be.calls.Load(); n != 3 {
+		t.Fatalf("backend calls %d, want 3 (a, its probe, b)", n)
+	}
+	if len(p.targets[0].gate.held) != 0 {
+		t.Fatalf("slots still counted per session: %v", p.targets[0].gate.held)
+	}
+}
