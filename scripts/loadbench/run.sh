@@ -5,35 +5,39 @@
 # against each backend. Each backend's section lands in OUT/BACKEND.md and
 # OUT/BACKEND.json, naming the commit measured.
 #
-#   scripts/loadbench/run.sh [--backend fake|ollama|both] [--out DIR] [-- loadbench flags]
+#   scripts/loadbench/run.sh [--backend fake|fake-wide|ollama|all] [--out DIR] [-- loadbench flags]
 #
 #   fake    fakeollama with 4 generations at once (-slots 4), the ghz suite's
 #           paced timing (20 ms + 16 × 5 ms), a prompt delay that outlives a
-#           disconnect (as Ollama's prompt evaluation does)
+#           disconnect (as Ollama's prompt evaluation does): 16 typists ask
+#           for about four times what it can run
+#   fake-wide  the same with 24 at once (-slots 24): room for every session
+#           and the evaluation stream, as a GPU engine batching many
+#           sequences (vLLM, SGLang) has; OUT/wide/fake.{md,json}
 #   ollama  the real local Ollama with the tiny model, OLLAMA_NUM_PARALLEL=1
 #           (-slots 1), started privately by loadbench (inference/ollamatest)
 #
-# Defaults: --backend both, --out scripts/loadbench/results. About 3 minutes
+# Defaults: --backend all, --out scripts/loadbench/results. About 4 minutes
 # per backend. Run it on a machine as quiet as you can get: every figure is
 # a latency on the same cores as the server, the backend and the clients.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
-backends="fake ollama"
+backends="fake fake-wide ollama"
 out="$root/scripts/loadbench/results"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --backend)
       case "${2:-}" in
-        fake | ollama) backends="$2" ;;
-        both) backends="fake ollama" ;;
-        *) echo "run.sh: --backend fake|ollama|both" >&2; exit 2 ;;
+        fake | fake-wide | ollama) backends="$2" ;;
+        all | both) backends="fake fake-wide ollama" ;;
+        *) echo "run.sh: --backend fake|fake-wide|ollama|all" >&2; exit 2 ;;
       esac
       shift ;;
     --out) out="${2:?--out needs a directory}"; shift ;;
     --) shift; break ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -47,12 +51,17 @@ echo "loadbench: building at $commit" >&2
 go build -o "$work/" ./server/cmd/infill-server ./scripts/ghz/fakeollama ./scripts/loadbench
 
 for b in $backends; do
+  kind="$b" dir="$out"
   flags=(-slots 1)
-  if [[ "$b" == fake ]]; then
-    flags=(-slots 4 -fake-prompt-delay 20ms -fake-token-delay 5ms -fake-tokens 16 -fake-bin "$work/fakeollama")
-  fi
+  case "$b" in
+    fake) flags=(-slots 4 -fake-prompt-delay 20ms -fake-token-delay 5ms -fake-tokens 16 -fake-bin "$work/fakeollama") ;;
+    fake-wide)
+      kind=fake dir="$out/wide"
+      flags=(-slots 24 -fake-prompt-delay 20ms -fake-token-delay 5ms -fake-tokens 16 -fake-bin "$work/fakeollama") ;;
+  esac
+  mkdir -p "$dir"
   echo "loadbench: $b backend; $(uptime)" >&2
-  "$work/loadbench" -backend "$b" -server-bin "$work/infill-server" -out "$out" -commit "$commit" \
+  "$work/loadbench" -backend "$kind" -server-bin "$work/infill-server" -out "$dir" -commit "$commit" \
     -note "uptime at start: $(uptime | sed 's/^ *//')" "${flags[@]}" "$@" >/dev/null
-  echo "loadbench: wrote $out/$b.md; $(uptime)" >&2
+  echo "loadbench: wrote $dir/$kind.md; $(uptime)" >&2
 done
