@@ -27,17 +27,23 @@ type AdmissionConfig struct {
 	// evaluating its prompt keeps its slot (the backend finishes that
 	// evaluation whatever the client does; a probe tells when it is over).
 	MaxHold time.Duration
+	// BurstWait holds back a request that superseded its session's request
+	// still in flight (the user is typing faster than completions come)
+	// while the backend has no free slot: it waits this long before it
+	// queues, so that a burst of keystrokes costs the backend its last one
+	// only, and the slots go to the pauses. 0: never.
+	BurstWait time.Duration
 }
 
 // DefaultAdmissionConfig returns the defaults for one local Ollama.
 func DefaultAdmissionConfig() AdmissionConfig {
-	return AdmissionConfig{Slots: 1, QueueLength: 64, EvalShare: 4, MaxHold: 10 * time.Second}
+	return AdmissionConfig{Slots: 1, QueueLength: 64, EvalShare: 4, MaxHold: 10 * time.Second, BurstWait: 100 * time.Millisecond}
 }
 
 // Validate reports a configuration that cannot work.
 func (c AdmissionConfig) Validate() error {
-	if c.Slots < 0 || c.QueueLength < 0 || c.EvalShare < 1 || c.MaxHold < 0 {
-		return fmt.Errorf("pipeline: admission needs Slots >= 0, QueueLength >= 0, EvalShare >= 1, MaxHold >= 0 (got %+v)", c)
+	if c.Slots < 0 || c.QueueLength < 0 || c.EvalShare < 1 || c.MaxHold < 0 || c.BurstWait < 0 {
+		return fmt.Errorf("pipeline: admission needs Slots >= 0, QueueLength >= 0, EvalShare >= 1, MaxHold >= 0, BurstWait >= 0 (got %+v)", c)
 	}
 	return nil
 }
@@ -185,6 +191,14 @@ func (g *gate) leave(w *waiter) *ticket {
 		return nil
 	}
 	return <-w.ready
+}
+
+// contended says whether a new request would have to wait: admission is
+// on, and every slot is taken or someone waits.
+func (g *gate) contended() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cfg.Slots > 0 && (g.running >= g.cfg.Slots || g.queues[Interactive].Len()+g.queues[Evaluation].Len() > 0)
 }
 
 // estimate is the wait a new request of class would have now.

@@ -309,19 +309,20 @@ func (p *Pipeline) run(ctx context.Context, req *Request, st Stream, start time.
 		return nil, err
 	}
 	key := sessionKey(req)
+	burst := false
 	if key != "" {
 		var end func()
-		ctx, end = p.sessions.begin(ctx, key)
+		ctx, end, burst = p.sessions.begin(ctx, key)
 		defer end()
 	}
-	res, err := p.complete(ctx, req, st, key, start, o)
+	res, err := p.complete(ctx, req, st, key, burst, start, o)
 	if err != nil && errors.Is(context.Cause(ctx), ErrSuperseded) && errors.Is(err, context.Canceled) {
 		return nil, ErrSuperseded
 	}
 	return res, err
 }
 
-func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key string, start time.Time, o *Outcome) (*Result, error) {
+func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key string, burst bool, start time.Time, o *Outcome) (*Result, error) {
 	shared := p.targets[0].Backend // the default model and the option limits
 	model := shared.Model(req.Model)
 	g := req.Generation
@@ -385,6 +386,19 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 		return st.OnDelta(i, text)
 	}
 	ireq.Prompt, ireq.PromptTokens, ireq.MaxTokens = prompt.Text, prompt.Tokens, maxTokens
+	// A keystroke that superseded one still in flight, while the backend
+	// has no free slot: wait a moment before queueing. If the user types
+	// on, the next keystroke supersedes this one before it costs a slot;
+	// the last of the burst (a pause) goes on.
+	if bw := p.cfg.Admission.BurstWait; burst && bw > 0 && req.Class != Evaluation && first.gate.contended() {
+		t := time.NewTimer(bw)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 	// Each backend in order: wait for one of its slots, unless its
 	// admission refuses at once (bounded load: the next one gets the
 	// request) or the request cannot reach it (the next one gets it: the

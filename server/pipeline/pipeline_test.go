@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -475,5 +476,74 @@ func TestOwnPastNotShed(t *testing.T) {
 	}
 	if len(p.targets[0].gate.held) != 0 {
 		t.Fatalf("slots still counted per session: %v", p.targets[0].gate.held)
+	}
+}
+
+// A keystroke that supersedes one still in flight while the backend has no
+// free slot waits BurstWait before it queues: the next keystroke of the
+// burst supersedes it there, and it never reaches the backend. With a free
+// slot it starts at once.
+func TestBurstWait(t *testing.T) {
+	be := &scriptBackend{text: "x", release: make(chan struct{}), started: make(chan string, 8)}
+	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 8, EvalShare: 4, MaxHold: time.Minute, BurstWait: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	call := func(text string) chan error {
+		ch := make(chan error, 1)
+		go func() { _, err := p.Complete(ctx, withSession(req(text), "s"), Stream{}); ch <- err }()
+		return ch
+	}
+	a := call("a")
+	if got := <-be.started; got != "a" {
+		t.Fatalf("started %q, want a", got)
+	}
+	b := call("ab") // supersedes a: a is abandoned, its probe takes the slot
+	if err := <-a; !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("a: %v", err)
+	}
+	if got := <-be.started; got != "a" {
+		t.Fatalf("probe %q, want a", got)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, q := p.targets[0].gate.stats(); q[Interactive] != 0 {
+		t.Fatalf("b queued during its burst wait: %v", q)
+	}
+	c := call("abc") // the user typed on: b goes without reaching the backend
+	if err := <-b; !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("b: %v", err)
+	}
+	select {
+	case got := <-be.started:
+		t.Fatalf("%q reached the backend during a burst wait", got)
+	case <-time.After(20 * time.Millisecond):
+	}
+	// Wide enough: the same burst with a free slot starts at once.
+	p2 := newTestPipeline(t, be, AdmissionConfig{Slots: 2, QueueLength: 8, EvalShare: 4, MaxHold: time.Minute, BurstWait: time.Minute})
+	d := make(chan error, 1)
+	go func() { _, err := p2.Complete(context.Background(), withSession(req("d"), "s2"), Stream{}); d <- err }()
+	if got := <-be.started; got != "d" {
+		t.Fatalf("started %q, want d", got)
+	}
+	e := make(chan error, 1)
+	go func() { _, err := p2.Complete(context.Background(), withSession(req("de"), "s2"), Stream{}); e <- err }()
+	if err := <-d; !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("d: %v", err)
+	}
+	// d's probe and e: one of them takes the other slot at once.
+	got := []string{<-be.started, <-be.started}
+	sort.Strings(got)
+	if got[0] != "d" || got[1] != "de" {
+		t.Fatalf("started %v, want d's probe and de", got)
+	}
+	close(be.release)
+	if err := <-e; err != nil {
+		t.Fatalf("e: %v", err)
+	}
+	cancel() // c is still in its burst wait: its caller goes away
+	if err := <-c; !errors.Is(err, context.Canceled) {
+		t.Fatalf("c: %v", err)
+	}
+	if n := be.calls.Load(); n != 5 {
+		t.Fatalf("backend calls %d, want 5 (a and its probe, d, its probe and de: neither b nor c)", n)
 	}
 }

@@ -53,13 +53,15 @@ func sessionKey(req *Request) string {
 }
 
 // begin registers a call of session key, cancelling the one before it with
-// ErrSuperseded. The returned func ends the registration.
-func (s *sessions) begin(ctx context.Context, key string) (context.Context, func()) {
+// ErrSuperseded; burst says there was one (the user typed on before it
+// was answered). The returned func ends the registration.
+func (s *sessions) begin(ctx context.Context, key string) (_ context.Context, end func(), burst bool) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	c := &sessionCall{cancel: cancel}
 	s.mu.Lock()
 	if prev := s.calls[key]; prev != nil {
 		prev.cancel(ErrSuperseded)
+		burst = true
 	}
 	s.calls[key] = c
 	s.mu.Unlock()
@@ -70,7 +72,7 @@ func (s *sessions) begin(ctx context.Context, key string) (context.Context, func
 		}
 		s.mu.Unlock()
 		cancel(context.Canceled)
-	}
+	}, burst
 }
 
 // typedThrough returns what is left of the session's last completion when

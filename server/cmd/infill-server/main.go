@@ -82,6 +82,7 @@ func run(args []string) error {
 	fs.DurationVar(&cfg.Inference.KeepAlive, "keep-alive", cfg.Inference.KeepAlive, "how long Ollama keeps the model loaded")
 	fs.IntVar(&cfg.Admission.Slots, "backend-slots", cfg.Admission.Slots, "generations sent to the backend at once: its parallelism (OLLAMA_NUM_PARALLEL); 0: no admission, every request goes straight to the backend")
 	fs.IntVar(&cfg.Admission.QueueLength, "queue-length", cfg.Admission.QueueLength, "requests waiting for a backend slot, per class (interactive, evaluation); more are refused RESOURCE_EXHAUSTED")
+	fs.DurationVar(&cfg.Admission.BurstWait, "burst-wait", cfg.Admission.BurstWait, "a keystroke that supersedes its session's request still in flight, while the backend has no free slot, waits this long before it queues (the next keystroke drops it without a backend call); 0: never")
 	fs.DurationVar(&cfg.Admission.MaxHold, "abandoned-hold", cfg.Admission.MaxHold, "longest a request abandoned before its first token keeps its backend slot while a probe waits for the backend to finish its prompt")
 	fs.IntVar(&cfg.Admission.EvalShare, "eval-share", cfg.Admission.EvalShare, "evaluation traffic gets one backend start in every N while editors wait too")
 	fs.Int64Var(&cfg.Context.CacheBytes, "cache-bytes", cfg.Context.CacheBytes, "memory cap of the content store, file analyses and repository indexes together (least recently used out); about 4 times the source it holds")
