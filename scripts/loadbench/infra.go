@@ -235,6 +235,9 @@ func startServer(o options, be *backend, px *proxy, mode, logs string) (*server,
 	cmd := exec.Command(o.serverBin, "--listen", addr, "--http-listen", "", "--metrics-listen", maddr,
 		"--ollama-url", px.url, "--model", be.model, "--num-ctx", strconv.Itoa(o.numCtx),
 		"--backend-slots", strconv.Itoa(o.serverSlots(mode)), "--evaluation", "off", "--log-level", "warn")
+	if mode == "no-burst-wait" {
+		cmd.Args = append(cmd.Args, "--burst-wait", "0")
+	}
 	cmd.Stdout, cmd.Stderr = lf, lf
 	if err := cmd.Start(); err != nil {
 		lf.Close()

@@ -86,7 +86,7 @@ func main() {
 	flag.StringVar(&o.commit, "commit", "", "the commit measured, for the report")
 	flag.StringVar(&o.note, "note", "", "a line for the report")
 	flag.IntVar(&o.slots, "slots", 1, "the backend's parallelism (OLLAMA_NUM_PARALLEL, fakeollama -parallel) and --backend-slots with admission")
-	flag.StringVar(&modes, "modes", "admission,none", "servers to measure, in order: admission (--backend-slots = -slots), none (--backend-slots 0)")
+	flag.StringVar(&modes, "modes", "admission,no-burst-wait,none", "servers to measure, in order: admission (--backend-slots = -slots), no-burst-wait (the same with --burst-wait 0), none (--backend-slots 0)")
 	flag.IntVar(&o.sessions, "sessions", 16, "typing sessions in the loaded phase")
 	flag.DurationVar(&o.keystroke, "keystroke", 80*time.Millisecond, "time between keystrokes while typing")
 	flag.DurationVar(&o.pause, "pause", time.Second, "pause after each word, the user reading the completion")
@@ -145,8 +145,8 @@ func (o *options) validate() error {
 			o.slots, o.sessions, o.evalInflight, o.wordMin, o.wordMax)
 	}
 	for _, m := range o.modes {
-		if m != "admission" && m != "none" {
-			return fmt.Errorf("-modes: %q is neither admission nor none", m)
+		if m != "admission" && m != "none" && m != "no-burst-wait" {
+			return fmt.Errorf("-modes: %q is none of admission, no-burst-wait, none", m)
 		}
 	}
 	return nil

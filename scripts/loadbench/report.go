@@ -326,6 +326,9 @@ func modeName(m *modeResult) string {
 	if m.BackendSlots == 0 {
 		return "no admission (slots 0)"
 	}
+	if m.Mode == "no-burst-wait" {
+		return fmt.Sprintf("admission (slots %d), no burst wait", m.BackendSlots)
+	}
 	return fmt.Sprintf("admission (slots %d)", m.BackendSlots)
 }
 

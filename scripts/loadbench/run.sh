@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 20's load benchmark in one command: builds infill-server, fakeollama
 # and loadbench from this checkout and runs the workload (16 typing sessions
-# and an evaluation stream; with admission, then with --backend-slots 0)
+# and an evaluation stream; with admission, with admission but --burst-wait 0,
+# then with --backend-slots 0)
 # against each backend. Each backend's section lands in OUT/BACKEND.md and
 # OUT/BACKEND.json, naming the commit measured.
 #
@@ -17,7 +18,7 @@
 #   ollama  the real local Ollama with the tiny model, OLLAMA_NUM_PARALLEL=1
 #           (-slots 1), started privately by loadbench (inference/ollamatest)
 #
-# Defaults: --backend all, --out scripts/loadbench/results. About 4 minutes
+# Defaults: --backend all, --out scripts/loadbench/results. About 6 minutes
 # per backend. Run it on a machine as quiet as you can get: every figure is
 # a latency on the same cores as the server, the backend and the clients.
 set -euo pipefail
