@@ -38,7 +38,7 @@ while [[ $# -gt 0 ]]; do
       shift ;;
     --out) out="${2:?--out needs a directory}"; shift ;;
     --) shift; break ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
