@@ -24,6 +24,7 @@ import (
 
 	"github.com/infill-dev/infill/inference/ollamatest"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
+	"github.com/infill-dev/infill/server/servertest"
 )
 
 // repoRoot is the checkout this file sits in.
@@ -34,18 +35,6 @@ func repoRoot(t testing.TB) string {
 		t.Fatal("no caller information")
 	}
 	return filepath.Dir(filepath.Dir(file))
-}
-
-// need skips the test when a dependency is missing, or fails it under CI=true.
-func need(t testing.TB, err error, what string) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s: %v", what, err)
-	}
-	t.Skipf("%s: %v", what, err)
 }
 
 // env is the test's environment without OLLAMA_* and INFILL_* settings (a
@@ -188,7 +177,7 @@ func requirePackages(t *testing.T, groups ...string) {
 	if err != nil {
 		err = fmt.Errorf("%v: %s", err, out)
 	}
-	need(t, err, "Debian packages scripts/run.sh needs")
+	servertest.Require(t, err, "Debian packages scripts/run.sh needs")
 }
 
 // TestRunUsesRunningOllama: when OLLAMA_HOST names an Ollama that has a
@@ -240,7 +229,7 @@ func TestRunUsesRunningOllama(t *testing.T) {
 func TestRunStartsLocalBackend(t *testing.T) {
 	requirePackages(t, "build", "sandbox")
 	bin, gguf, err := ollamatest.Paths()
-	need(t, err, "prepared backend")
+	servertest.Require(t, err, "prepared backend")
 	root := repoRoot(t)
 	state := t.TempDir()
 	ollamaHost := freeAddr(t)

@@ -54,11 +54,10 @@ go build -o "$work/" ./server/cmd/infill-server ./scripts/ghz/fakeollama ./scrip
 for b in $backends; do
   kind="$b" dir="$out"
   flags=(-slots 1)
+  paced=(-fake-prompt-delay 20ms -fake-token-delay 5ms -fake-tokens 16 -fake-bin "$work/fakeollama")
   case "$b" in
-    fake) flags=(-slots 4 -fake-prompt-delay 20ms -fake-token-delay 5ms -fake-tokens 16 -fake-bin "$work/fakeollama") ;;
-    fake-wide)
-      kind=fake dir="$out/wide"
-      flags=(-slots 24 -fake-prompt-delay 20ms -fake-token-delay 5ms -fake-tokens 16 -fake-bin "$work/fakeollama") ;;
+    fake) flags=(-slots 4 "${paced[@]}") ;;
+    fake-wide) kind=fake dir="$out/wide" flags=(-slots 24 "${paced[@]}") ;;
   esac
   mkdir -p "$dir"
   echo "loadbench: $b backend; $(uptime)" >&2

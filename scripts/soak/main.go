@@ -159,7 +159,7 @@ func run(o options) error {
 
 	fmt.Fprintf(os.Stderr, "soak: %d requests at concurrency %d\n", o.n, o.concurrency)
 	t := newTally()
-	peak := &peakRSS{}
+	peak := &sampler{}
 	stopSampling := peak.sample(o.metrics)
 	begin := time.Now()
 	drive(ctx, client, o, o.n, "soak", t)
@@ -512,11 +512,10 @@ func stackDiff(before, after map[string]int) []string {
 	return out
 }
 
-// peakRSS samples the server's RSS during the run.
-// peakRSS samples the server's metrics every second during the run: the
+// sampler reads the server's metrics every second during the run: the
 // highest RSS, and a timeline of RSS, content store and goroutines (to
 // show whether caches plateau or keep growing).
-type peakRSS struct {
+type sampler struct {
 	max atomic.Uint64
 	mu  sync.Mutex
 	tl  []sample
@@ -528,7 +527,7 @@ type sample struct {
 	rss, store, goroutines float64
 }
 
-func (p *peakRSS) sample(url string) (stop func()) {
+func (p *sampler) sample(url string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	begin := time.Now()
@@ -562,7 +561,7 @@ func (p *peakRSS) sample(url string) (stop func()) {
 
 // tenths is the timeline at each tenth of the run (the last sample at or
 // before it).
-func (p *peakRSS) tenths() []sample {
+func (p *sampler) tenths() []sample {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.tl) == 0 {

@@ -132,10 +132,10 @@ func (g *gate) acquire(ctx context.Context, class Class, latest time.Time, sessi
 	}
 	g.mu.Lock()
 	now := g.now()
-	if g.cfg.Slots == 0 { // admission off: count only
-		g.grantedLocked(session)
+	if g.cfg.Slots == 0 { // admission off: count only (nobody waits, so no session's past either)
+		g.running++
 		g.mu.Unlock()
-		return &ticket{g: g, granted: now, session: session}, nil
+		return &ticket{g: g, granted: now}, nil
 	}
 	idle := g.queues[Interactive].Len() == 0 && g.queues[Evaluation].Len() == 0
 	if g.running < g.cfg.Slots && idle {
