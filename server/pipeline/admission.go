@@ -348,20 +348,19 @@ func (q *waitQueue) Pop() any {
 	return w
 }
 
-// ewma is an exponentially weighted moving average of durations.
+// ewma is an exponentially weighted moving average of durations, starting
+// from a prior (its zero-sample value). The first sample gets the same
+// weight as every later one: it is often the coldest (the model loading,
+// an empty cache), and taken whole it pushed the expected time to a first
+// token past a 1 s latency budget, so that every request that had to wait
+// was refused until faster samples came, which only started requests give.
 type ewma struct {
 	value time.Duration
-	n     int
 }
 
 func (e *ewma) add(d time.Duration) {
 	const alpha = 0.2
-	if e.n == 0 {
-		e.value = d
-	} else {
-		e.value = time.Duration(alpha*float64(d) + (1-alpha)*float64(e.value))
-	}
-	e.n++
+	e.value = time.Duration(alpha*float64(d) + (1-alpha)*float64(e.value))
 }
 
 func (e *ewma) get() time.Duration { return e.value }

@@ -198,7 +198,7 @@ func TestTypedThrough(t *testing.T) {
 func TestAdmissionSheds(t *testing.T) {
 	be := &scriptBackend{text: "x", release: make(chan struct{})}
 	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 1, EvalShare: 4, MaxHold: time.Second})
-	p.targets[0].gate.hold.add(2 * time.Second) // measured: a generation holds its slot 2 s
+	p.targets[0].gate.hold = ewma{value: 2 * time.Second} // measured: a generation holds its slot 2 s
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer close(be.release)
@@ -426,7 +426,7 @@ func abandon(t *testing.T, p *Pipeline, be *scriptBackend, prompt string) {
 func TestOwnPastNotShed(t *testing.T) {
 	be := &scriptBackend{text: "x", release: make(chan struct{}), started: make(chan string, 8)}
 	p := newTestPipeline(t, be, AdmissionConfig{Slots: 1, QueueLength: 8, EvalShare: 4, MaxHold: time.Minute})
-	p.targets[0].gate.hold.add(10 * time.Second) // measured: a slot is held 10 s; the estimate is 5 s
+	p.targets[0].gate.hold = ewma{value: 10 * time.Second} // measured: a slot is held 10 s; the estimate is 5 s
 	budget := 2 * time.Second
 
 	first := make(chan error, 1)
@@ -545,5 +545,22 @@ func TestBurstWait(t *testing.T) {
 	}
 	if n := be.calls.Load(); n != 5 {
 		t.Fatalf("backend calls %d, want 5 (a and its probe, d, its probe and de: neither b nor c)", n)
+	}
+}
+
+// One cold sample (a model load, an empty cache) does not take over the
+// estimate: from the 200 ms prior, a first time to first token of 1.2 s
+// moves it a fifth of the way, and later samples pull it back.
+func TestEWMAColdSample(t *testing.T) {
+	g := newGate(DefaultAdmissionConfig())
+	g.ttft.add(1200 * time.Millisecond)
+	if got := g.expectedTTFT(); got != 400*time.Millisecond {
+		t.Fatalf("after a cold 1.2 s sample: %v, want 400ms", got)
+	}
+	for range 10 {
+		g.ttft.add(300 * time.Millisecond)
+	}
+	if got := g.expectedTTFT(); got < 300*time.Millisecond || got > 320*time.Millisecond {
+		t.Fatalf("after ten 300 ms samples: %v, want about 300ms", got)
 	}
 }
