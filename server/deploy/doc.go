@@ -2,7 +2,7 @@
 // helm/infill (infill-server's Deployment and Service with gRPC health
 // probes, token and TLS Secrets, Prometheus annotations, an autoscaler on
 // completions in flight, and optional Ollama or vLLM backends on a GPU), the
-// example values in helm/examples, and README.md, which walks from a GPU
+// example values in helm/examples, and docs/deploy.md (at the repository's root), which walks from a GPU
 // cluster to a working editor.
 //
 // The package has no code: its tests run `helm lint --strict` and `helm

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// fencedBlocks returns the bodies of README's ``` blocks of language lang.
+// fencedBlocks returns the bodies of a markdown document's ``` blocks of language lang.
 func fencedBlocks(doc, lang string) []string {
 	var blocks []string
 	re := regexp.MustCompile("(?ms)^( *)```" + lang + "\n(.*?)^ *```")
@@ -24,14 +24,14 @@ func fencedBlocks(doc, lang string) []string {
 	return blocks
 }
 
-// TestREADME keeps the walk-through in step with the chart: its YAML parses,
+// TestDeployDoc keeps docs/deploy.md, the walk-through in step with the chart: its YAML parses,
 // the files it installs from exist, and the names it gives (the autoscaler's
 // metric, the TLS Secret) are the chart's.
-func TestREADME(t *testing.T) {
-	doc := readFile(t, "README.md")
+func TestDeployDoc(t *testing.T) {
+	doc := readFile(t, "../../docs/deploy.md")
 	blocks := fencedBlocks(doc, "yaml")
 	if len(blocks) < 5 {
-		t.Fatalf("%d yaml blocks in README.md, want the Certificate, Continue, Envoy, Istio and adapter ones", len(blocks))
+		t.Fatalf("%d yaml blocks in docs/deploy.md, want the Certificate, Continue, Envoy, Istio and adapter ones", len(blocks))
 	}
 	var adapterMetric, certSecret string
 	for i, b := range blocks {

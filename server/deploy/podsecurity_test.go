@@ -14,7 +14,7 @@ import (
 // admission's own checks (k8s.io/pod-security-admission, the code the API
 // server runs): infill's pod passes the restricted level, so it runs in a
 // namespace that enforces it; the GPU backends, whose images run as root,
-// pass baseline (README says so).
+// pass baseline (docs/deploy.md says so).
 func TestPodSecurity(t *testing.T) {
 	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
@@ -41,10 +41,10 @@ func TestPodSecurity(t *testing.T) {
 					t.Errorf("%s %s: Pod Security %s refuses it: %s: %s", o.kind, o.meta.GetName(), level, res.ForbiddenReason(), res.ForbiddenDetail())
 				}
 				if level == psapi.LevelBaseline {
-					// README: "a namespace at the restricted level refuses them".
+					// docs/deploy.md: "a namespace at the restricted level refuses them".
 					strict := psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}
 					if policy.AggregateCheckResults(eval.EvaluatePod(strict, &meta, spec)).Allowed {
-						t.Errorf("%s %s passes restricted: README says the backends do not", o.kind, o.meta.GetName())
+						t.Errorf("%s %s passes restricted: docs/deploy.md says the backends do not", o.kind, o.meta.GetName())
 					}
 				}
 			}

@@ -2,8 +2,8 @@ package httpapi
 
 // The llama.cpp server dialect (tools/server in github.com/ggml-org/llama.cpp),
 // as llama.vim and llama.vscode use it: POST /infill, GET /health, GET /props.
-// What each request field does here is tabled in README ("llama.cpp server
-// fields"); the fields the plugins send and infill knowingly ignores are
+// What each request field does here is tabled in docs/api.md ("llama.cpp /infill");
+// the fields the plugins send and infill knowingly ignores are
 // listed there too.
 
 import (

@@ -7,7 +7,7 @@ package httpapi
 // model management) answer 501 in Ollama's error style: infill does
 // fill-in-the-middle only, and passing them through to the backend is not
 // safe (a request with another num_ctx makes Ollama reload the model that
-// the completions use). README ("Ollama fields") tables what each field
+// the completions use). docs/api.md ("Ollama /api/generate") tables what each field
 // does.
 
 import (

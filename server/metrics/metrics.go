@@ -11,7 +11,7 @@
 // (contextpack.Stats) that a collector reads at scrape time, and the server
 // reports gRPC calls, backend health and sandbox verdicts.
 //
-// The metrics, all prefixed infill_ (README, "Metrics", lists them with
+// The metrics, all prefixed infill_ (docs/configuration.md, "Metrics and logs", lists them with
 // their meaning):
 //
 //	requests_total{surface,method,code}        every call on every surface

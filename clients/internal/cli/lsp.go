@@ -98,7 +98,7 @@ settings.json):
   "glspc.server.initializationOptions": { "maxTokens": 64 }
 
 Zed starts only language servers an extension registers; see
-clients/README.md.`
+docs/editors.md.`
 
 func newLSPCmd(env *Env, g *globals) *cobra.Command {
 	f := &lspFlags{}
