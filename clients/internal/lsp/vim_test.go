@@ -96,9 +96,9 @@ func TestVimEndToEnd(t *testing.T) {
 	}
 	logFile := filepath.Join(dir, "infill-lsp.log")
 	vimrc := filepath.Join(dir, "vimrc")
-	// A vimrc of the user's: Vim's defaults, where the plugin is, then
-	// the documented configuration.
-	head := "set nocompatible\nlet &packpath = $INFILL_PACKPATH\nfiletype plugin on\n"
+	// A vimrc of the user's: where the plugin is installed, then the
+	// documented configuration.
+	head := "set nocompatible\nlet &packpath = $INFILL_PACKPATH\n"
 	if err := os.WriteFile(vimrc, []byte(head+configured(t, "vim9-yegappan-lsp.vim", srv.Addr, logFile)+vimHarness), 0o644); err != nil {
 		t.Fatal(err)
 	}

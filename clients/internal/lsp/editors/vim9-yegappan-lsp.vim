@@ -1,3 +1,4 @@
+filetype plugin on  " the plugin starts servers by filetype; a ~/.vimrc turns off Vim's defaults
 packadd lsp
 call LspAddServer([#{
       \ name: 'infill',
