@@ -42,7 +42,7 @@ package_groups=(
   "sandbox|bubblewrap python3 python3-pytest|the evaluation sandbox runs Python samples and their tests in bubblewrap"
   "harness|python3-numpy python3-tqdm python3-fire|the reference human-eval-infilling harness the evaluation parity test runs"
   "report|chromium|chromium-browser fonts-dejavu-core|the HTML report test renders the report in headless Chromium"
-  "editor|neovim|the LSP end-to-end test drives Neovim headless"
+  "editor|neovim vim|the LSP end-to-end tests drive Neovim and Vim headless (Vim also checks the Vim configuration parses)"
 )
 
 # --- pinned Go tools (never @latest) -----------------------------------------

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +36,7 @@ type lspFlags struct {
 	logFile       string
 }
 
-const lspLong = `lsp runs a language server: any editor that speaks LSP gets infill's
+var lspLong = `lsp runs a language server: any editor that speaks LSP gets infill's
 completions, asking the infill server (--server) over gRPC. It speaks LSP
 on stdin/stdout (or, to debug, on TCP with --listen; one session per
 connection) and logs to stderr (or --log-file).
@@ -52,53 +53,34 @@ textDocument/completion (one item per candidate, for editors without
 inline completion). A newer request for a document cancels the older one;
 $/cancelRequest cancels the generation at the backend.
 
-Settings (flags give the defaults; the editor's initializationOptions and
-workspace/didChangeConfiguration, flat or under "infill", change them):
+Settings: flags give the defaults, the editor's initializationOptions
+override them, and its workspace settings (didChangeConfiguration, or
+the section "infill" of workspace/configuration; flat or under "infill")
+override both, replacing the ones before each time they arrive; null, {}
+or [] mean none:
   model, maxTokens, temperature, stop, latencyBudgetMs, candidates,
   debounceMs
 
-Neovim 0.12 (built-in client; 0.11 without the inline_completion line,
-which then completes with <C-x><C-o>):
-
-  vim.lsp.config('infill', {
-    cmd = { 'infill', 'lsp', '--server', '127.0.0.1:50051' },
-    filetypes = { 'python', 'go', 'rust', 'javascript', 'typescript', 'c', 'cpp', 'java' },
-    root_markers = { '.git' },
-    init_options = { maxTokens = 64 },
-  })
-  vim.lsp.enable('infill')
-  vim.lsp.inline_completion.enable(true)
-  vim.keymap.set('i', '<C-f>', vim.lsp.inline_completion.get)
-
-Helix (languages.toml; keep the servers the language already lists):
-
-  [language-server.infill]
-  command = "infill"
-  args = ["lsp", "--server", "127.0.0.1:50051"]
-  config = { maxTokens = 64 }
-
-  [[language]]
-  name = "python"
-  language-servers = ["ty", "ruff", "jedi", "pylsp", "zuban", "infill"]
-
-Emacs (eglot; one server per major mode, so this replaces another):
-
-  (with-eval-after-load 'eglot
-    (add-to-list 'eglot-server-programs
-                 '((python-mode python-ts-mode)
-                   . ("infill" "lsp" "--server" "127.0.0.1:50051"
-                      :initializationOptions (:maxTokens 64)))))
-
-VS Code (extension "Generic LSP Client (v2)", zsol.vscode-glspc;
-settings.json):
-
-  "glspc.server.command": "infill",
-  "glspc.server.commandArguments": ["lsp", "--server", "127.0.0.1:50051"],
-  "glspc.server.languageId": ["python", "go"],
-  "glspc.server.initializationOptions": { "maxTokens": 64 }
+Editor configurations, as docs/editors.md explains them (the server at
+` + lsp.DefaultServer + `, scripts/run.sh's):` + editorConfigs() + `
 
 Zed starts only language servers an extension registers; see
 docs/editors.md.`
+
+// editorConfigs is lsp.EditorConfigs as help text.
+func editorConfigs() string {
+	var b strings.Builder
+	for _, c := range lsp.EditorConfigs() {
+		fmt.Fprintf(&b, "\n\n%s:\n\n", c.Title)
+		for _, line := range strings.SplitAfter(strings.TrimRight(c.Text, "\n"), "\n") {
+			if line != "\n" {
+				b.WriteString("  ")
+			}
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
 
 func newLSPCmd(env *Env, g *globals) *cobra.Command {
 	f := &lspFlags{}

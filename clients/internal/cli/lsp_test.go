@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infill-dev/infill/clients/internal/lsp"
 	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/server/servertest"
 )
@@ -153,8 +154,26 @@ func TestLSPHelpShowsEditorConfigurations(t *testing.T) {
 	if code := Main(t.Context(), []string{"lsp", "--help"}, Env{Stdout: &out, Stderr: &out}); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
-	for _, want := range []string{"vim.lsp.config('infill'", "vim.lsp.inline_completion.enable", "[language-server.infill]",
-		"eglot-server-programs", "glspc.server.command", "Zed", "--listen"} {
+	// Every configuration docs/editors.md shows, each line indented.
+	for _, c := range lsp.EditorConfigs() {
+		_, after, ok := strings.Cut(out.String(), "\n"+c.Title+":\n\n")
+		if !ok {
+			t.Errorf("lsp --help lacks %q", c.Title)
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimRight(c.Text, "\n"), "\n") {
+			next, rest, _ := strings.Cut(after, "\n")
+			if line != "" {
+				line = "  " + line
+			}
+			if next != line {
+				t.Errorf("lsp --help under %q has %q; want editors/%s's %q", c.Title, next, c.Name, line)
+				break
+			}
+			after = rest
+		}
+	}
+	for _, want := range []string{"Zed", "--listen"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("lsp --help lacks %q", want)
 		}

@@ -17,11 +17,12 @@ import (
 )
 
 // Settings are what the editor may change: through initializationOptions
-// at start and workspace/didChangeConfiguration (or the workspace/
-// configuration section "infill") later. Each JSON field present replaces
-// the current value; null puts back the server's default. The same object
-// nested under "infill" is accepted too, as editors send their settings
-// by section.
+// at start and its workspace settings (workspace/didChangeConfiguration,
+// or the workspace/configuration section "infill") later; see
+// settings.go for how the two combine. Each JSON field present replaces
+// the value below it; null puts back the server's default. The same
+// object nested under "infill" is accepted too, as editors send their
+// settings by section; null, {} and [] are no settings.
 type Settings struct {
 	// Model on the backend; "" is the server's default.
 	Model string `json:"model"`
@@ -63,9 +64,9 @@ func (s Settings) Validate() error {
 
 // apply returns s changed by the JSON object raw (see Settings), and the
 // names of fields it does not know. On an error s is returned unchanged.
+// No settings (null, {}, []) return s.
 func (s Settings) apply(raw json.RawMessage) (Settings, []string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if noSettings(raw) {
 		return s, nil, nil
 	}
 	var fields map[string]json.RawMessage

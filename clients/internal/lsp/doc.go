@@ -42,6 +42,16 @@
 // per-session latest-wins and typed-through reuse apply per buffer. Settings.DebounceMs (default 0: editors debounce) waits before
 // the call, for free cancellation by the next request.
 //
+// Settings: the flags, then initializationOptions, then the editor's
+// workspace settings (pushed, or pulled with workspace/configuration at
+// most once after initialized and once per didChangeConfiguration without
+// settings; an answer never pulls again), each layer over the one before
+// (settings.go).
+//
+// Editors: the configurations docs/editors.md shows and `infill lsp
+// --help` prints are editors/*, embedded (EditorConfigs); the end-to-end
+// tests run the Neovim 0.7 and Vim ones in those editors.
+//
 // Errors: a message that is not JSON or not JSON-RPC gets a JSON-RPC
 // error and the session goes on (frameStream); bad params, a position
 // past the end of a document and a document never opened are

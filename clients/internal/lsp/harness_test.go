@@ -58,8 +58,8 @@ type editor struct {
 	nextID    int
 	waiting   map[string]chan message // by id's JSON
 	notes     []message
-	requests  []message // the server's requests
-	replies   map[string]any
+	requests  []message      // the server's requests
+	replies   map[string]any // answers to the server's requests by method; a func(message) any is called
 	noteAdded chan struct{}
 }
 
@@ -108,13 +108,18 @@ func (e *editor) read() {
 			e.requests = append(e.requests, m)
 			reply, ok := e.replies[m.Method]
 			e.mu.Unlock()
-			resp := map[string]any{"jsonrpc": "2.0", "id": m.ID}
-			if ok {
-				resp["result"] = reply
-			} else {
-				resp["error"] = jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "not in this test"}
-			}
-			go e.stream.WriteObject(resp) //nolint:errcheck // the pipe may close
+			go func() {
+				resp := map[string]any{"jsonrpc": "2.0", "id": m.ID}
+				switch f, isFunc := reply.(func(message) any); {
+				case isFunc:
+					resp["result"] = f(m)
+				case ok:
+					resp["result"] = reply
+				default:
+					resp["error"] = jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "not in this test"}
+				}
+				e.stream.WriteObject(resp) //nolint:errcheck // the pipe may close
+			}()
 		case m.Method != "":
 			e.mu.Lock()
 			e.notes = append(e.notes, m)
@@ -199,6 +204,19 @@ func (e *editor) raw(b string) {
 	if _, err := e.conn.Write([]byte(b)); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// requestsOf returns how many requests of method the server sent so far.
+func (e *editor) requestsOf(method string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, m := range e.requests {
+		if m.Method == method {
+			n++
+		}
+	}
+	return n
 }
 
 // notes returns the server's notifications of method so far.

@@ -13,31 +13,49 @@ import (
 	"github.com/infill-dev/infill/server/servertest"
 )
 
-// nvimInit drives Neovim's built-in LSP client (0.7's API, which later
-// versions keep): it starts `infill lsp` for the buffer, asks for a
-// completion, edits the buffer (a new line holding a four-byte
-// character, then a keystroke after that character: incremental
-// didChange with UTF-16 columns), asks again, writes both answers as
-// JSON and stops the client (shutdown, exit).
-const nvimInit = `
-local bin, server, root, file, out = vim.env.INFILL_BIN, vim.env.INFILL_SERVER_ADDR, vim.env.INFILL_ROOT, vim.env.INFILL_FILE, vim.env.INFILL_OUT
-local function fail(msg)
-  local f = io.open(out, 'w'); f:write(vim.json.encode({ error = msg })); f:close()
+// nvimHarness follows the documented Neovim 0.7 configuration
+// (editors/nvim-0.7.lua) in the test's init.lua: it counts the
+// workspace/configuration requests Neovim answers and, once Neovim has
+// started, opens the file (the
+// configuration's FileType autocommand starts `infill lsp` and attaches
+// it), asks for a completion, edits the buffer (a new line holding a
+// four-byte character, then a keystroke after that character:
+// incremental didChange with UTF-16 columns), asks again, opens a second
+// file of the repository (the same client must take it), waits a moment
+// for requests that must not come, writes what it saw as JSON and stops
+// the client (shutdown, exit). With INFILL_ADVERTISE_CONFIGURATION=1 the
+// client advertises workspace/configuration, which 0.7 does not and later
+// versions do; 0.7's handler answers as theirs do.
+const nvimHarness = `
+local file, file2, out = vim.env.INFILL_FILE, vim.env.INFILL_FILE2, vim.env.INFILL_OUT
+if vim.env.INFILL_ADVERTISE_CONFIGURATION == '1' then -- as later versions do
+  local make = vim.lsp.protocol.make_client_capabilities
+  vim.lsp.protocol.make_client_capabilities = function()
+    local c = make()
+    c.workspace.configuration = true
+    return c
+  end
+end
+local asked = 0
+local answer = vim.lsp.handlers['workspace/configuration']
+vim.lsp.handlers['workspace/configuration'] = function(...)
+  asked = asked + 1
+  return answer(...)
+end
+local function finish(res)
+  local f = io.open(out, 'w'); f:write(vim.json.encode(res)); f:close()
   vim.cmd('qa!')
 end
+local function attached(b)
+  for _, c in pairs(vim.lsp.buf_get_clients(b)) do return c end
+end
+-- After startup, as a user opens a file (filetype detection is on by then).
+vim.api.nvim_create_autocmd('VimEnter', { once = true, nested = true, callback = function()
 vim.cmd('edit ' .. vim.fn.fnameescape(file))
 local buf = vim.api.nvim_get_current_buf()
-local id = vim.lsp.start_client({
-  name = 'infill',
-  cmd = { bin, '--server', server, 'lsp', '--log-level', 'debug' },
-  root_dir = root,
-  init_options = { maxTokens = 8 },
-  flags = { debounce_text_changes = 0 },
-})
-if not id then return fail('start_client failed') end
-vim.lsp.buf_attach_client(buf, id)
-if not vim.wait(30000, function() local c = vim.lsp.get_client_by_id(id); return c ~= nil and c.initialized end, 20) then
-  return fail('the server did not initialize')
+local client
+if not vim.wait(30000, function() client = attached(buf); return client ~= nil and client.initialized end, 20) then
+  return finish({ error = 'no initialized infill client for the buffer' })
 end
 local params = { textDocument = { uri = vim.uri_from_bufnr(buf) }, position = { line = 9, character = 11 } }
 local first = vim.lsp.buf_request_sync(buf, 'textDocument/completion', params, 60000)
@@ -45,34 +63,54 @@ vim.api.nvim_buf_set_lines(buf, 8, 8, false, { 'MARKER_EDIT_42 = "😀"' })
 vim.api.nvim_buf_set_text(buf, 8, 22, 8, 22, { 'x' }) -- after the emoji (byte 22)
 params.position.line = 10
 local second = vim.lsp.buf_request_sync(buf, 'textDocument/completion', params, 60000)
-local f = io.open(out, 'w')
-f:write(vim.json.encode({ first = first, second = second, line = vim.api.nvim_buf_get_lines(buf, 8, 9, false)[1] }))
-f:close()
-vim.lsp.stop_client(id)
-vim.wait(10000, function() return vim.lsp.get_client_by_id(id) == nil end, 20)
-vim.cmd('qa!')
+local line = vim.api.nvim_buf_get_lines(buf, 8, 9, false)[1]
+vim.cmd('edit ' .. vim.fn.fnameescape(file2))
+local buf2 = vim.api.nvim_get_current_buf()
+vim.wait(5000, function() return attached(buf2) ~= nil end, 20)
+vim.wait(1000) -- a settings loop would show here
+local other = attached(buf2)
+finish({
+  first = first, second = second, line = line, asked = asked,
+  omnifunc = vim.api.nvim_buf_get_option(buf, 'omnifunc'), root = client.config.root_dir,
+  clients = #vim.lsp.get_active_clients(), same = other ~= nil and other.id == client.id,
+})
+end })
 `
 
-// Debian's Neovim (0.7) with its built-in LSP client talks to the built
-// `infill lsp` binary, which asks the real server and backend: a
-// completion comes back as an item at the cursor, and after an edit the
-// next request's prompt (what the backend received) holds the edit,
-// applied where Neovim's UTF-16 columns put it.
+// Debian's Neovim (0.7) runs the documented configuration
+// (editors/nvim-0.7.lua, the address aside) with its built-in LSP
+// client against the built `infill lsp`, which asks the real server and
+// backend: a completion comes back as an item at the cursor, and after
+// an edit the next request's prompt (what the backend received) holds
+// the edit, applied where Neovim's UTF-16 columns put it. Neovim answers
+// workspace/configuration with [null] (no "infill" section): the
+// language server asks once, and the defaults hold.
 func TestNeovimEndToEnd(t *testing.T) {
 	nvim, err := exec.LookPath("nvim")
 	servertest.Require(t, err, "Neovim (apt-get install neovim)")
 	srv, w := startWatched(t)
-
-	bin := filepath.Join(t.TempDir(), "infill")
-	build := exec.Command("go", "build", "-o", bin, "github.com/infill-dev/infill/clients/cmd/infill")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building infill: %v\n%s", err, out)
+	path := buildInfill(t)
+	for _, c := range []struct {
+		name      string
+		advertise bool
+	}{{"as 0.7 advertises", false}, {"advertising workspace/configuration", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			pulls := 0
+			if c.advertise {
+				pulls = 1 // Neovim answers [null]: no "infill" section
+			}
+			neovimSession(t, nvim, path, srv.Addr, w, c.advertise, pulls)
+		})
 	}
+}
+
+func neovimSession(t *testing.T, nvim, path, addr string, w *watched, advertise bool, wantPulls int) {
 	root := writeRepo(t, map[string]string{"geo/circle.py": circlePy, "geo/__init__.py": "from .circle import area\n"})
 	file := filepath.Join(root, "geo", "circle.py")
 	dir := t.TempDir()
+	logFile := filepath.Join(dir, "infill-lsp.log")
 	initLua := filepath.Join(dir, "init.lua")
-	if err := os.WriteFile(initLua, []byte(nvimInit), 0o644); err != nil {
+	if err := os.WriteFile(initLua, []byte(configured(t, "nvim-0.7.lua", addr, logFile)+nvimHarness), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.json")
@@ -80,9 +118,12 @@ func TestNeovimEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, nvim, "--headless", "--clean", "-u", initLua)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "INFILL_BIN="+bin, "INFILL_SERVER_ADDR="+srv.Addr, "INFILL_ROOT="+root,
-		"INFILL_FILE="+file, "INFILL_OUT="+out, "XDG_STATE_HOME="+dir, "XDG_CACHE_HOME="+dir, "XDG_DATA_HOME="+dir)
+	cmd.Dir = t.TempDir() // not the repository: the configuration finds it from the file
+	cmd.Env = append(os.Environ(), "PATH="+path, "INFILL_FILE="+file, "INFILL_FILE2="+filepath.Join(root, "geo", "__init__.py"),
+		"INFILL_OUT="+out, "XDG_STATE_HOME="+dir, "XDG_CACHE_HOME="+dir, "XDG_DATA_HOME="+dir)
+	if advertise {
+		cmd.Env = append(cmd.Env, "INFILL_ADVERTISE_CONFIGURATION=1")
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("nvim: %v\n%s", err, b)
 	}
@@ -91,9 +132,10 @@ func TestNeovimEndToEnd(t *testing.T) {
 		t.Fatalf("nvim wrote no result: %v", err)
 	}
 	var res struct {
-		Error         string
-		Line          string
-		First, Second json.RawMessage
+		Error, Line, Omnifunc, Root string
+		First, Second               json.RawMessage
+		Asked, Clients              int
+		Same                        bool
 	}
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatalf("%s: %v", data, err)
@@ -103,6 +145,15 @@ func TestNeovimEndToEnd(t *testing.T) {
 	}
 	if res.Line != `MARKER_EDIT_42 = "😀x"` {
 		t.Fatalf("the buffer's line %q: the edit script went wrong", res.Line)
+	}
+	if res.Root != root || res.Clients != 1 || !res.Same {
+		t.Errorf("root_dir %q (want %q), %d clients, second file on the same client: %v; want one client for the repository", res.Root, root, res.Clients, res.Same)
+	}
+	if res.Omnifunc != "v:lua.vim.lsp.omnifunc" {
+		t.Errorf("omnifunc %q: the configuration's on_attach did not run", res.Omnifunc)
+	}
+	if pulls := settingsPulls(t, logFile); res.Asked != wantPulls || pulls != wantPulls {
+		t.Errorf("Neovim answered %d workspace/configuration requests, the language server logged %d; want %d", res.Asked, pulls, wantPulls)
 	}
 
 	first, second := w.next(t), w.next(t)
@@ -118,6 +169,9 @@ func TestNeovimEndToEnd(t *testing.T) {
 		// the item's text is the backend's.
 		if g.text != "" && (len(items) != 1 || items[0] != g.text) {
 			t.Errorf("request %d: items %q; want the backend's %q", i+1, items, g.text)
+		}
+		if g.tokens > 64 {
+			t.Errorf("request %d: %d tokens; the configuration's init_options allow 64", i+1, g.tokens)
 		}
 		t.Logf("request %d: the backend generated %d tokens, %q; Neovim got %q", i+1, g.tokens, g.text, items)
 	}

@@ -95,7 +95,9 @@ type session struct {
 	state     int
 	enc       string
 	caps      clientCapabilities
-	settings  Settings
+	base      Settings // the flags with initializationOptions over them
+	settings  Settings // base with the editor's workspace settings over it
+	pull      pullState
 	ws        *workspace
 	inflight  map[jsonrpc2.ID]*call
 	latest    map[string]*call // the newest completion per document
@@ -118,7 +120,7 @@ func newSession(ctx context.Context, c Completer, cfg Config, log *zap.Logger) *
 	_, _ = rand.Read(b[:])
 	return &session{
 		ctx: ctx, c: c, cfg: cfg, log: log, id: "lsp-" + hex.EncodeToString(b[:]),
-		enc: encodingUTF16, settings: cfg.Settings, ws: newWorkspace(),
+		enc: encodingUTF16, base: cfg.Settings, settings: cfg.Settings, ws: newWorkspace(),
 		inflight: map[jsonrpc2.ID]*call{}, latest: map[string]*call{}, shown: map[string]bool{},
 		noWatcher: true,
 	}
@@ -285,7 +287,7 @@ func (s *session) initialize(req *jsonrpc2.Request) (any, *jsonrpc2.Error) {
 	if err := decode(req, &p); err != nil {
 		return nil, err
 	}
-	settings, unknown, err := s.settings.apply(rawJSON(p.InitializationOptions))
+	settings, unknown, err := s.base.apply(rawJSON(p.InitializationOptions))
 	if err != nil {
 		return nil, invalidParams(fmt.Errorf("initializationOptions: %w", err))
 	}
@@ -323,7 +325,7 @@ func (s *session) initialize(req *jsonrpc2.Request) (any, *jsonrpc2.Error) {
 	s.state = stateRunning
 	s.enc = enc
 	s.caps = p.Capabilities
-	s.settings = settings
+	s.base, s.settings = settings, settings
 	if w := p.Capabilities.Workspace; w != nil && w.DidChangeWatchedFiles != nil && w.DidChangeWatchedFiles.DynamicRegistration {
 		s.noWatcher = false
 	}
@@ -411,54 +413,10 @@ func (s *session) initialized() {
 		})
 	}
 	if pull {
-		s.pullSettings()
-	}
-}
-
-// pullSettings asks the client for the "infill" settings section.
-func (s *session) pullSettings() {
-	s.mu.Lock()
-	conn := s.conn
-	s.mu.Unlock()
-	s.goDo(func() {
-		var out []json.RawMessage
-		err := conn.Call(s.ctx, methodConfiguration, configurationParams{Items: []configurationItem{{Section: "infill"}}}, &out)
-		if err != nil {
-			s.log.Debug("workspace/configuration", zap.Error(err))
-			return
-		}
-		if len(out) > 0 {
-			s.didChangeConfiguration(out[0])
-		}
-	})
-}
-
-func (s *session) didChangeConfiguration(raw json.RawMessage) {
-	trimmed := strings.TrimSpace(string(raw))
-	if trimmed == "" || trimmed == "null" || trimmed == "{}" {
-		// The client expects the server to pull (workspace/configuration).
 		s.mu.Lock()
-		pull := s.caps.Workspace != nil && s.caps.Workspace.Configuration
+		s.pullSettingsLocked()
 		s.mu.Unlock()
-		if pull {
-			s.pullSettings()
-		}
-		return
 	}
-	s.mu.Lock()
-	settings, unknown, err := s.settings.apply(raw)
-	if err == nil {
-		s.settings = settings
-	}
-	s.mu.Unlock()
-	if len(unknown) > 0 {
-		s.log.Warn("unknown settings ignored", zap.Strings("names", unknown))
-	}
-	if err != nil {
-		s.showOnce("settings:"+err.Error(), protocol.MessageTypeWarning, "infill: settings not applied: "+err.Error())
-		return
-	}
-	s.log.Info("settings changed")
 }
 
 // goLocked runs f in a goroutine the session waits for; s.mu is held.

@@ -223,35 +223,3 @@ func TestSettingsReachTheRequest(t *testing.T) {
 		t.Error(err)
 	}
 }
-
-// Settings the client holds are pulled (workspace/configuration) after
-// initialized and when didChangeConfiguration comes without them.
-func TestSettingsPulled(t *testing.T) {
-	rec := startRecorder(t)
-	e := startEditor(t, rec.client, Config{})
-	e.mu.Lock()
-	e.replies[methodConfiguration] = []any{map[string]any{"maxTokens": 11}}
-	e.mu.Unlock()
-	e.initialize(map[string]any{"capabilities": map[string]any{"workspace": map[string]any{"configuration": true}}})
-	e.open("untitled:a", "python", "x = ")
-	// The pull is answered in the background: ask until it shows.
-	until := func(maxTokens uint32, when string) {
-		t.Helper()
-		for range 200 {
-			e.call(methodInlineCompletion, position("untitled:a", 0, 4))
-			if rec.lastSent().GetGeneration().GetMaxTokens() == maxTokens {
-				return
-			}
-		}
-		t.Fatalf("settings pulled %s never reached a request", when)
-	}
-	until(11, "after initialized")
-	e.mu.Lock()
-	e.replies[methodConfiguration] = []any{map[string]any{"maxTokens": 12}}
-	e.mu.Unlock()
-	e.notify(methodDidChangeConfig, map[string]any{"settings": nil})
-	until(12, "after didChangeConfiguration")
-	if err := e.shutdown(); err != nil {
-		t.Error(err)
-	}
-}
