@@ -176,7 +176,6 @@ func run(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log.Info("config", zap.Any("config", cfg))
 
 	tok, err := tokenizer.Qwen25()
 	if err != nil {
