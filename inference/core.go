@@ -365,6 +365,28 @@ func (c *core) classify(err error, model string) error {
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }
 
+// classifyList maps an error of a model list call (CheckModel): whatever
+// the backend answered, it is unavailable (a 404 there is a wrong URL or
+// another server, not a missing model).
+func (c *core) classifyList(err error) error {
+	if ce := c.classify(err, ""); errors.Is(ce, ErrUnavailable) {
+		return ce
+	}
+	return fmt.Errorf("%w: listing its models: %v", ErrUnavailable, err)
+}
+
+// sameModel reports whether a model list's name is the model asked for:
+// Ollama adds ":latest" to a name without a tag and ignores case.
+func sameModel(listed, model string) bool {
+	norm := func(s string) string {
+		if !strings.Contains(s[strings.LastIndex(s, "/")+1:], ":") {
+			s += ":latest"
+		}
+		return strings.ToLower(s)
+	}
+	return listed != "" && norm(listed) == norm(model)
+}
+
 // tooLong reports a backend's message (lower case) saying that the prompt
 // does not fit the model's context: Ollama's, vLLM's ("maximum context
 // length"), SGLang's ("longer than the model's context length") and

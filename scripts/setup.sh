@@ -19,7 +19,16 @@
 #                                        ollama CLI reads OLLAMA_HOST) for a
 #                                        Qwen2.5-Coder base model, or exactly
 #                                        $INFILL_MODEL; print "URL MODEL", or
-#                                        say why not on stderr and exit 1
+#                                        say why not on stderr and exit 1 (no
+#                                        answer), 2 (no such model) or 3 (the
+#                                        model asked for is the tiny test
+#                                        model under a real name)
+#   scripts/setup.sh pull-model URL MODEL
+#                                        pull MODEL into the Ollama at URL
+#                                        through its API, with a progress line
+#   scripts/setup.sh fake-models URL     list the tiny test model's names at
+#                                        the Ollama at URL other than its own
+#                                        (infill-tiny)
 #
 # Packages: when some are missing it runs one `apt-get update` and one
 # `apt-get install -y --no-install-recommends ...`, as root or through
@@ -339,6 +348,57 @@ cat <&3' "$host" "$port" "$path" "$hp" 2>/dev/null)" || return 1
   printf '%s\n' "${resp#*$'\r\n\r\n'}"
 }
 
+# The tiny random-weight model (scripts/tinymodel, scripts/backend.sh) is
+# recognised by what Ollama reports of it, whatever its name: family qwen2
+# with under 100 million parameters (it has 19.49M; the smallest
+# Qwen2.5-Coder, 0.5B, has 494M). Its own name is infill-tiny; under any
+# other it passes itself off as a real model (an older run.sh created it as
+# the --model it was given).
+tiny_name=infill-tiny
+
+# is_tiny FAMILY PARAMETER_SIZE: the size as Ollama prints it ("19.49M",
+# "1.5B", "494.03M").
+is_tiny() {
+  [[ "${1,,}" == qwen2 ]] || return 1
+  awk -v s="$2" 'BEGIN {
+    n = s + 0; u = toupper(substr(s, length(s)))
+    if (u == "K") n /= 1000; else if (u == "B") n *= 1000; else if (u == "T") n *= 1000000; else if (u != "M") n /= 1000000
+    exit !(s != "" && n < 100)
+  }'
+}
+
+# same_model LISTED WANT: Ollama's names (a name without a tag is ":latest").
+same_model() {
+  local a="${1,,}" b="${2,,}"
+  [[ "${a##*/}" == *:* ]] || a+=":latest"
+  [[ "${b##*/}" == *:* ]] || b+=":latest"
+  [[ -n "$1" && "$a" == "$b" ]]
+}
+
+# models_of BODY: the models of an /api/tags answer, one "NAME FAMILY SIZE"
+# a line (most recently changed first; names hold no quotes or spaces).
+models_of() {
+  grep -o '"name":"[^"]*"\|"family":"[^"]*"\|"parameter_size":"[^"]*"' <<<"$1" | awk -F'"' '
+    $2 == "name" { if (n != "") print n, (f == "" ? "-" : f), (p == "" ? "-" : p); n = $4; f = ""; p = "" }
+    $2 == "family" { f = $4 }
+    $2 == "parameter_size" { p = $4 }
+    END { if (n != "") print n, (f == "" ? "-" : f), (p == "" ? "-" : p) }'
+}
+
+# cmd_fake_models URL: the tiny model's names at the Ollama at URL other
+# than its own (infill-tiny), one a line; exit 1 when nothing answers.
+cmd_fake_models() {
+  (($# == 1)) || die "usage: scripts/setup.sh fake-models URL"
+  local url body name family size
+  url="$(ollama_url "$1")"
+  body="$(http_get "$url" /api/tags)" || return 1
+  while read -r name family size; do
+    if [[ -n "$name" ]] && is_tiny "$family" "$size" && ! same_model "$name" "$tiny_name"; then
+      printf '%s\n' "$name"
+    fi
+  done < <(models_of "$body")
+}
+
 cmd_find_ollama() {
   local url want="${INFILL_MODEL:-}"
   url="$(ollama_url "${1:-${OLLAMA_HOST:-}}")"
@@ -347,36 +407,133 @@ cmd_find_ollama() {
     log "no Ollama answers at $url"
     return 1
   fi
-  local names
-  # /api/tags lists models most recently changed first; their names hold no
-  # quotes or backslashes.
-  names="$(grep -o '"name":"[^"]*"' <<<"$body" | cut -d'"' -f4)" || true
-  local n pick=""
-  if [[ -n "$want" ]]; then
-    while read -r n; do
-      if [[ -n "$n" && ("$n" == "$want" || ("$want" != *:* && "$n" == "$want:latest")) ]]; then
-        pick="$want"
-        break
-      fi
-    done <<<"$names"
-    if [[ -z "$pick" ]]; then
-      log "the Ollama at $url has no model $want (INFILL_MODEL); it has: $(tr '\n' ' ' <<<"$names")"
-      return 1
+  local name family size pick="" picked="" listed=() fakes=()
+  while read -r name family size; do
+    [[ -n "$name" ]] || continue
+    listed+=("$name")
+    if is_tiny "$family" "$size" && ! same_model "$name" "$tiny_name"; then
+      fakes+=("$name")
     fi
-  else
-    while read -r n; do
-      local lower="${n,,}"
-      if [[ "$lower" == *qwen2.5-coder* && "$lower" == *-base* ]]; then
-        pick="$n"
-        break
+    if [[ -n "$want" ]]; then
+      if same_model "$name" "$want"; then
+        pick="$want" picked="$name"
       fi
-    done <<<"$names"
-    if [[ -z "$pick" ]]; then
-      log "the Ollama at $url has no Qwen2.5-Coder base model (fill-in-the-middle needs one; e.g. ollama pull qwen2.5-coder:1.5b-base); it has: $(tr '\n' ' ' <<<"$names")"
-      return 1
+    elif [[ -z "$pick" && "${name,,}" == *qwen2.5-coder* && "${name,,}" == *-base* ]] && ! is_tiny "$family" "$size"; then
+      pick="$name"
     fi
+  done < <(models_of "$body")
+  local fake
+  for fake in "${fakes[@]}"; do
+    [[ -z "$want" || "$fake" == "$picked" ]] || continue
+    log "the Ollama at $url has $fake, but that is infill's tiny random-weight test model under a real model's name (family qwen2, under 100M parameters; an older scripts/run.sh made it): it completes with gibberish. Remove it there (OLLAMA_HOST=$url ollama rm $fake) and pull the real model (ollama pull $fake)"
+  done
+  if [[ -n "$want" && -n "$pick" ]]; then
+    for fake in "${fakes[@]}"; do
+      if [[ "$fake" == "$picked" ]]; then
+        log "refusing $want at $url: it is the tiny random-weight model (above)"
+        return 3
+      fi
+    done
+  fi
+  if [[ -z "$pick" ]]; then
+    if [[ -n "$want" ]]; then
+      log "the Ollama at $url has no model $want; it has: ${listed[*]:-nothing}"
+    else
+      log "the Ollama at $url has no Qwen2.5-Coder base model (fill-in-the-middle needs one, e.g. qwen2.5-coder:1.5b-base); it has: ${listed[*]:-nothing}"
+    fi
+    return 2
   fi
   printf '%s %s\n' "$url" "$pick"
+}
+
+# http_post_stream URL PATH BODY: POST the JSON BODY and write the answer's
+# body as it arrives; an answer other than 200 is one {"error":"STATUS"}
+# line. Plain http through bash's /dev/tcp (HTTP/1.0: the answer streams
+# unchunked and the server closes after it); curl for https.
+http_post_stream() {
+  local url="$1" path="$2" body="$3"
+  if [[ "$url" == https://* ]]; then
+    command -v curl >/dev/null || {
+      log "cannot ask $url without curl (plain http needs nothing)"
+      return 1
+    }
+    curl -sSN -X POST -H 'Content-Type: application/json' --data "$body" "$url$path"
+    return
+  fi
+  local hp="${url#http://}" host port
+  port="${hp##*:}"
+  host="${hp%:*}"
+  host="${host#[}"
+  host="${host%]}"
+  (
+    exec 3<>"/dev/tcp/$host/$port" || exit 1
+    printf 'POST %s HTTP/1.0\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %s\r\n\r\n%s' \
+      "$path" "$hp" "${#body}" "$body" >&3
+    local status h
+    IFS= read -r status <&3 || exit 1
+    status="${status%$'\r'}"
+    if [[ ! "$status" =~ ^HTTP/1\.[01]\ 200 ]]; then
+      printf '{"error":"%s"}\n' "${status//\"/}"
+      exit 0
+    fi
+    while IFS= read -r h <&3 && [[ -n "${h%$'\r'}" ]]; do :; done
+    cat <&3
+  ) 2>/dev/null
+}
+
+# cmd_pull_model URL MODEL: pull MODEL into the Ollama at URL through its
+# own API (POST /api/pull), the way `ollama pull` does, with a progress
+# line on stderr (in place on a terminal, else every 10 s); when it fails
+# (offline: the registry does not answer) or makes no progress for
+# INFILL_PULL_STALL seconds (default 120), it prints why on stdout too and
+# exits 1.
+cmd_pull_model() {
+  (($# == 2)) || die "usage: scripts/setup.sh pull-model URL MODEL"
+  local url model="$2" stall="${INFILL_PULL_STALL:-120}"
+  url="$(ollama_url "$1")"
+  local re_err='"error":"(([^"\\]|\\.)*)"' re_status='"status":"([^"]*)"'
+  local re_total='"total":([0-9]+)' re_done='"completed":([0-9]+)'
+  local line status="" err="" total completed shown="" last=-10 rc=0 tty=0 p
+  [[ -t 2 ]] && tty=1
+  while true; do
+    IFS= read -r -t "$stall" line || {
+      rc=$?
+      break
+    }
+    if [[ "$line" =~ $re_err ]]; then
+      err="${BASH_REMATCH[1]//\\\"/\"}"
+      break
+    fi
+    [[ "$line" =~ $re_status ]] && status="${BASH_REMATCH[1]}"
+    [[ "$status" == success ]] && break
+    p="$status"
+    if [[ "$line" =~ $re_total ]]; then
+      total="${BASH_REMATCH[1]}" completed=0
+      [[ "$line" =~ $re_done ]] && completed="${BASH_REMATCH[1]}"
+      p+=" $((completed * 100 / (total > 0 ? total : 1)))% of $((total / 1000000)) MB"
+    fi
+    if ((tty)); then
+      printf '\rsetup.sh: pulling %s: %s\033[K' "$model" "$p" >&2
+    elif [[ "$p" != "$shown" ]] && ((SECONDS - last >= 10)); then
+      log "pulling $model: $p"
+      shown="$p" last=$SECONDS
+    fi
+  done < <(http_post_stream "$url" /api/pull "{\"model\":\"$model\",\"stream\":true}")
+  ((tty)) && printf '\n' >&2
+  if [[ "$status" == success && -z "$err" ]]; then
+    log "pulled $model into the Ollama at $url"
+    return 0
+  fi
+  if [[ -z "$err" ]]; then
+    if ((rc > 128)); then
+      err="no progress for ${stall}s"
+    else
+      err="the answer ended without success (last: ${status:-nothing})"
+    fi
+  fi
+  log "pulling $model into the Ollama at $url failed: $err"
+  printf '%s\n' "$err"
+  return 1
 }
 
 case "${1:-}" in
@@ -404,5 +561,13 @@ case "${1:-}" in
     shift
     cmd_find_ollama "$@"
     ;;
-  *) die "usage: scripts/setup.sh packages GROUP...|check GROUP...|list [GROUP...]|tool NAME|version NAME|find-ollama [URL]" ;;
+  pull-model)
+    shift
+    cmd_pull_model "$@"
+    ;;
+  fake-models)
+    shift
+    cmd_fake_models "$@"
+    ;;
+  *) die "usage: scripts/setup.sh packages GROUP...|check GROUP...|list [GROUP...]|tool NAME|version NAME|find-ollama [URL]|pull-model URL MODEL|fake-models URL" ;;
 esac

@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/ollama/ollama/api"
+	"time"
 
 	"github.com/infill-dev/infill/inference/ollamatest"
 )
@@ -96,7 +95,7 @@ func TestPackagesRootInstallsOnceWithReasons(t *testing.T) {
 }
 
 func TestPackagesAllPresentIsSilent(t *testing.T) {
-	f := newFakeSystem(t, 0, false, []string{"gcc", "git", "ca-certificates", "neovim"}, nil)
+	f := newFakeSystem(t, 0, false, []string{"gcc", "git", "ca-certificates", "neovim", "vim"}, nil)
 	out, err := f.run(t, "packages", "build", "editor", "build")
 	if err != nil || out != "" {
 		t.Fatalf("setup.sh packages: %v, output %q; want success and no output", err, out)
@@ -146,28 +145,39 @@ func TestPackagesThroughSudo(t *testing.T) {
 	}
 }
 
-// TestFindOllama asks a real Ollama (the tiny model under several names) the
-// way scripts/run.sh does.
+// TestFindOllama asks a real Ollama the way scripts/run.sh does: its
+// Qwen2.5-Coder base model (a stand-in of the real one's size), never an
+// instruct model nor the tiny model under a base model's name (named on
+// stderr as what it is, and refused when asked for by name), exactly the
+// model INFILL_MODEL names, and an exit status per failure: 1 nothing
+// answers, 2 no such model, 3 the model asked for is the tiny one.
 func TestFindOllama(t *testing.T) {
 	b := ollamatest.Start(t)
-	ctx := context.Background()
-	for _, name := range []string{"qwen2.5-coder:0.5b-base", "qwen2.5-coder:7b-instruct"} {
-		if err := b.Client().Copy(ctx, &api.CopyRequest{Source: b.Model, Destination: name}); err != nil {
-			t.Fatalf("copy %s: %v", name, err)
-		}
-	}
+	standIn(t, b, "qwen2.5-coder:0.5b-base", "494.03M")
+	standIn(t, b, "qwen2.5-coder:7b-instruct", "7.62B")
+	fake(t, b.Client(), "qwen2.5-coder:1.5b-base")
+	only := ollamatest.Start(t) // the tiny model under a real name, nothing else
+	fake(t, only.Client(), "qwen2.5-coder:1.5b-base")
 	port := b.Host[strings.LastIndex(b.Host, ":")+1:]
 	dead := freeAddr(t)
+	const fakeSays = "has qwen2.5-coder:1.5b-base, but that is infill's tiny random-weight test model under a real model's name"
 	for _, c := range []struct {
 		name, ollamaHost, arg, model string
-		want, err                    string
+		want                         string
+		code                         int    // exit status
+		stderr                       string // part of it
 	}{
-		{name: "base model, OLLAMA_HOST host:port", ollamaHost: b.Host, want: "http://" + b.Host + " qwen2.5-coder:0.5b-base"},
+		{name: "base model, OLLAMA_HOST host:port", ollamaHost: b.Host, want: "http://" + b.Host + " qwen2.5-coder:0.5b-base", stderr: fakeSays},
 		{name: "URL argument wins", ollamaHost: dead, arg: "http://" + b.Host, want: "http://" + b.Host + " qwen2.5-coder:0.5b-base"},
 		{name: "bind address", ollamaHost: "0.0.0.0:" + port, want: "http://127.0.0.1:" + port + " qwen2.5-coder:0.5b-base"},
 		{name: "INFILL_MODEL without tag", ollamaHost: b.Host, model: "infill-tiny", want: "http://" + b.Host + " infill-tiny"},
-		{name: "INFILL_MODEL absent", ollamaHost: b.Host, model: "qwen2.5-coder:32b-base", err: "has no model qwen2.5-coder:32b-base (INFILL_MODEL)"},
-		{name: "nothing listens", ollamaHost: dead, err: "no Ollama answers at http://" + dead},
+		{name: "INFILL_MODEL absent", ollamaHost: b.Host, model: "qwen2.5-coder:32b-base", code: 2,
+			stderr: "has no model qwen2.5-coder:32b-base"},
+		{name: "INFILL_MODEL is the tiny model under its name", ollamaHost: b.Host, model: "qwen2.5-coder:1.5b-base", code: 3,
+			stderr: "refusing qwen2.5-coder:1.5b-base"},
+		{name: "only the tiny model under a base model's name", ollamaHost: only.Host, code: 2,
+			stderr: "has no Qwen2.5-Coder base model"},
+		{name: "nothing listens", ollamaHost: dead, code: 1, stderr: "no Ollama answers at http://" + dead},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := []string{"find-ollama"}
@@ -184,15 +194,43 @@ func TestFindOllama(t *testing.T) {
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
 			got := strings.TrimSpace(string(out))
-			if c.err != "" {
-				if err == nil || !strings.Contains(stderr.String(), c.err) {
-					t.Fatalf("got %q, %v, stderr %q; want failure saying %q", got, err, stderr.String(), c.err)
-				}
-				return
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
 			}
-			if err != nil || got != c.want {
-				t.Fatalf("got %q, %v (stderr %q); want %q", got, err, stderr.String(), c.want)
+			if code != c.code || got != c.want || !strings.Contains(stderr.String(), c.stderr) {
+				t.Fatalf("got %q, exit %d, stderr %q; want %q, exit %d, stderr saying %q", got, code, stderr.String(), c.want, c.code, c.stderr)
 			}
 		})
+	}
+	out, err := exec.Command(filepath.Join(repoRoot(t), "scripts", "setup.sh"), "fake-models", b.URL).Output()
+	if err != nil || string(out) != "qwen2.5-coder:1.5b-base\n" {
+		t.Errorf("fake-models: %q, %v; want the tiny model's copy only", out, err)
+	}
+}
+
+// TestPullModelOffline: a pull through the API of an Ollama that cannot
+// reach its registry fails at once, saying why on stderr and stdout, after
+// a progress line.
+func TestPullModelOffline(t *testing.T) {
+	b := ollamatest.StartWithOptions(t, ollamatest.Options{Env: offline})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(t), "scripts", "setup.sh"), "pull-model", b.Host, "qwen2.5-coder:1.5b-base")
+	cmd.Env = env()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || ctx.Err() != nil {
+		t.Fatalf("pull-model: %v (stderr %q), want exit status 1 within a minute", err, stderr.String())
+	}
+	for _, want := range []string{"setup.sh: pulling qwen2.5-coder:1.5b-base: pulling manifest",
+		"pulling qwen2.5-coder:1.5b-base into the Ollama at " + b.URL + " failed: pull model manifest"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+		}
+	}
+	if !strings.HasPrefix(string(out), "pull model manifest") {
+		t.Errorf("stdout %q: want the reason", out)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +47,18 @@ func (p *prober) Probe(ctx context.Context) error {
 
 func (p *prober) Activity() inference.Activity { return p.act }
 
+// modelLister is a prober whose backend can list its models.
+type modelLister struct {
+	*prober
+	modelErr error
+	checks   []string // the models asked for
+}
+
+func (m *modelLister) CheckModel(_ context.Context, model string) error {
+	m.checks = append(m.checks, model)
+	return m.modelErr
+}
+
 func newHealth(p *prober) *healthState {
 	return &healthState{cfg: DefaultConfig(), backend: p, prober: p, reloader: p, ctx: context.Background(), wg: new(sync.WaitGroup), log: zap.NewNop()}
 }
@@ -82,7 +95,7 @@ func TestHealthCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &prober{act: tc.act, pingErr: tc.pingErr, genErr: tc.genErr}
 			h := newHealth(p)
-			got, why := h.check(tc.serving)
+			got, why, _ := h.check(tc.serving)
 			if got != tc.want || why == "" {
 				t.Errorf("check(%v) = %v (%s), want %v", tc.serving, got, why, tc.want)
 			}
@@ -102,14 +115,14 @@ func TestHealthFailureThreshold(t *testing.T) {
 	serving := true
 	var seq []bool
 	for range 3 {
-		serving, _ = h.check(serving)
+		serving, _, _ = h.check(serving)
 		seq = append(seq, serving)
 	}
 	if seq[0] != true || seq[1] != true || seq[2] != false {
 		t.Fatalf("serving after each failure: %v, want true true false", seq)
 	}
 	p.genErr = nil
-	if serving, why := h.check(serving); !serving || h.failures != 0 {
+	if serving, why, _ := h.check(serving); !serving || h.failures != 0 {
 		t.Fatalf("after a success: %v (%s), failures %d", serving, why, h.failures)
 	}
 }
@@ -122,13 +135,13 @@ func TestHealthProbeOutlivesTimeout(t *testing.T) {
 	h := newHealth(p)
 	h.cfg.HealthProbeTimeout = 20 * time.Millisecond
 	h.cfg.HealthFailures = 1
-	ok, why := h.check(true)
+	ok, why, _ := h.check(true)
 	if ok || !strings.Contains(why, "no answer yet") {
 		t.Fatalf("check = %v (%s), want a failure without an answer", ok, why)
 	}
 	close(p.answer) // the probe answers between two checks
 	h.wg.Wait()
-	if ok, why := h.check(false); !ok || p.probes != 1 {
+	if ok, why, _ := h.check(false); !ok || p.probes != 1 {
 		t.Fatalf("check = %v (%s) after %d probes, want the first probe's success", ok, why, p.probes)
 	}
 }
@@ -141,7 +154,7 @@ func TestHealthReloadsAStalledModel(t *testing.T) {
 	p := &prober{act: inference.Activity{LastProgress: last, Stalled: &inference.StallError{Model: "m"}}, answer: make(chan struct{})}
 	h := newHealth(p)
 	h.cfg.HealthProbeTimeout = 10 * time.Millisecond
-	ok, why := h.check(true)
+	ok, why, _ := h.check(true)
 	h.reloadDue()
 	if ok || len(p.unloaded) != 0 || !strings.Contains(why, "no answer yet") {
 		t.Fatalf("check = %v (%s), reloaded %v; want NOT_SERVING and no restart yet", ok, why, p.unloaded)
@@ -149,7 +162,7 @@ func TestHealthReloadsAStalledModel(t *testing.T) {
 	p.genErr = &inference.StallError{Model: "m"} // the probe stalls too
 	close(p.answer)
 	h.wg.Wait()
-	ok, why = h.check(false)
+	ok, why, _ = h.check(false)
 	if ok || !strings.Contains(why, "restarting the model's runner") {
 		t.Fatalf("check = %v (%s)", ok, why)
 	}
@@ -178,7 +191,7 @@ func TestHealthStallWithoutReloader(t *testing.T) {
 		genErr: &inference.StallError{Model: "m"}}
 	h := newHealth(p)
 	h.reloader = nil
-	ok, why := h.check(true)
+	ok, why, _ := h.check(true)
 	h.reloadDue()
 	if ok || strings.Contains(why, "restarting") || len(p.unloaded) != 0 {
 		t.Fatalf("check = %v (%s), reloaded %v", ok, why, p.unloaded)
@@ -189,7 +202,7 @@ func TestHealthStallWithoutReloader(t *testing.T) {
 func TestHealthPingOnly(t *testing.T) {
 	p := &prober{pingErr: errors.New("down")}
 	h := &healthState{cfg: DefaultConfig(), backend: p, ctx: context.Background(), log: zap.NewNop()}
-	if ok, _ := h.check(false); ok || p.pings != 1 || p.probes != 0 {
+	if ok, _, _ := h.check(false); ok || p.pings != 1 || p.probes != 0 {
 		t.Fatalf("ok %v, %d pings, %d probes", ok, p.pings, p.probes)
 	}
 }
@@ -205,6 +218,63 @@ func TestHealthConfigValidate(t *testing.T) {
 		bad(&c)
 		if c.Validate() == nil {
 			t.Errorf("accepted %+v", c)
+		}
+	}
+}
+
+// A backend that answers without the model it is meant to serve is
+// NOT_SERVING at once (serving or not, whatever the failure threshold),
+// its cause a missing model; while it lacks the model, recent answers to
+// generations (quick "not found"s) do not bring it back, the model list
+// does.
+func TestHealthModelMissing(t *testing.T) {
+	missing := &inference.ModelError{Model: "m", Hint: "pull it with `ollama pull m`"}
+	m := &modelLister{prober: &prober{act: inference.Activity{LastProgress: time.Now().Add(-time.Minute)}}, modelErr: missing}
+	h := newHealth(m.prober)
+	h.models, h.model = m, "m"
+	for _, serving := range []bool{true, false} {
+		ok, why, cause := h.check(serving)
+		if ok || !errors.Is(cause, inference.ErrModelNotFound) || !strings.Contains(why, "ollama pull m") {
+			t.Fatalf("check(%v) with the model missing = %v (%s), cause %v", serving, ok, why, cause)
+		}
+	}
+	if m.pings != 0 || len(m.checks) != 2 || m.checks[0] != "m" {
+		t.Fatalf("%d version pings, model checks %v; want the model list asked for m only", m.pings, m.checks)
+	}
+	m.act.LastProgress = time.Now() // the "not found" answers of generations
+	if ok, _, _ := h.check(false); ok || len(m.checks) != 3 {
+		t.Fatalf("recent answers brought back a backend without the model (%d model checks)", len(m.checks))
+	}
+	m.modelErr = nil
+	if ok, why, cause := h.check(false); !ok || cause != nil || why != "model list" {
+		t.Fatalf("with the model created: %v (%s), %v", ok, why, cause)
+	}
+	if ok, why, _ := h.check(true); !ok || why != "generations answered" || len(m.checks) != 4 {
+		t.Fatalf("once it has the model, recent answers need no check: %v (%s), %d checks", ok, why, len(m.checks))
+	}
+
+	// The state names and the words unauthenticated health checks get.
+	b := watchedBackend{name: "gpu1", model: "m"}
+	unreachable := fmt.Errorf("%w: dial tcp 10.0.0.5:11434: connect: connection refused", inference.ErrNotSent)
+	for _, tc := range []struct {
+		ok           bool
+		cause        error
+		state, words string
+	}{
+		{true, nil, stateServing, ""},
+		{false, missing, stateModelMissing, "backend gpu1: " + missing.Error()},
+		{false, &inference.StallError{Waited: time.Second}, stateStalled, "backend gpu1 is stalled"},
+		{false, unreachable, stateUnreachable, "backend gpu1 is unreachable"},
+		{false, errors.New("500"), stateFailing, "backend gpu1 is failing its checks"},
+	} {
+		if got := stateOf(tc.ok, tc.cause); got != tc.state {
+			t.Errorf("stateOf(%v, %v) = %q, want %q", tc.ok, tc.cause, got, tc.state)
+		}
+		if tc.ok {
+			continue
+		}
+		if got := publicReason(b, tc.state, tc.cause); !strings.HasPrefix(got, tc.words) || strings.Contains(got, "10.0.0.5") {
+			t.Errorf("publicReason(%v) = %q, want it to start %q and name no address", tc.cause, got, tc.words)
 		}
 	}
 }

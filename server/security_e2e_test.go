@@ -81,6 +81,8 @@ var httpCalls = []struct {
 	{"openai", "POST", "/v1/completions", `{"model":"","prompt":"def f(x):\n    return ","suffix":"\n","max_tokens":4}`},
 	{"openai", "GET", "/v1/models", ``},
 	{"tabby", "POST", "/v1/completions", `{"language":"python","segments":{"prefix":"def f(x):\n    return ","suffix":"\n"}}`},
+	// tabby-agent connects with its token here: a 401 shows "unauthorized".
+	{"tabby", "GET", "/v1/health", ``},
 }
 
 // httpCall sends a request with an Authorization header ("-": none).
@@ -149,7 +151,9 @@ func checkErrorStyle(t *testing.T, surface string, code int, body []byte) string
 // every HTTP surface: missing, empty (llama.vim's "Bearer "), wrong and
 // expired tokens are UNAUTHENTICATED / 401 in the surface's style; a
 // completions-only token is PERMISSION_DENIED on the EvaluationService;
-// health stays open; a token removed from the file and reloaded (what
+// gRPC health and /health stay open (Kubernetes probes), Tabby's
+// /v1/health needs a token (tabby-agent then shows "unauthorized") and its
+// server settings do not; a token removed from the file and reloaded (what
 // SIGHUP does; cmd/infill-server's test sends the signal) is refused, and
 // a broken file keeps the tokens in force.
 func TestAuthentication(t *testing.T) {
@@ -253,9 +257,13 @@ func TestAuthentication(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("Basic scheme: %d, want 401", resp.StatusCode)
 		}
-		for _, path := range []string{"/health", "/v1/health"} {
-			if resp, body := httpCall(t, http.DefaultClient, "http", srv.HTTPAddr, "GET", path, "-", ""); resp.StatusCode != http.StatusOK {
-				t.Errorf("GET %s without a token: %d %s", path, resp.StatusCode, body)
+		// Open whatever the request carries: the probes' /health, and
+		// Tabby's server settings (which turn the agent's telemetry off).
+		for _, path := range []string{"/health", "/v1beta/server_setting"} {
+			for _, authz := range []string{"-", "Bearer " + auth.NewToken()} {
+				if resp, body := httpCall(t, http.DefaultClient, "http", srv.HTTPAddr, "GET", path, authz, ""); resp.StatusCode != http.StatusOK {
+					t.Errorf("GET %s with authorization %.10q: %d %s", path, authz, resp.StatusCode, body)
+				}
 			}
 		}
 	})
@@ -316,6 +324,14 @@ func TestRateLimits(t *testing.T) {
 	}
 	for _, c := range httpCalls {
 		resp, body := httpCall(t, http.DefaultClient, "http", srv.HTTPAddr, c.method, c.path, "Bearer "+tf.tok["slow"], c.body)
+		if c.path == "/v1/health" {
+			// A health check takes nothing from the token's limits: the
+			// agent stays connected (its completions get the 429s).
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("GET /v1/health over the rate: %d %s, want 200", resp.StatusCode, body)
+			}
+			continue
+		}
 		after, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 		if resp.StatusCode != http.StatusTooManyRequests || after < 900 {
 			t.Errorf("%s %s over the rate: %d, Retry-After %q, %s", c.method, c.path, resp.StatusCode, resp.Header.Get("Retry-After"), body)

@@ -7,17 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/infill-dev/infill/evaluator"
-	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/internal/logctx"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"github.com/infill-dev/infill/server/auth"
@@ -37,11 +34,6 @@ import (
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 )
-
-// Pinger is the part of the backend the health watcher needs.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
 
 // Deps are the domain services the server calls.
 type Deps struct {
@@ -79,14 +71,16 @@ type Server struct {
 	// service.
 	backends []watchedBackend
 	healthMu sync.Mutex
-	serving  map[string]bool // by backend name
+	serving  map[string]bool   // by backend name
+	reasons  map[string]string // why it does not serve, in words, by backend name
 	metrics  *metrics.Metrics
 	// metricsHTTP serves the metrics (and pprof) on ServeMetrics.
 	metricsHTTP *http.Server
 	// methods are the gRPC methods registered when Serve began, for
 	// bounded metric labels (a client may name any method).
 	methods atomic.Pointer[map[string]bool]
-	// backendUp is what the HTTP surfaces' health checks answer.
+	// backendUp is what the HTTP surfaces' health checks answer: a
+	// backend that serves the default model serves.
 	backendUp atomic.Bool
 
 	stopOnce sync.Once
@@ -129,10 +123,8 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	cs, _ := deps.Builder.(metrics.ContextStats)
 	m.Watch(pipe, cs)
 	s := &Server{cfg: cfg, log: log, deps: deps, pipe: pipe, guard: guard, tls: tc, metrics: m, health: health.NewServer(),
-		stop: make(chan struct{}), serving: map[string]bool{}}
-	for _, t := range targets {
-		s.backends = append(s.backends, watchedBackend{name: t.Name, service: BackendHealthService(t.Name), backend: t.Backend.(Backend)})
-	}
+		stop: make(chan struct{}), serving: map[string]bool{}, reasons: map[string]string{}}
+	s.backends = watchedBackends(cfg, targets)
 	// Metrics outermost (a refused or panicking call is counted), the
 	// request id's header before anything can refuse the call.
 	unary := []grpc.UnaryServerInterceptor{m.UnaryServerInterceptor(), unaryRequestID, unaryRecover(log)}
@@ -158,6 +150,10 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	hcfg.MaxBodyBytes = int64(cfg.MaxRecvMsgBytes)
 	hcfg.DefaultModel = pipe.Backend().Model("")
 	hcfg.ContextTokens = pipe.Backend().ContextTokens("")
+	// The configuration as the server runs it: the HTTP surfaces' model
+	// and context are the backend's, whatever HTTP said.
+	cfg.HTTP, s.cfg.HTTP = hcfg, hcfg
+	log.Info("config", zap.Any("config", cfg))
 	var hguard httpapi.Guard
 	if guard.Enabled() {
 		hguard = guard
@@ -296,285 +292,6 @@ func (s *Server) hardStop(ctx context.Context, done <-chan struct{}) {
 	case <-ctx.Done():
 		s.log.Error("handlers still running after stop", zap.Error(ctx.Err()))
 	}
-}
-
-// HealthProber is a backend that can show whether it still generates
-// (inference.Ollama, inference.OpenAI); watchHealth uses it where the
-// backend has it and Ping alone otherwise.
-type HealthProber interface {
-	// Probe runs a one-token generation.
-	Probe(ctx context.Context) error
-	// Activity is what generations have seen of the backend.
-	Activity() inference.Activity
-}
-
-// Reloader is a backend whose model's runner health can restart
-// (inference.Ollama): what restores an Ollama runner wedged by cancelled
-// streams (issue 20).
-type Reloader interface {
-	// Reload restarts a model's runner (unload, then load).
-	Reload(ctx context.Context, model string) error
-}
-
-// backendHealth is nil while the backend serves. The error is for
-// unauthenticated health checks: it says no more (the log has the reason).
-func (s *Server) backendHealth() error {
-	if !s.backendUp.Load() {
-		return errors.New("NOT_SERVING (the server's log says why)")
-	}
-	return nil
-}
-
-// BackendHealthService is the gRPC health service name of the backend
-// named name: SERVING while it serves.
-func BackendHealthService(name string) string { return "infill.backend/" + name }
-
-// watchedBackend is a backend whose health a watcher follows.
-type watchedBackend struct {
-	name, service string
-	backend       Backend
-}
-
-// watchHealth checks backend b every HealthInterval and flips its health
-// service (and the pipeline's view of it) when its state changes; the
-// server's own services are SERVING while any backend is.
-func (s *Server) watchHealth(b watchedBackend) {
-	defer s.watchWG.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel() // ends a probe still under way (watchWG waits for it)
-	log := s.log.With(zap.String("backend", b.name))
-	h := healthState{cfg: s.cfg, backend: b.backend, ctx: ctx, wg: &s.watchWG, log: log}
-	h.prober, _ = b.backend.(HealthProber)
-	h.reloader, _ = b.backend.(Reloader)
-	serving := false
-	check := func() {
-		began := time.Now()
-		ok, why := h.check(serving)
-		defer h.reloadDue() // after health says NOT_SERVING, not before
-		s.pipe.SetHealth(b.name, ok, began)
-		if ok == serving {
-			return
-		}
-		serving = ok
-		st := healthpb.HealthCheckResponse_NOT_SERVING
-		if ok {
-			st = healthpb.HealthCheckResponse_SERVING
-			log.Info("backend up: SERVING", zap.String("check", why))
-		} else {
-			log.Warn("backend down: NOT_SERVING", zap.String("reason", why))
-		}
-		s.health.SetServingStatus(b.service, st)
-		s.setServing(b.name, ok)
-	}
-	check()
-	t := time.NewTicker(s.cfg.HealthInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			check() // a check longer than the interval drops ticks, never stacks them
-		}
-	}
-}
-
-// setServing records backend name's state and sets the server's own
-// services SERVING while any backend serves.
-func (s *Server) setServing(name string, ok bool) {
-	s.healthMu.Lock()
-	defer s.healthMu.Unlock()
-	before := slices.Contains(slices.Collect(maps.Values(s.serving)), true)
-	s.serving[name] = ok
-	after := slices.Contains(slices.Collect(maps.Values(s.serving)), true)
-	s.backendUp.Store(after)
-	if before == after {
-		return
-	}
-	st := healthpb.HealthCheckResponse_NOT_SERVING
-	if after {
-		st = healthpb.HealthCheckResponse_SERVING
-	}
-	for _, name := range s.healthServices {
-		s.health.SetServingStatus(name, st)
-	}
-}
-
-// healthState decides, tick by tick, whether the backend serves. A backend
-// that answers /api/version can still generate nothing (Ollama v0.24.0
-// wedges under cancelled streams, issue 20), so where the backend shows its
-// activity the check is:
-//
-//   - the inference watchdog saw a stall: a one-token generation must
-//     answer, else NOT_SERVING at once; when that generation stalls too
-//     (nothing within its own watchdog bound), the stalled model's runner is
-//     restarted (unloaded and loaded again, at most every 30 s). A wedged
-//     Ollama v0.24.0 runner comes back this way without restarting Ollama
-//     (scripts/storm);
-//   - generations were answered within HealthRecent: serving, no check (a
-//     busy backend gets no extra work and health does not flap under load);
-//   - a generation ended unanswered since the last answer (clients that
-//     gave up on a silent backend): a one-token generation;
-//   - generations under way and none ended unanswered: serving, no check
-//     (the watchdog bounds them; a ping would time out on a swamped backend);
-//   - otherwise (idle, or not serving yet): a version ping, which costs the
-//     backend nothing and keeps no model loaded.
-//
-// Checks that fail HealthFailures times in a row make it NOT_SERVING; the
-// first success makes it SERVING.
-//
-// HealthProbeTimeout bounds a check's verdict, not a generation probe's
-// work: a probe that has not answered in time counts as a failure and goes
-// on (bounded by the inference watchdog), and the next check waits for the
-// same probe. A probe cancelled at the timeout would cancel the model load
-// it triggered after a backend restart, and a backend that needs longer
-// than the timeout to load would never be seen to recover.
-type healthState struct {
-	cfg      Config
-	backend  Pinger
-	prober   HealthProber
-	reloader Reloader // nil: the backend has no runner to restart
-	failures int
-
-	ctx     context.Context // ends a probe under way
-	wg      *sync.WaitGroup // counts it
-	pending chan error      // the probe under way, if any
-	stopIt  func()          // cancels it
-	// lastReload is when the stalled model's runner was last restarted;
-	// due is the stall to restart it for after this check.
-	lastReload time.Time
-	due        error
-	log        *zap.Logger
-}
-
-// errNoAnswer is a generation probe still without an answer.
-var errNoAnswer = errors.New("no answer yet")
-
-// probe starts a one-token generation unless one is under way and waits
-// for it for at most the probe timeout.
-func (h *healthState) probe() error {
-	if h.pending == nil {
-		ch := make(chan error, 1)
-		ctx, cancel := context.WithCancel(h.ctx)
-		h.pending, h.stopIt = ch, cancel
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			defer cancel()
-			ch <- h.prober.Probe(ctx)
-		}()
-	}
-	t := time.NewTimer(h.cfg.HealthProbeTimeout)
-	defer t.Stop()
-	select {
-	case err := <-h.pending:
-		h.pending, h.stopIt = nil, nil
-		return err
-	case <-t.C:
-		return fmt.Errorf("%w after %v", errNoAnswer, h.cfg.HealthProbeTimeout)
-	}
-}
-
-// check reports whether the backend serves now; serving is what health
-// says so far (failures below the threshold keep SERVING, never make it).
-func (h *healthState) check(serving bool) (ok bool, why string) {
-	if h.prober == nil {
-		return h.count(serving, h.ping(), "ping")
-	}
-	a := h.prober.Activity()
-	switch {
-	case a.Stalled != nil:
-		if err := h.probe(); err != nil {
-			h.failures = h.cfg.HealthFailures
-			why := fmt.Sprintf("%v; a one-token generation: %v", a.Stalled, err)
-			// Restart the runner only once the probe itself has stalled (a
-			// second generation got nothing within its bound while nothing
-			// progressed), not for a backend that is merely slow to answer
-			// within the check's timeout.
-			var se *inference.StallError
-			if h.reloader != nil && errors.As(err, &se) && time.Since(h.lastReload) >= reloadEvery {
-				h.lastReload = time.Now()
-				h.due = a.Stalled
-				why += "; restarting the model's runner"
-			}
-			return false, why
-		}
-		h.failures = 0
-		return true, "one-token generation after a stall"
-	case !a.Unreachable.IsZero():
-		// A generation could not connect since the backend last answered
-		// one: nothing may listen there. A failed ping confirms it at once
-		// (no second failure needed); other backends take the requests.
-		if err := h.ping(); err != nil {
-			h.failures = h.cfg.HealthFailures
-			return false, fmt.Sprintf("a generation could not connect, and a ping: %v", err)
-		}
-		h.failures = 0
-		return true, "ping after a generation could not connect"
-	case time.Since(a.LastProgress) < h.cfg.HealthRecent:
-		h.failures = 0
-		return true, "generations answered"
-	case !a.Unanswered.IsZero() || h.pending != nil:
-		return h.count(serving, h.probe(), "one-token generation (a generation went unanswered)")
-	case a.InFlight > 0 && serving:
-		// The watchdog bounds them. A ping here would time out when the
-		// backend is swamped (the flapping this replaced).
-		return true, "generations under way"
-	default:
-		return h.count(serving, h.ping(), "ping")
-	}
-}
-
-// reloadEvery spaces restarts of a runner that stays stalled.
-const reloadEvery = 30 * time.Second
-
-// reloadDue restarts the stalled model's runner if a check asked for it:
-// it drops the probe waiting on the old runner and waits for the restart
-// (the generations still on the old runner end within their watchdog bound;
-// new ones are refused meanwhile), at most twice the first-token bound plus
-// a minute for the load. The next check's probe tells whether it worked.
-func (h *healthState) reloadDue() {
-	stall := h.due
-	if stall == nil {
-		return
-	}
-	h.due = nil
-	model := ""
-	var se *inference.StallError
-	if errors.As(stall, &se) {
-		model = se.Model
-	}
-	if h.stopIt != nil {
-		h.stopIt()
-		<-h.pending
-		h.pending, h.stopIt = nil, nil
-	}
-	ctx, cancel := context.WithTimeout(h.ctx, 2*h.cfg.Inference.Watchdog.FirstTokenBase+time.Minute)
-	defer cancel()
-	begin := time.Now()
-	if err := h.reloader.Reload(ctx, model); err != nil {
-		h.log.Error("backend stalled: restarting the model's runner failed", zap.String("model", model), zap.Error(err))
-		return
-	}
-	h.log.Warn("backend stalled: restarted the model's runner (unloaded and loaded it)", zap.String("model", model),
-		zap.Duration("took", time.Since(begin)))
-}
-
-func (h *healthState) ping() error {
-	ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HealthProbeTimeout)
-	defer cancel()
-	return h.backend.Ping(ctx)
-}
-
-// count records one check's outcome.
-func (h *healthState) count(serving bool, err error, what string) (bool, string) {
-	if err == nil {
-		h.failures = 0
-		return true, what
-	}
-	h.failures++
-	why := fmt.Sprintf("%s failed (%d in a row): %v", what, h.failures, err)
-	return serving && h.failures < h.cfg.HealthFailures, why
 }
 
 // maxIDBytes bounds client_id and session_id, which every call logs.

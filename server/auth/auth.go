@@ -256,20 +256,11 @@ func (g *Guard) Admit(token string, scope Scope) (*Call, error) {
 	if !g.Enabled() {
 		return nil, nil
 	}
-	if token == "" {
-		return nil, fmt.Errorf("%w: missing bearer token (send \"authorization: Bearer TOKEN\")", ErrUnauthenticated)
-	}
-	t := g.find(token)
-	if t == nil {
-		return nil, fmt.Errorf("%w: invalid token", ErrUnauthenticated)
+	t, err := g.Authenticate(token, scope)
+	if err != nil {
+		return nil, err
 	}
 	now := g.now()
-	if t.expired(now) {
-		return nil, fmt.Errorf("%w: token %q expired at %s", ErrUnauthenticated, t.Name, t.Expires.UTC().Format(time.RFC3339))
-	}
-	if scope != "" && !t.Has(scope) {
-		return nil, fmt.Errorf("%w: token %q lacks the %q scope", ErrPermissionDenied, t.Name, scope)
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	u := g.usage[t.Name]
@@ -295,6 +286,31 @@ func (g *Guard) Admit(token string, scope Scope) (*Call, error) {
 	}
 	u.active++
 	return &Call{Name: t.Name, g: g, u: u}, nil
+}
+
+// Authenticate checks token and scope as Admit does, without the
+// token's limits (a call that does no work, such as a health check that
+// shows a client whether its token is good): the token in force, or
+// ErrUnauthenticated or ErrPermissionDenied. With authentication off it
+// returns nil, nil.
+func (g *Guard) Authenticate(token string, scope Scope) (*Token, error) {
+	if !g.Enabled() {
+		return nil, nil
+	}
+	if token == "" {
+		return nil, fmt.Errorf("%w: missing bearer token (send \"authorization: Bearer TOKEN\")", ErrUnauthenticated)
+	}
+	t := g.find(token)
+	if t == nil {
+		return nil, fmt.Errorf("%w: invalid token", ErrUnauthenticated)
+	}
+	if t.expired(g.now()) {
+		return nil, fmt.Errorf("%w: token %q expired at %s", ErrUnauthenticated, t.Name, t.Expires.UTC().Format(time.RFC3339))
+	}
+	if scope != "" && !t.Has(scope) {
+		return nil, fmt.Errorf("%w: token %q lacks the %q scope", ErrPermissionDenied, t.Name, scope)
+	}
+	return t, nil
 }
 
 // find returns the token whose hash matches token's. Every hash is

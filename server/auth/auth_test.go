@@ -325,3 +325,44 @@ func TestNewTokenIsRandom(t *testing.T) {
 		t.Errorf("line %q", line)
 	}
 }
+
+// Authenticate checks a token as Admit does (the same errors) but takes
+// nothing from its limits: a token at its rate and streams limits still
+// authenticates, and Admit afterwards still has its burst.
+func TestAuthenticateTakesNoLimits(t *testing.T) {
+	f := newGuard(t, auth.Config{}, map[string]string{"slow": "complete rate=0.001 burst=1 streams=1", "harness": "evaluate"})
+	g := f.guard
+	for range 5 {
+		if tok, err := g.Authenticate(f.tok["slow"], auth.ScopeComplete); err != nil || tok.Name != "slow" {
+			t.Fatalf("Authenticate: %v, %v", tok, err)
+		}
+	}
+	call, err := g.Admit(f.tok["slow"], auth.ScopeComplete)
+	if err != nil {
+		t.Fatalf("Admit after Authenticate: %v (Authenticate took from the burst)", err)
+	}
+	if _, err := g.Authenticate(f.tok["slow"], auth.ScopeComplete); err != nil {
+		t.Errorf("Authenticate with a call in flight at streams=1: %v", err)
+	}
+	call.Done()
+	for _, tc := range []struct {
+		token string
+		scope auth.Scope
+		want  error
+	}{
+		{"", auth.ScopeComplete, auth.ErrUnauthenticated},
+		{auth.NewToken(), auth.ScopeComplete, auth.ErrUnauthenticated},
+		{f.tok["harness"], auth.ScopeComplete, auth.ErrPermissionDenied},
+	} {
+		if _, err := g.Authenticate(tc.token, tc.scope); !errors.Is(err, tc.want) {
+			t.Errorf("Authenticate(%q, %s) = %v, want %v", tc.token, tc.scope, err, tc.want)
+		}
+	}
+	off, err := auth.New(auth.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := off.Authenticate("", auth.ScopeComplete); tok != nil || err != nil {
+		t.Errorf("without tokens: %v, %v", tok, err)
+	}
+}

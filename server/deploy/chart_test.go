@@ -201,7 +201,8 @@ func TestValidationCatchesMistakes(t *testing.T) {
 // TestServer checks infill-server's Deployment and Service in every value
 // set: the listeners bind every interface on the ports the Service and the
 // probes use, authentication is on, readiness asks grpc.health.v1 and
-// liveness infill's own /health, and the metrics port is annotated for
+// liveness infill's own /livez (not /health, which follows the backend),
+// and the metrics port is annotated for
 // Prometheus.
 func TestServer(t *testing.T) {
 	for _, vs := range valueSets(t) {
@@ -248,8 +249,8 @@ func TestServer(t *testing.T) {
 				}
 			}
 			wantScheme := map[bool]corev1.URIScheme{false: corev1.URISchemeHTTP, true: corev1.URISchemeHTTPS}[tlsOn]
-			if lp.HTTPGet == nil || lp.HTTPGet.Path != "/health" || lp.HTTPGet.Port.StrVal != "http" || lp.HTTPGet.Scheme != wantScheme {
-				t.Errorf("liveness: %+v, want %s GET /health on the http port", lp.ProbeHandler, wantScheme)
+			if lp.HTTPGet == nil || lp.HTTPGet.Path != "/livez" || lp.HTTPGet.Port.StrVal != "http" || lp.HTTPGet.Scheme != wantScheme {
+				t.Errorf("liveness: %+v, want %s GET /livez on the http port", lp.ProbeHandler, wantScheme)
 			}
 
 			ann := d.Spec.Template.Annotations

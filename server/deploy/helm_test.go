@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,10 +84,11 @@ func kubeCaps(t testing.TB) *chartutil.Capabilities {
 // as the -f file: the messages that make it fail.
 func lintStrict(t testing.TB, vals map[string]any) []support.Message {
 	t.Helper()
-	kv, err := chartutil.ParseKubeVersion(kubeVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return lintStrictFor(vals, &kubeCaps(t).KubeVersion)
+}
+
+// lintStrictFor is lintStrict for a helm that reports Kubernetes kv.
+func lintStrictFor(vals map[string]any, kv *chartutil.KubeVersion) []support.Message {
 	linter := lint.AllWithKubeVersionAndSchemaValidation(chartDir, vals, namespace, kv, false)
 	var failed []support.Message
 	for _, m := range linter.Messages {
@@ -107,13 +109,20 @@ func loadChart(t testing.TB) *chart.Chart {
 	return c
 }
 
-// render is `helm template infill helm/infill -f vals`: the manifests in
-// install order, each named by its template, or the error helm would print.
+// render is `helm template infill helm/infill -f vals` with the release
+// helm binary (kubeVersion): the manifests in install order, each named
+// by its template, or the error helm would print.
 func render(t testing.TB, c *chart.Chart, vals map[string]any) ([]releaseutil.Manifest, error) {
 	t.Helper()
-	caps := kubeCaps(t)
-	if !chartutil.IsCompatibleRange(c.Metadata.KubeVersion, caps.KubeVersion.String()) {
-		return nil, fmt.Errorf("chart requires kubeVersion %s, not %s", c.Metadata.KubeVersion, caps.KubeVersion)
+	return renderFor(c, vals, kubeCaps(t))
+}
+
+// renderFor is render for a helm that reports caps: what action.Install
+// does with ClientOnly, the chart's kubeVersion (when it has one) checked
+// first.
+func renderFor(c *chart.Chart, vals map[string]any, caps *chartutil.Capabilities) ([]releaseutil.Manifest, error) {
+	if c.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(c.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.Version)
 	}
 	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true}
 	rv, err := chartutil.ToRenderValuesWithSchemaValidation(c, vals, opts, caps, false)
@@ -149,13 +158,21 @@ func mustRender(t testing.TB, vals map[string]any) []releaseutil.Manifest {
 	return m
 }
 
+// TestLintStrict lints as plain `helm lint --strict` does, with the
+// release helm binary and with one built from the pinned module (see
+// TestTemplate).
 func TestLintStrict(t *testing.T) {
-	for _, vs := range valueSets(t) {
-		t.Run(vs.name, func(t *testing.T) {
-			for _, m := range lintStrict(t, vs.vals) {
-				t.Errorf("helm lint --strict: %s", m)
-			}
-		})
+	for helm, caps := range map[string]*chartutil.Capabilities{
+		"release binary":      kubeCaps(t),
+		"go install / go run": chartutil.DefaultCapabilities,
+	} {
+		for _, vs := range valueSets(t) {
+			t.Run(helm+"/"+vs.name, func(t *testing.T) {
+				for _, m := range lintStrictFor(vs.vals, &caps.KubeVersion) {
+					t.Errorf("helm lint --strict: %s", m)
+				}
+			})
+		}
 	}
 }
 
@@ -176,23 +193,41 @@ func TestLintCatchesMistakes(t *testing.T) {
 	}
 }
 
+// TestTemplate renders the chart as plain `helm template infill
+// server/deploy/helm/infill` does, with no --kube-version, both with the
+// release helm binary (which reports its client-go's Kubernetes version,
+// kubeVersion) and with one built by `go install` or `go run` from the
+// pinned module (which reports pkg/chartutil's default, v1.20.0: the
+// Kubernetes 1.24 the chart needs cannot be a kubeVersion constraint, or
+// that helm refuses to render it; docs/deploy.md says what it needs).
 func TestTemplate(t *testing.T) {
 	c := loadChart(t)
-	for _, vs := range valueSets(t) {
-		t.Run(vs.name, func(t *testing.T) {
-			ms, err := render(t, c, vs.vals)
-			if err != nil {
-				t.Fatalf("helm template: %v", err)
-			}
-			if len(ms) == 0 {
-				t.Fatal("helm template rendered nothing")
-			}
-			for _, m := range ms {
-				if strings.TrimSpace(m.Content) == "" {
-					t.Errorf("%s: empty manifest", m.Name)
-				}
-			}
-		})
+	for helm, caps := range map[string]*chartutil.Capabilities{
+		"release binary":      kubeCaps(t),
+		"go install / go run": chartutil.DefaultCapabilities,
+	} {
+		for _, vs := range valueSets(t) {
+			t.Run(helm+"/"+vs.name, func(t *testing.T) {
+				templateOK(t, c, vs.vals, caps)
+			})
+		}
+	}
+}
+
+// templateOK renders vals for caps and checks every manifest has content.
+func templateOK(t *testing.T, c *chart.Chart, vals map[string]any, caps *chartutil.Capabilities) {
+	t.Helper()
+	ms, err := renderFor(c, vals, caps)
+	if err != nil {
+		t.Fatalf("helm template (Kubernetes %s): %v", caps.KubeVersion.Version, err)
+	}
+	if len(ms) == 0 {
+		t.Fatal("helm template rendered nothing")
+	}
+	for _, m := range ms {
+		if strings.TrimSpace(m.Content) == "" {
+			t.Errorf("%s: empty manifest", m.Name)
+		}
 	}
 }
 
@@ -263,4 +298,32 @@ func readFile(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestNotesKubeVersion: the notes helm prints after an install name the
+// Kubernetes version the chart needs when helm reports an older one (a
+// cluster before 1.24, or a helm built from source rendering offline), and
+// say nothing of it otherwise.
+func TestNotesKubeVersion(t *testing.T) {
+	c := loadChart(t)
+	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true}
+	for helm, caps := range map[string]*chartutil.Capabilities{"release binary": kubeCaps(t), "go install / go run": chartutil.DefaultCapabilities} {
+		rv, err := chartutil.ToRenderValuesWithSchemaValidation(c, map[string]any{}, opts, caps, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := engine.Render(c, rv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := files["infill/templates/NOTES.txt"]
+		minor, err := strconv.Atoi(caps.KubeVersion.Minor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := minor < 24
+		if says := strings.Contains(notes, "needs 1.24 or later"); says != old {
+			t.Errorf("%s (Kubernetes %s): notes say the version needed: %v, want %v:\n%s", helm, caps.KubeVersion.Version, says, old, notes)
+		}
+	}
 }

@@ -43,8 +43,8 @@ var pendingFlags = map[string]string{
 // chart renders (files, ports and backend URL pointed at this machine: a
 // private Ollama with the tiny model, test certificates, the rendered token
 // file) and asks it what the kubelet's probes ask: grpc.health.v1 for
-// infill.v1.CompletionService on the gRPC port (readiness) and GET /health
-// on the HTTP port (liveness, and readiness with TLS), over TLS where the
+// infill.v1.CompletionService on the gRPC port (readiness), GET /livez on
+// the HTTP port (liveness) and GET /health (readiness with TLS), over TLS where the
 // chart turns it on. Where the metrics listener is there, /metrics must
 // carry the metric the autoscaler asks for.
 func TestChartArgsServe(t *testing.T) {
@@ -87,8 +87,10 @@ func TestChartArgsServe(t *testing.T) {
 				t.Logf("--backend dropped: the server talks to its default backend, not checked for SERVING")
 			} else {
 				waitServing(t, srv.addrs["serving"], clientTLS)
+				// Readiness with TLS: /health follows the backend.
+				checkHealthHTTP(t, srv.addrs["serving HTTP"], "/health", clientTLS, tc.mutual)
 			}
-			checkHealthHTTP(t, srv.addrs["serving HTTP"], clientTLS, tc.mutual)
+			checkHealthHTTP(t, srv.addrs["serving HTTP"], "/livez", clientTLS, tc.mutual)
 			if a := srv.addrs["serving metrics"]; a != "" {
 				checkMetrics(t, a)
 			}
@@ -292,11 +294,12 @@ func waitServing(t *testing.T, addr string, clientTLS *tls.Config) {
 	t.Fatalf("grpc.health.v1 for infill.v1.CompletionService never SERVING: %s", last)
 }
 
-// checkHealthHTTP is the liveness probe: GET /health on the HTTP port
-// (over TLS with clientTLS). With mutual TLS it also checks that a client
+// checkHealthHTTP is an HTTP probe: GET path on the HTTP port (over TLS
+// with clientTLS) must answer 200: /livez (liveness) and /health
+// (readiness with TLS). With mutual TLS it also checks that a client
 // without a certificate, as the kubelet is, cannot connect: why the chart's
 // probes are TCP there.
-func checkHealthHTTP(t *testing.T, addr string, clientTLS *tls.Config, mutual bool) {
+func checkHealthHTTP(t *testing.T, addr, path string, clientTLS *tls.Config, mutual bool) {
 	t.Helper()
 	scheme := "http"
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -304,22 +307,22 @@ func checkHealthHTTP(t *testing.T, addr string, clientTLS *tls.Config, mutual bo
 		scheme = "https"
 		client.Transport = &http.Transport{TLSClientConfig: clientTLS}
 	}
-	url := scheme + "://" + loopback(t, addr) + "/health"
+	url := scheme + "://" + loopback(t, addr) + path
 	resp, err := client.Get(url)
 	if err != nil {
-		t.Fatalf("GET /health: %v", err)
+		t.Fatalf("GET %s: %v", path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		t.Errorf("GET /health: %s %s", resp.Status, b)
+		t.Errorf("GET %s: %s %s", path, resp.Status, b)
 	}
 	if mutual {
 		kubelet := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // as the kubelet's HTTPS probe
 		if resp, err := kubelet.Get(url); err == nil {
 			resp.Body.Close()
-			t.Errorf("GET /health without a client certificate: %s, want the handshake refused", resp.Status)
+			t.Errorf("GET %s without a client certificate: %s, want the handshake refused", path, resp.Status)
 		}
 	}
 }

@@ -10,8 +10,8 @@
 // pipeline, maps errors with the one table in errors.go and encodes its own
 // response shape. The handler adds what every surface gets: a request id
 // (X-Request-Id), the bearer token check (a Guard, when the server has
-// tokens: 401/403/429 in the surface's error style; the health checks stay
-// open), a body size limit (413), methods (405), one log line per request
+// tokens: 401/403/429 in the surface's error style; /health and Tabby's
+// server settings stay open, Tabby's /v1/health checks the token alone), a body size limit (413), methods (405), one log line per request
 // (never code) and panic recovery.
 package httpapi
 
@@ -80,6 +80,8 @@ func (c Config) Validate() error {
 // (auth.Guard). Its errors are auth's, which pipeline.Classify sorts.
 type Guard interface {
 	Admit(token string, scope auth.Scope) (*auth.Call, error)
+	// Authenticate checks the token without taking from its limits.
+	Authenticate(token string, scope auth.Scope) (*auth.Token, error)
 }
 
 // Handler serves every HTTP surface.
@@ -102,8 +104,9 @@ type Handler struct {
 type Option func(*Handler)
 
 // WithHealth has the health checks (/health, /v1/health) answer 503 while
-// backend returns an error (why the backend does not serve), as llama.cpp's
-// server does while its model loads; without it they answer 200.
+// backend returns an error (why the backend does not serve, said in the
+// answer), as llama.cpp's server does while its model loads; without it
+// they answer 200.
 func WithHealth(backend func() error) Option { return func(h *Handler) { h.backendHealth = backend } }
 
 // WithObserver has the handler tell obs about every request.
@@ -140,6 +143,12 @@ func (h *Handler) routes() {
 	h.registerV1()
 	h.registerLlamaCpp()
 	h.registerOllama()
+	// Liveness: infill's HTTP server answers, whatever the backend does
+	// (/health follows the backend: a backend outage or a model being
+	// pulled must not have Kubernetes restart infill).
+	h.route("/livez", dialectNone, map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}})
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, dialectOf(r), errNotFound(r.URL.Path))
 	})
@@ -173,20 +182,44 @@ func (h *Handler) handle(pattern string, d dialect, f http.HandlerFunc) {
 	})
 }
 
-// openPaths answer without a token: the health checks.
-var openPaths = map[string]bool{"/health": true, "/v1/health": true}
+// openPaths answer without a token, whatever the request carries: what
+// Kubernetes probes (/livez, and llama.cpp's /health; gRPC health is open
+// too), and Tabby's /v1beta/server_setting, whose answer turns the
+// agent's usage reports off and so must reach an agent whatever its token.
+var openPaths = map[string]bool{"/livez": true, "/health": true, "/v1beta/server_setting": true}
+
+// tokenCheckPaths need a valid token with the complete scope but take
+// nothing from its limits: Tabby's /v1/health, which tabby-agent calls
+// with its token to connect, so that a missing or wrong token shows the
+// user "unauthorized" (a 401) at once rather than a connected agent whose
+// every completion fails.
+var tokenCheckPaths = map[string]bool{"/v1/health": true}
 
 // admit checks the request's bearer token before any surface reads the
-// request: every path but the health checks needs a token with the
-// complete scope (CORS preflights, which carry no credentials and do
-// nothing, pass). A refusal is written in the surface's error style: 401
-// with WWW-Authenticate, 403, or 429 with Retry-After. done ends the call
-// for the token's limits.
+// request: every path but the open ones needs a token with the complete
+// scope (CORS preflights, which carry no credentials and do nothing,
+// pass). A refusal is written in the surface's error style: 401 with
+// WWW-Authenticate, 403, or 429 with Retry-After. done ends the call for
+// the token's limits.
 func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (done func(), ok bool) {
 	if h.guard == nil || openPaths[r.URL.Path] || r.Method == http.MethodOptions {
 		return func() {}, true
 	}
-	call, err := h.guard.Admit(auth.ParseBearer(r.Header.Get("Authorization")), auth.ScopeComplete)
+	token := auth.ParseBearer(r.Header.Get("Authorization"))
+	var name string
+	var err error
+	done = func() {}
+	if tokenCheckPaths[r.URL.Path] {
+		var t *auth.Token
+		if t, err = h.guard.Authenticate(token, auth.ScopeComplete); t != nil {
+			name = t.Name
+		}
+	} else {
+		var call *auth.Call
+		if call, err = h.guard.Admit(token, auth.ScopeComplete); call != nil {
+			name, done = call.Name, call.Done
+		}
+	}
 	if err != nil {
 		_, pattern := h.mux.Handler(r)
 		d := h.dialects[pattern]
@@ -197,11 +230,8 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request) (done func(), ok
 		writeError(w, r, d, err)
 		return nil, false
 	}
-	if call == nil {
-		return func() {}, true
-	}
-	infoOf(r).token = call.Name
-	return call.Done, true
+	infoOf(r).token = name
+	return done, true
 }
 
 // backendDown is the health checks' answer: a 503 (unavailable) error

@@ -506,8 +506,8 @@ func (o orderedObject) MarshalJSON() ([]byte, error) {
 }
 
 // llamaHealth answers GET /health as llama.cpp does once its model is
-// loaded. It says that infill's HTTP surface is up; the backend's state is
-// reported by each completion (503 when Ollama is down).
+// loaded, or 503 with the reason while no backend serves the default model
+// (WithHealth). It needs no token: Kubernetes probes it.
 func (h *Handler) llamaHealth(w http.ResponseWriter, r *http.Request) {
 	if err := h.backendDown(); err != nil {
 		writeError(w, r, dialectLlamaCpp, err)

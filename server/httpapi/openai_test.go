@@ -92,6 +92,13 @@ func (b *scriptBackend) requests() []inference.Request {
 // contextpack Builder (Qwen2.5 tokenizer) in front of backend.
 func newV1Server(t *testing.T, backend *scriptBackend, mutate func(*Config)) *httptest.Server {
 	t.Helper()
+	return newV1ServerGuarded(t, backend, mutate, nil)
+}
+
+// newV1ServerGuarded is newV1Server with the bearer token checks of guard
+// (nil: none).
+func newV1ServerGuarded(t *testing.T, backend *scriptBackend, mutate func(*Config), guard Guard) *httptest.Server {
+	t.Helper()
 	log := zaptest.NewLogger(t)
 	tok, err := tokenizer.Qwen25()
 	if err != nil {
@@ -113,7 +120,7 @@ func newV1Server(t *testing.T, backend *scriptBackend, mutate func(*Config)) *ht
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	h, err := New(cfg, pipe, nil, nil, log)
+	h, err := New(cfg, pipe, nil, guard, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +149,12 @@ func send(t *testing.T, ctx context.Context, method, url, body string) (*http.Re
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return sendRequest(t, req)
+}
+
+// sendRequest sends req and returns the response with its body read.
+func sendRequest(t *testing.T, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -34,8 +34,12 @@ import (
 //     data to Tabby's cloud on infill's behalf.
 //   - POST /v1/events (view, select, dismiss): accepted and dropped.
 //
-// The agent's Authorization header (from its token setting) is ignored:
-// infill serves loopback by default and has no users.
+// Tokens: without --auth-tokens the agent's Authorization header (its
+// token setting) is ignored. With them, /v1/health needs a valid token
+// with the complete scope (not counted against its limits), so the agent
+// reads a missing or wrong token as "unauthorized" when it connects, as
+// with Tabby's own server; /v1beta/server_setting answers whatever the
+// token, so that nothing leaves the user's machine by default.
 
 // tabbySegments is Tabby's CompletionRequest.segments.
 type tabbySegments struct {

@@ -62,6 +62,11 @@ type Options struct {
 	// ClientTLS is how to reach a server configured with TLS (Config's
 	// TLS), for the wait until it serves; nil dials plaintext.
 	ClientTLS *tls.Config
+	// Log is the server's logger (to read its lines); nil: the test's.
+	Log *zap.Logger
+	// NotServing returns once the server listens, without waiting for it
+	// to report SERVING: for a server meant to start NOT_SERVING.
+	NotServing bool
 }
 
 // Start runs the real server on a free loopback port, with a private Ollama
@@ -74,7 +79,7 @@ func Start(t testing.TB) *Server {
 // StartWith is Start with options.
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
-	return start(t, opts.Config, opts.Deps, opts.ClientTLS)
+	return start(t, opts)
 }
 
 // EvalServer is a running server with its EvaluationService enabled.
@@ -103,14 +108,14 @@ func StartEval(t testing.TB, repoRoot string) *EvalServer {
 		repoRoot = t.TempDir()
 	}
 	results := t.TempDir()
-	srv := start(t, func(c *server.Config) {
+	srv := start(t, Options{Config: func(c *server.Config) {
 		c.Eval.Workers = 2
 		c.Eval.ResultsDir = results
 		c.Eval.RepoRoots = []string{repoRoot}
-	}, func(d *server.Deps) {
+	}, Deps: func(d *server.Deps) {
 		d.Executor = sb
 		d.Benchmarks = dataset.Catalog{HumanEvalDir: dir}
-	}, nil)
+	}})
 	return &EvalServer{Server: srv, HumanEvalDir: dir, RepoRoot: repoRoot, ResultsDir: results}
 }
 
@@ -149,7 +154,7 @@ func StartLocal(t testing.TB, backend server.Backend) *Server {
 	cfg.ListenAddr = "127.0.0.1:0"
 	cfg.HealthInterval = 100 * time.Millisecond
 	log := zaptest.NewLogger(t)
-	a := serve(t, cfg, server.Deps{Builder: newBuilder(t, cfg.Context, log), Backend: backend}, log, nil)
+	a := serve(t, cfg, server.Deps{Builder: newBuilder(t, cfg.Context, log), Backend: backend}, log, Options{})
 	a.Model = backend.Model("")
 	return a
 }
@@ -183,7 +188,7 @@ func StartBackends(t testing.TB, opts Options, specs ...BackendSpec) *Server {
 	if opts.Config != nil {
 		opts.Config(&cfg)
 	}
-	log := zaptest.NewLogger(t)
+	log := opts.logger(t)
 	clients, err := server.OpenBackends(cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -192,12 +197,20 @@ func StartBackends(t testing.TB, opts Options, specs ...BackendSpec) *Server {
 	if opts.Deps != nil {
 		opts.Deps(&d)
 	}
-	a := serve(t, cfg, d, log, opts.ClientTLS)
+	a := serve(t, cfg, d, log, opts)
 	a.Model, a.Backend = specs[0].Ollama.Model, specs[0].Ollama
 	return a
 }
 
-func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps), clientTLS *tls.Config) *Server {
+// logger is the server's logger: Log, or the test's.
+func (o Options) logger(t testing.TB) *zap.Logger {
+	if o.Log != nil {
+		return o.Log
+	}
+	return zaptest.NewLogger(t)
+}
+
+func start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	b := ollamatest.Start(t)
 	cfg := server.DefaultConfig()
@@ -207,20 +220,20 @@ func start(t testing.TB, mutate func(*server.Config), deps func(*server.Deps), c
 	cfg.Inference.DefaultModel = b.Model
 	cfg.Inference.ContextTokens = 4096
 	cfg.Context.ContextTokens = 4096
-	if mutate != nil {
-		mutate(&cfg)
+	if opts.Config != nil {
+		opts.Config(&cfg)
 	}
-	log := zaptest.NewLogger(t)
+	log := opts.logger(t)
 	builder := newBuilder(t, cfg.Context, log)
 	backend, err := inference.NewOllama(cfg.Inference, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := server.Deps{Builder: builder, Backend: backend}
-	if deps != nil {
-		deps(&d)
+	if opts.Deps != nil {
+		opts.Deps(&d)
 	}
-	a := serve(t, cfg, d, log, clientTLS)
+	a := serve(t, cfg, d, log, opts)
 	a.Model, a.Backend = b.Model, b
 	return a
 }
@@ -242,8 +255,9 @@ func newBuilder(t testing.TB, cfg contextpack.Config, log *zap.Logger) *contextp
 }
 
 // serve runs the server, gRPC, HTTP and metrics, until the test ends and
-// returns their addresses once it reports SERVING.
-func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger, clientTLS *tls.Config) *Server {
+// returns their addresses once it reports SERVING (at once with
+// opts.NotServing).
+func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger, opts Options) *Server {
 	t.Helper()
 	srv, err := server.New(cfg, d, log)
 	if err != nil {
@@ -275,7 +289,9 @@ func serve(t testing.TB, cfg server.Config, d server.Deps, log *zap.Logger, clie
 			}
 		}
 	})
-	waitServing(t, lis.Addr().String(), clientTLS)
+	if !opts.NotServing {
+		waitServing(t, lis.Addr().String(), opts.ClientTLS)
+	}
 	return &Server{Addr: lis.Addr().String(), HTTPAddr: hlis.Addr().String(), MetricsAddr: mlis.Addr().String(), Infill: srv}
 }
 

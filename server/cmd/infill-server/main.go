@@ -136,6 +136,7 @@ func run(args []string) error {
 		}
 		return fmt.Errorf("want on, off or auto")
 	})
+	addrFile := fs.String("addr-file", "", "once listening, write the addresses listened on to this file, one KIND=HOST:PORT a line (grpc, http, metrics), for scripts: the ports of :0 addresses included")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error (prompts are logged only at debug)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of console text")
 	if err := applyEnv(fs); err != nil {
@@ -176,7 +177,6 @@ func run(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log.Info("config", zap.Any("config", cfg))
 
 	tok, err := tokenizer.Qwen25()
 	if err != nil {
@@ -248,6 +248,16 @@ func run(args []string) error {
 			return fmt.Errorf("--metrics-listen: %w", err)
 		}
 	}
+	if *addrFile != "" {
+		if err := writeAddrFile(*addrFile, lis, hlis, mlis); err != nil {
+			for _, l := range []net.Listener{lis, hlis, mlis} {
+				if l != nil {
+					_ = l.Close()
+				}
+			}
+			return fmt.Errorf("--addr-file: %w", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	stopReload := reloadOnHUP(srv, cfg.Auth.TokenFile, log)
@@ -274,6 +284,26 @@ func run(args []string) error {
 		shutdown()
 		return nil
 	}
+}
+
+// writeAddrFile writes the addresses the listeners are bound to (nil: not
+// listening), one KIND=HOST:PORT a line, to path: written beside and
+// renamed, so a reader sees all of it or nothing.
+func writeAddrFile(path string, grpcLis, httpLis, metricsLis net.Listener) error {
+	var b strings.Builder
+	for _, l := range []struct {
+		kind string
+		lis  net.Listener
+	}{{"grpc", grpcLis}, {"http", httpLis}, {"metrics", metricsLis}} {
+		if l.lis != nil {
+			fmt.Fprintf(&b, "%s=%s\n", l.kind, l.lis.Addr())
+		}
+	}
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // applyEnv sets each flag from INFILL_<NAME> when that variable is set.

@@ -373,3 +373,53 @@ func TestMetricsListen(t *testing.T) {
 	}
 	stopRun(t, done)
 }
+
+// TestAddrFile: --addr-file holds the addresses actually listened on, the
+// ports of :0 addresses resolved, each answering its protocol; without
+// --http-listen there is no http line.
+func TestAddrFile(t *testing.T) {
+	for _, httpListen := range []string{"127.0.0.1:0", ""} {
+		file := filepath.Join(t.TempDir(), "addrs")
+		done := startRun(t, "--listen", "127.0.0.1:0", "--http-listen", httpListen, "--addr-file", file)
+		var addrs map[string]string
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if data, err := os.ReadFile(file); err == nil {
+				addrs = map[string]string{}
+				for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+					k, v, _ := strings.Cut(line, "=")
+					addrs[k] = v
+				}
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("run returned: %v", err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no address file")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, port, _ := net.SplitHostPort(addrs["grpc"]); port == "" || port == "0" {
+			t.Fatalf("grpc address %q in %v", addrs["grpc"], addrs)
+		}
+		waitHealth(t, addrs["grpc"], done)
+		if httpListen == "" {
+			if len(addrs) != 1 {
+				t.Errorf("addresses %v without --http-listen, want grpc only", addrs)
+			}
+		} else {
+			resp, err := http.Get("http://" + addrs["http"] + "/livez")
+			if err != nil {
+				t.Fatalf("the http address %q: %v", addrs["http"], err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("GET /livez at %s: %s", addrs["http"], resp.Status)
+			}
+		}
+		stopRun(t, done)
+	}
+}
