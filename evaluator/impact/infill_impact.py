@@ -1,0 +1,347 @@
+"""pytest plugin of infill's test-impact runner (package evaluator/impact).
+
+Loaded with ``-p infill_impact`` from a private directory on PYTHONPATH; the
+run's working directory is the repository root. Two modes, chosen by the
+environment:
+
+INFILL_IMPACT_TRACE=<nonce>
+    Record which lines under the repository root each test executes and write
+    the map, once, to the stdout pytest started with, as one line
+    ``infill-impact <nonce> <base64 of zlib of JSON>``. Lines are attributed
+    to buckets:
+      * the running test, from the start to the end of its runtest protocol
+        (setup, call, teardown);
+      * a fixture of scope other than "function", for the lines run while its
+        function (or generator) is on the stack: every test whose fixture
+        closure names it, since the value is cached and shared;
+      * "every test": lines executed outside any test (import and collection,
+        session start and end) and lines of module or class bodies wherever
+        they run (a lazy import inside one test fills sys.modules for all).
+    sys.monitoring is used where it exists (3.12+), sys.settrace before.
+
+INFILL_IMPACT_SELECT=<path of a JSON list of node ids>
+    Keep only those items; a listed id that is not collected stops the run
+    with exit status 4, so a renamed test never passes by running nothing.
+"""
+
+import ast
+import base64
+import json
+import os
+import sys
+import threading
+import zlib
+
+import pytest
+
+_TRACE_NONCE = os.environ.get("INFILL_IMPACT_TRACE", "")
+_SELECT_PATH = os.environ.get("INFILL_IMPACT_SELECT", "")
+_ROOT = os.path.realpath(os.getcwd())
+_CO_NEWLOCALS = 0x2
+
+# The real stdout, saved before pytest's capture redirects fd 1.
+_OUT_FD = os.dup(1) if _TRACE_NONCE else -1
+
+_rel_cache = {}  # co_filename -> path relative to _ROOT, or None (not traced)
+
+
+def _rel(filename):
+    r = _rel_cache.get(filename, 0)
+    if r != 0:
+        return r
+    r = None
+    if filename.endswith(".py") and not filename.startswith("<"):
+        p = os.path.realpath(os.path.join(_ROOT, filename))
+        rel = os.path.relpath(p, _ROOT)
+        parts = rel.split(os.sep)
+        if (
+            parts[0] != ".."
+            and not any(x.startswith(".") or x in ("site-packages", "dist-packages", "__pycache__") for x in parts)
+            and os.path.isfile(p)
+        ):
+            r = rel.replace(os.sep, "/")
+    _rel_cache[filename] = r
+    return r
+
+
+class _Recorder:
+    """Line buckets; `lines` is the bucket lines go to now."""
+
+    def __init__(self):
+        self.outside = set()  # (co_filename, line) outside any test
+        self.module = set()  # lines of module and class bodies
+        self.tests = {}  # nodeid -> set
+        self.fixtures = {}  # fixture name -> set
+        self.fixture_codes = {}  # code object -> fixture name (scope > function)
+        self.lines = self.outside
+        self.items = []
+        self.outcomes = {}
+
+    # --- sys.settrace (before 3.12) ---
+    def _trace_call(self, frame, event, arg):
+        code = frame.f_code
+        name = self.fixture_codes.get(code)
+        if name is not None:
+            return self._fixture_frame(name)
+        if _rel(code.co_filename) is None:
+            return None
+        if not code.co_flags & _CO_NEWLOCALS:
+            return self._trace_module
+        return self._trace_line
+
+    def _trace_line(self, frame, event, arg):
+        if event == "line":
+            self.lines.add((frame.f_code.co_filename, frame.f_lineno))
+        return self._trace_line
+
+    def _trace_module(self, frame, event, arg):
+        if event == "line":
+            self.module.add((frame.f_code.co_filename, frame.f_lineno))
+        return self._trace_module
+
+    def _fixture_frame(self, name):
+        prev = self.lines
+        self.lines = self.fixtures.setdefault(name, set())
+
+        def local(frame, event, arg):
+            if event == "line":
+                self.lines.add((frame.f_code.co_filename, frame.f_lineno))
+            elif event == "return":  # also on yield and on an exception leaving
+                self.lines = prev
+            return local
+
+        return local
+
+    # --- sys.monitoring (3.12+) ---
+    def _monitor_start(self):
+        mon = sys.monitoring
+        tool = mon.COVERAGE_ID
+        mon.use_tool_id(tool, "infill-impact")
+        self._mon_stack = []
+        # PY_UNWIND (an exception leaving a frame) cannot be a local event.
+        self._mon_fixture_events = mon.events.PY_START | mon.events.PY_RESUME | mon.events.PY_RETURN | mon.events.PY_YIELD
+        DISABLE = mon.DISABLE
+
+        def on_line(code, line):
+            if _rel(code.co_filename) is None:
+                return DISABLE
+            if not code.co_flags & _CO_NEWLOCALS:
+                self.module.add((code.co_filename, line))
+            else:
+                self.lines.add((code.co_filename, line))
+            # Seen in this bucket: silence it until the bucket changes.
+            return DISABLE
+
+        def on_enter(code, offset):
+            name = self.fixture_codes.get(code)
+            if name is not None:
+                self._mon_stack.append(self.lines)
+                self._set_bucket(self.fixtures.setdefault(name, set()))
+
+        def on_leave(code, offset, *rest):
+            if code in self.fixture_codes and self._mon_stack:
+                self._set_bucket(self._mon_stack.pop())
+
+        mon.register_callback(tool, mon.events.LINE, on_line)
+        for ev in (mon.events.PY_START, mon.events.PY_RESUME):
+            mon.register_callback(tool, ev, on_enter)
+        for ev in (mon.events.PY_RETURN, mon.events.PY_YIELD, mon.events.PY_UNWIND):
+            mon.register_callback(tool, ev, on_leave)
+        mon.set_events(tool, mon.events.LINE | mon.events.PY_UNWIND)
+
+    def _watch_fixture_code(self, code):
+        if hasattr(sys, "monitoring"):
+            mon = sys.monitoring
+            mon.set_local_events(mon.COVERAGE_ID, code, self._mon_fixture_events)
+
+    def _set_bucket(self, bucket):
+        self.lines = bucket
+        if hasattr(sys, "monitoring"):
+            sys.monitoring.restart_events()
+
+    def start(self):
+        if hasattr(sys, "monitoring"):
+            self._monitor_start()
+        else:
+            threading.settrace(self._trace_call)
+            sys.settrace(self._trace_call)
+
+    def stop(self):
+        if hasattr(sys, "monitoring"):
+            mon = sys.monitoring
+            mon.set_events(mon.COVERAGE_ID, 0)
+            mon.free_tool_id(mon.COVERAGE_ID)
+        else:
+            sys.settrace(None)
+            threading.settrace(None)
+
+    # --- pytest hooks ---
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        if fixturedef.scope != "function":
+            func = getattr(fixturedef, "func", None)
+            func = getattr(func, "__func__", func)  # fixtures defined in classes
+            code = getattr(func, "__code__", None)
+            if code is not None and code not in self.fixture_codes:
+                self.fixture_codes[code] = fixturedef.argname
+                self._watch_fixture_code(code)
+        yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        self._set_bucket(self.tests.setdefault(item.nodeid, set()))
+        try:
+            yield
+        finally:
+            self._set_bucket(self.outside)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session):
+        self.items = list(session.items)
+
+    def pytest_runtest_logreport(self, report):
+        prev = self.outcomes.get(report.nodeid)
+        if report.failed:
+            self.outcomes[report.nodeid] = "failed"
+        elif report.skipped and prev != "failed" and report.when != "teardown":
+            self.outcomes[report.nodeid] = "skipped"
+        elif report.when == "call" and prev is None:
+            self.outcomes[report.nodeid] = "passed"
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config):
+        self.stop()
+        data = self._build(config)
+        blob = base64.b64encode(zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 6))
+        for f in (sys.stdout, sys.__stdout__):
+            try:
+                f.flush()  # what pytest wrote must come before, not after
+            except Exception:
+                pass
+        line = b"\ninfill-impact " + _TRACE_NONCE.encode() + b" " + blob + b"\n"
+        while line:
+            n = os.write(_OUT_FD, line)
+            line = line[n:]
+
+    def _build(self, config):
+        rootdir = os.path.relpath(os.path.realpath(str(config.rootpath)), _ROOT).replace(os.sep, "/")
+        tests = [it.nodeid for it in self.items]
+        index = {t: i for i, t in enumerate(tests)}
+        test_files = set()
+        for it in self.items:
+            if isinstance(it, pytest.Function):
+                rel = _rel(str(it.path))
+                if rel is not None:
+                    test_files.add(rel)
+        users = {}  # fixture name -> test indexes
+        for i, it in enumerate(self.items):
+            for name in getattr(it, "fixturenames", ()):
+                users.setdefault(name, []).append(i)
+
+        files = {}
+
+        def entry(rel):
+            e = files.get(rel)
+            if e is None:
+                e = files[rel] = {"all": set(), "lines": {}}
+            return e
+
+        def add(lines, idxs):
+            for filename, line in lines:
+                rel = _rel(filename)
+                if rel is None:
+                    continue
+                if os.path.basename(rel) == "conftest.py":
+                    test_files.add(rel)
+                if idxs is None:
+                    entry(rel)["all"].add(line)
+                else:
+                    entry(rel)["lines"].setdefault(line, set()).update(idxs)
+
+        add(self.outside, None)
+        add(self.module, None)
+        for nodeid, lines in self.tests.items():
+            if nodeid in index:
+                add(lines, (index[nodeid],))
+            else:  # run but not collected (should not happen): conservative
+                add(lines, None)
+        for name, lines in self.fixtures.items():
+            add(lines, users.get(name, ()))
+
+        out = {}
+        for rel, e in files.items():
+            if rel in test_files:
+                continue
+            every = e["all"]
+            out[rel] = {
+                "all": sorted(every),
+                "lines": {str(l): sorted(ix) for l, ix in sorted(e["lines"].items()) if l not in every and ix},
+                "statements": _statements(os.path.join(_ROOT, rel)),
+            }
+        return {
+            "version": 1,
+            "python": "%d.%d.%d" % sys.version_info[:3],
+            "tracer": "sys.monitoring" if hasattr(sys, "monitoring") else "sys.settrace",
+            "rootdir": rootdir,
+            "tests": tests,
+            "outcomes": [self.outcomes.get(t, "not run") for t in tests],
+            "test_files": sorted(test_files),
+            "files": out,
+        }
+
+
+def _statements(path):
+    """Line extents [first, last] of statements spanning several lines (for
+    compound statements: their header), so that a span over any of their
+    lines finds the lines the interpreter reports for them."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body:
+            last = body[0].lineno - 1
+        else:
+            last = node.end_lineno or node.lineno
+        if last > first:
+            out.append([first, last])
+    out.sort()
+    return out
+
+
+class _Selector:
+    def __init__(self, ids):
+        self.ids = ids
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        want = set(self.ids)
+        keep, drop = [], []
+        for it in items:
+            (keep if it.nodeid in want else drop).append(it)
+        missing = want - {it.nodeid for it in keep}
+        if missing:
+            pytest.exit("infill-impact: selected tests not collected: %s" % ", ".join(sorted(missing)[:5]), returncode=4)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_configure(config):
+    if _TRACE_NONCE:
+        config.pluginmanager.register(_recorder, "infill-impact-recorder")
+    if _SELECT_PATH:
+        with open(_SELECT_PATH, encoding="utf-8") as f:
+            config.pluginmanager.register(_Selector(json.load(f)), "infill-impact-selector")
+
+
+_recorder = None
+if _TRACE_NONCE:
+    _recorder = _Recorder()
+    _recorder.start()  # before conftest files and test modules are imported
