@@ -48,6 +48,12 @@ type FileImpact struct {
 	// Statements are the [first, last] line extents of statements that
 	// span several lines (of a compound statement: its header).
 	Statements [][2]int `json:"statements"`
+	// Anchors are [first, last, line] for statements the compiler emits no
+	// code for (docstrings and other constant expressions, global): code
+	// put there runs exactly when line runs (the next statement of the
+	// block with code, else the one before, else the block's header; 0 for
+	// a module holding nothing else, which runs at import).
+	Anchors [][3]int `json:"anchors"`
 }
 
 // MapVersion is the Map format this package reads and writes.
@@ -107,10 +113,11 @@ func (m *Map) Validate() error {
 	return nil
 }
 
-// Select returns the tests that execute any line of span, in collection
-// order, under the attribution rule in the package doc: every test for a
-// span in a test file or over a line run at import time, none for a span
-// no test reaches (a file never executed included).
+// Select returns the tests that execute any line of span, or reach it
+// where it holds no code (see FileImpact.Anchors), in collection order,
+// under the attribution rule in the package doc: every test for a span in a
+// test file or over a line run at import time, none for a span no test
+// reaches (a file never executed included).
 func Select(m *Map, span Span) ([]TestID, error) {
 	if err := span.validate(); err != nil {
 		return nil, err
@@ -131,14 +138,25 @@ func Select(m *Map, span Span) ([]TestID, error) {
 			}
 		}
 	}
+	in := func(l int) bool { return l >= first && l <= last }
+	var anchors []int
+	for _, a := range fi.Anchors {
+		if a[0] <= last && a[1] >= first {
+			if a[2] == 0 {
+				return slices.Clone(m.Tests), nil
+			}
+			anchors = append(anchors, a[2])
+		}
+	}
+	reached := func(l int) bool { return in(l) || slices.Contains(anchors, l) }
 	for _, l := range fi.All {
-		if l >= first && l <= last {
+		if reached(l) {
 			return slices.Clone(m.Tests), nil
 		}
 	}
 	chosen := make([]bool, len(m.Tests))
 	for l, ix := range fi.Lines {
-		if l < first || l > last {
+		if !reached(l) {
 			continue
 		}
 		for _, i := range ix {

@@ -273,10 +273,12 @@ class _Recorder:
             if rel in test_files:
                 continue
             every = e["all"]
+            extents, anchors = _statements(os.path.join(_ROOT, rel))
             out[rel] = {
                 "all": sorted(every),
                 "lines": {str(l): sorted(ix) for l, ix in sorted(e["lines"].items()) if l not in every and ix},
-                "statements": _statements(os.path.join(_ROOT, rel)),
+                "statements": extents,
+                "anchors": anchors,
             }
         return {
             "version": 1,
@@ -290,29 +292,65 @@ class _Recorder:
         }
 
 
+def _first_line(node):
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+
+
+def _no_code(node):
+    """Statements the compiler emits no code for, so no line event either."""
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)) or isinstance(
+        node, (ast.Global, ast.Nonlocal)
+    )
+
+
 def _statements(path):
-    """Line extents [first, last] of statements spanning several lines (for
-    compound statements: their header), so that a span over any of their
-    lines finds the lines the interpreter reports for them."""
+    """Returns, for the file at path, the line extents [first, last] of
+    statements spanning several lines (of a compound statement: its header),
+    so that a span over any of their lines finds the lines the interpreter
+    reports for them; and anchors [first, last, line] of statements that
+    have no code (docstrings, other constant expressions, global): code a
+    completion puts there runs when control reaches them, that is, when the
+    next statement of their block with code starts (else the one before
+    completes, else their block's header runs), and line is where that
+    shows."""
     try:
         with open(path, "rb") as f:
             tree = ast.parse(f.read(), path)
     except (OSError, SyntaxError, ValueError):
-        return []
-    out = []
+        return [], []
+    extents, anchors = [], []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt):
-            continue
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body:
-            last = body[0].lineno - 1
-        else:
-            last = node.end_lineno or node.lineno
-        if last > first:
-            out.append([first, last])
-    out.sort()
-    return out
+        if isinstance(node, ast.stmt):
+            first = _first_line(node)
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body:
+                last = _first_line(body[0]) - 1
+            else:
+                last = node.end_lineno or node.lineno
+            if last > first:
+                extents.append([first, last])
+        header = _first_line(node) if hasattr(node, "lineno") else None  # None: the module
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list):
+                continue
+            for i, st in enumerate(block):
+                if not isinstance(st, ast.stmt) or not _no_code(st):
+                    continue
+                after = [b for b in block[i + 1 :] if not _no_code(b)]
+                before = [b for b in block[:i] if not _no_code(b)]
+                if after:
+                    line = _first_line(after[0])
+                elif before:
+                    line = _first_line(before[-1])
+                elif header is not None:
+                    line = header
+                else:
+                    line = 0  # a module of constants only: its import
+                anchors.append([st.lineno, st.end_lineno or st.lineno, line])
+    extents.sort()
+    anchors.sort()
+    return extents, anchors
 
 
 class _Selector:

@@ -6,6 +6,7 @@ BANNER = "=" * SCALE
 
 
 def shout(s):
+    """Loud."""
     return s.upper() + "!"
 
 
@@ -25,5 +26,6 @@ def table():
 
 
 def lazy():
+    global _unused
     from calc import late
     return late.VALUE
