@@ -143,6 +143,13 @@ func checkVerdicts(t *testing.T, r impact.Runner, dir string, m *impact.Map, cfg
 			selWall += time.Since(start)
 			selRan += got.ran
 		}
+		if len(ids) > 0 {
+			args := 0
+			for _, id := range ids {
+				args += len(id) + 1
+			}
+			t.Logf("%s:%d: %d node ids would take %d bytes of command line", p.File, p.Line, len(ids), args)
+		}
 		pass := func(o outcome) bool { return o.exit == 0 }
 		if pass(got) != pass(want) || !slices.Equal(got.failed, want.failed) {
 			t.Errorf("%s:%d broken: %d selected tests: exit %d, failing %q; whole suite: exit %d, failing %q",
