@@ -35,8 +35,15 @@
 // selected run does not see when no selected test imports it: graders
 // should compile the changed file first (see docs/evaluation.md).
 //
+// The map is only as trustworthy as the repository's tests: code under test
+// sees the run's nonce and could print a forged map after the plugin's
+// (from an atexit handler, say; the last one printed wins). Tests run in
+// other processes (pytest-xdist) make the trace fail rather than give an
+// empty map.
+//
 // Running untrusted repository code is the Runner's job: the package never
-// executes anything itself. The evaluator's sandbox satisfies Runner; the
-// package's tests use the sandbox where bubblewrap runs and a plain exec
-// of trusted test data otherwise.
+// executes anything itself. The evaluator's sandbox satisfies Runner (the
+// package's tests adapt it with a ModeCommand run); only the check of
+// Python 3.12+ interpreters outside /usr runs the package's own test data
+// on the host.
 package impact

@@ -29,6 +29,10 @@ type Map struct {
 	// "failed", "skipped" or "not run").
 	Tests    []TestID `json:"tests"`
 	Outcomes []string `json:"outcomes"`
+	// Always are indexes in Tests of tests whose lines are not known (they
+	// replaced the tracer: a debugger, coverage, sys.settrace(None)); every
+	// span selects them.
+	Always []int `json:"always,omitempty"`
 	// TestFiles are the files tests were collected from and the conftest.py
 	// files, relative to the repository root; their lines are not in Files.
 	TestFiles []string `json:"test_files"`
@@ -101,6 +105,11 @@ func (m *Map) Validate() error {
 	if len(m.Outcomes) != len(m.Tests) {
 		return fmt.Errorf("impact: map has %d outcomes for %d tests", len(m.Outcomes), len(m.Tests))
 	}
+	for _, i := range m.Always {
+		if i < 0 || i >= len(m.Tests) {
+			return fmt.Errorf("impact: map: always-selected test %d of %d", i, len(m.Tests))
+		}
+	}
 	for f, fi := range m.Files {
 		for l, ix := range fi.Lines {
 			for _, i := range ix {
@@ -125,10 +134,7 @@ func Select(m *Map, span Span) ([]TestID, error) {
 	if slices.Contains(m.TestFiles, span.File) {
 		return slices.Clone(m.Tests), nil
 	}
-	fi, ok := m.Files[span.File]
-	if !ok {
-		return nil, nil
-	}
+	fi := m.Files[span.File] // a file no test executed: only Always
 	first, last := span.First, span.Last
 	for widened := true; widened; { // until no statement sticks out
 		widened = false
@@ -155,6 +161,9 @@ func Select(m *Map, span Span) ([]TestID, error) {
 		}
 	}
 	chosen := make([]bool, len(m.Tests))
+	for _, i := range m.Always {
+		chosen[i] = true
+	}
 	for l, ix := range fi.Lines {
 		if !reached(l) {
 			continue

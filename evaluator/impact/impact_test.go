@@ -321,3 +321,29 @@ func TestParseTraceRejects(t *testing.T) {
 type fixedRunner string
 
 func (f fixedRunner) Run(context.Context, impact.Command) ([]byte, error) { return []byte(f), nil }
+
+// TestTestReplacingTracer: a test that replaces the tracer (sys.settrace
+// here; a debugger or coverage would) is selected for every span, even one
+// it was not seen executing, and the tests after it are traced again.
+func TestTestReplacingTracer(t *testing.T) {
+	r := newSandboxRunner(t, time.Minute)
+	m, err := impact.TracePytest(context.Background(), r, "testdata/pysettrace", impact.PytestConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Tracer == "sys.monitoring" {
+		t.Skip("sys.monitoring is not replaced by sys.settrace")
+	}
+	if !slices.Equal(m.Always, []int{0}) {
+		t.Errorf("always %v, want [0] (%q)", m.Always, m.Tests)
+	}
+	for line, want := range map[int][]string{
+		2: {"test_mod.py::test_drops_tracer"},
+		6: {"test_mod.py::test_drops_tracer", "test_mod.py::test_after"},
+	} {
+		got, err := impact.Select(m, impact.Span{File: "mod.py", First: line, Last: line})
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("mod.py:%d selects %q (%v), want %q", line, got, err, want)
+		}
+	}
+}

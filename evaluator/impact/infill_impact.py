@@ -76,6 +76,7 @@ class _Recorder:
         self.lines = self.outside
         self.items = []
         self.outcomes = {}
+        self.untraced = set()  # tests that replaced the tracer
 
     # --- sys.settrace (before 3.12) ---
     def _trace_call(self, frame, event, arg):
@@ -194,6 +195,11 @@ class _Recorder:
             yield
         finally:
             self._set_bucket(self.outside)
+            if not hasattr(sys, "monitoring") and sys.gettrace() != self._trace_call:
+                # The test replaced the tracer (a debugger, coverage, settrace(None)):
+                # what it ran is unknown, so it is selected for every span.
+                self.untraced.add(item.nodeid)
+                sys.settrace(self._trace_call)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session):
@@ -211,6 +217,10 @@ class _Recorder:
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config):
         self.stop()
+        untraced = [t for t in self.outcomes if t not in self.tests]
+        if untraced:  # run elsewhere (pytest-xdist workers): no map rather than a wrong one
+            sys.stderr.write("infill-impact: %d tests ran outside this process (e.g. %s); no map written\n" % (len(untraced), untraced[0]))
+            return
         data = self._build(config)
         blob = base64.b64encode(zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 6))
         for f in (sys.stdout, sys.__stdout__):
@@ -287,6 +297,7 @@ class _Recorder:
             "rootdir": rootdir,
             "tests": tests,
             "outcomes": [self.outcomes.get(t, "not run") for t in tests],
+            "always": [i for i, t in enumerate(tests) if t in self.untraced],
             "test_files": sorted(test_files),
             "files": out,
         }
