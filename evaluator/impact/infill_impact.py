@@ -116,8 +116,14 @@ class _Recorder:
     # --- sys.monitoring (3.12+) ---
     def _monitor_start(self):
         mon = sys.monitoring
-        tool = mon.COVERAGE_ID
+        # The coverage tool id, or another free one if a coverage tool holds it.
+        for tool in (mon.COVERAGE_ID, 0, 1, 2, 3, 4):
+            if mon.get_tool(tool) is None:
+                break
+        else:
+            raise RuntimeError("infill-impact: no free sys.monitoring tool id")
         mon.use_tool_id(tool, "infill-impact")
+        self._tool = tool
         self._mon_stack = []
         # PY_UNWIND (an exception leaving a frame) cannot be a local event.
         self._mon_fixture_events = mon.events.PY_START | mon.events.PY_RESUME | mon.events.PY_RETURN | mon.events.PY_YIELD
@@ -153,7 +159,7 @@ class _Recorder:
     def _watch_fixture_code(self, code):
         if hasattr(sys, "monitoring"):
             mon = sys.monitoring
-            mon.set_local_events(mon.COVERAGE_ID, code, self._mon_fixture_events)
+            mon.set_local_events(self._tool, code, self._mon_fixture_events)
 
     def _set_bucket(self, bucket):
         self.lines = bucket
@@ -170,8 +176,8 @@ class _Recorder:
     def stop(self):
         if hasattr(sys, "monitoring"):
             mon = sys.monitoring
-            mon.set_events(mon.COVERAGE_ID, 0)
-            mon.free_tool_id(mon.COVERAGE_ID)
+            mon.set_events(self._tool, 0)
+            mon.free_tool_id(self._tool)
         else:
             sys.settrace(None)
             threading.settrace(None)
