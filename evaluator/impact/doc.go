@@ -17,8 +17,9 @@
 //     teardown) belongs to that test;
 //   - a line executed while a fixture of scope class, module, package or
 //     session is on the stack (its setup, or its teardown after yield)
-//     belongs to every test whose fixture closure names that fixture, since
-//     its value is computed once and shared;
+//     belongs to every test whose fixture closure names that fixture or
+//     that asks for it by name (request.getfixturevalue), since its value
+//     is computed once and shared;
 //   - a line executed outside every test (conftest and test-module imports,
 //     collection, session start and finish), and every line of a module or
 //     class body wherever it runs (a lazy import in one test fills

@@ -347,3 +347,20 @@ func TestTestReplacingTracer(t *testing.T) {
 		}
 	}
 }
+
+// TestFixtureAskedForByName: a session fixture reached through
+// request.getfixturevalue (not in the test's fixture closure) belongs to
+// every test asking for it, the one that ran it and those given the cached
+// value alike.
+func TestFixtureAskedForByName(t *testing.T) {
+	r := newSandboxRunner(t, time.Minute)
+	m, err := impact.TracePytest(context.Background(), r, "testdata/pydynamic", impact.PytestConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := impact.Select(m, impact.Span{File: "mod.py", First: 2, Last: 2})
+	want := []string{"test_fixture.py::test_by_name_first", "test_fixture.py::test_declared", "test_fixture.py::test_by_name_cached"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("mod.py:2 selects %q (%v), want %q", got, err, want)
+	}
+}

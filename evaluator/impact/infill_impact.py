@@ -13,7 +13,8 @@ INFILL_IMPACT_TRACE=<nonce>
         (setup, call, teardown);
       * a fixture of scope other than "function", for the lines run while its
         function (or generator) is on the stack: every test whose fixture
-        closure names it, since the value is cached and shared;
+        closure names it or that asks for it by name, since the value is
+        cached and shared;
       * "every test": lines executed outside any test (import and collection,
         session start and end) and lines of module or class bodies wherever
         they run (a lazy import inside one test fills sys.modules for all).
@@ -77,6 +78,8 @@ class _Recorder:
         self.items = []
         self.outcomes = {}
         self.untraced = set()  # tests that replaced the tracer
+        self.current = None  # node id of the test running
+        self.requested = {}  # fixture name -> node ids asking for it by name
 
     # --- sys.settrace (before 3.12) ---
     def _trace_call(self, frame, event, arg):
@@ -167,6 +170,7 @@ class _Recorder:
             sys.monitoring.restart_events()
 
     def start(self):
+        self._watch_getfixturevalue()
         if hasattr(sys, "monitoring"):
             self._monitor_start()
         else:
@@ -194,12 +198,28 @@ class _Recorder:
                 self._watch_fixture_code(code)
         yield
 
+    def _watch_getfixturevalue(self):
+        """Records which test asks for which fixture by name at run time
+        (request.getfixturevalue): such users are not in item.fixturenames,
+        and a cached value reaches them without running the fixture."""
+        orig = pytest.FixtureRequest.getfixturevalue
+        recorder = self
+
+        def getfixturevalue(request, argname):
+            if recorder.current is not None:
+                recorder.requested.setdefault(argname, set()).add(recorder.current)
+            return orig(request, argname)
+
+        pytest.FixtureRequest.getfixturevalue = getfixturevalue
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         self._set_bucket(self.tests.setdefault(item.nodeid, set()))
+        self.current = item.nodeid
         try:
             yield
         finally:
+            self.current = None
             self._set_bucket(self.outside)
             if not hasattr(sys, "monitoring") and sys.gettrace() != self._trace_call:
                 # The test replaced the tracer (a debugger, coverage, settrace(None)):
@@ -252,7 +272,9 @@ class _Recorder:
         users = {}  # fixture name -> test indexes
         for i, it in enumerate(self.items):
             for name in getattr(it, "fixturenames", ()):
-                users.setdefault(name, []).append(i)
+                users.setdefault(name, set()).add(i)
+        for name, nodeids in self.requested.items():
+            users.setdefault(name, set()).update(index[t] for t in nodeids if t in index)
 
         files = {}
 
