@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 
 	_ "embed"
@@ -206,6 +207,9 @@ func PytestSelection(m *Map, ids []TestID, cfg PytestConfig) (PytestRun, error) 
 	if err != nil {
 		return PytestRun{}, err
 	}
-	return newPytestRun(cfg, map[string]string{"INFILL_IMPACT_SELECT": selectFile},
-		map[string]string{selectFile: string(list)}, paths), nil
+	run := newPytestRun(cfg, map[string]string{"INFILL_IMPACT_SELECT": selectFile},
+		map[string]string{selectFile: string(list)}, paths)
+	// Node ids are relative to the rootdir; naming files could move it.
+	run.Args = slices.Insert(run.Args, 4, "--rootdir="+m.RootDir)
+	return run, nil
 }
