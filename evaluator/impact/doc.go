@@ -26,15 +26,22 @@
 //     sys.modules for all of them), belongs to every test;
 //   - a span in a test file or a conftest.py selects every test;
 //   - a span over part of a multi-line statement is widened to the whole
-//     statement (the interpreter reports some statements on one line only).
+//     statement (the interpreter reports some statements on one line only);
+//   - Python processes a test starts (subprocess, multiprocessing with
+//     spawn) record their lines for that test through a sitecustomize on
+//     the inherited PYTHONPATH; a child that ends without writing them
+//     (os._exit, a signal) makes its test selected for every span, as does
+//     a test that replaces the tracer.
 //
-// What it does not see, by construction: code run in subprocesses, state
-// one test leaves for a later one through a cache filled by a plain
-// function (functools.cache, a module-level dict filled lazily), and tests
-// whose outcome depends on their order. A completion that does not compile
-// makes every test importing its module fail at collection, which a
-// selected run does not see when no selected test imports it: graders
-// should compile the changed file first (see docs/evaluation.md).
+// What it does not see, by construction: non-Python processes running
+// repository code, children started with an environment that drops
+// PYTHONPATH, state one test leaves for a later one through a cache filled
+// by a plain function (functools.cache, a module-level dict filled
+// lazily), and tests whose outcome depends on their order. A completion
+// that does not compile makes every test importing its module fail at
+// collection, which a selected run does not see when no selected test
+// imports it: graders should compile the changed file first (see
+// docs/evaluation.md).
 //
 // The map is only as trustworthy as the repository's tests: code under test
 // sees the run's nonce and could print a forged map after the plugin's

@@ -18,6 +18,10 @@ INFILL_IMPACT_TRACE=<nonce>
       * "every test": lines executed outside any test (import and collection,
         session start and end) and lines of module or class bodies wherever
         they run (a lazy import inside one test fills sys.modules for all).
+      * the test that started a Python child process, for the lines the
+        child ran (infill_child.py, installed as sitecustomize.py beside
+        this file, records them); a child that leaves none selects its test
+        for every span.
     sys.monitoring is used where it exists (3.12+), sys.settrace before.
 
 INFILL_IMPACT_SELECT=<path of a JSON list of node ids>
@@ -29,7 +33,9 @@ import ast
 import base64
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import zlib
 
@@ -171,6 +177,16 @@ class _Recorder:
 
     def start(self):
         self._watch_getfixturevalue()
+        # Python processes the tests start record their lines too (see the
+        # sitecustomize beside this file): they find it on an absolute
+        # PYTHONPATH whatever their working directory.
+        here = os.path.dirname(os.path.abspath(__file__))
+        pp = os.environ.get("PYTHONPATH", "")
+        os.environ["PYTHONPATH"] = here + (os.pathsep + pp if pp else "")
+        self.children = tempfile.mkdtemp(prefix="infill-impact-")
+        os.environ["INFILL_IMPACT_CHILDREN"] = self.children
+        os.environ["INFILL_IMPACT_ROOT"] = _ROOT
+        os.environ["INFILL_IMPACT_TEST"] = ""
         if hasattr(sys, "monitoring"):
             self._monitor_start()
         else:
@@ -216,10 +232,12 @@ class _Recorder:
     def pytest_runtest_protocol(self, item, nextitem):
         self._set_bucket(self.tests.setdefault(item.nodeid, set()))
         self.current = item.nodeid
+        os.environ["INFILL_IMPACT_TEST"] = item.nodeid
         try:
             yield
         finally:
             self.current = None
+            os.environ["INFILL_IMPACT_TEST"] = ""
             self._set_bucket(self.outside)
             if not hasattr(sys, "monitoring") and sys.gettrace() != self._trace_call:
                 # The test replaced the tracer (a debugger, coverage, settrace(None)):
@@ -247,6 +265,7 @@ class _Recorder:
         if untraced:  # run elsewhere (pytest-xdist workers): no map rather than a wrong one
             sys.stderr.write("infill-impact: %d tests ran outside this process (e.g. %s); no map written\n" % (len(untraced), untraced[0]))
             return
+        self._read_children()
         data = self._build(config)
         blob = base64.b64encode(zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 6))
         for f in (sys.stdout, sys.__stdout__):
@@ -258,6 +277,30 @@ class _Recorder:
         while line:
             n = os.write(_OUT_FD, line)
             line = line[n:]
+
+    def _read_children(self):
+        """Adds the lines child processes ran to the test that started them
+        (or to every test, for children started outside any test). A child
+        that left a marker and no lines makes its test (or every test)
+        selected for every span."""
+        for name in sorted(os.listdir(self.children)):
+            if not name.endswith(".start"):
+                continue
+            base = os.path.join(self.children, name[: -len(".start")])
+            with open(base + ".start", encoding="utf-8") as f:
+                test = json.load(f)["test"]
+            try:
+                with open(base + ".lines", encoding="utf-8") as f:
+                    lines = [(rel, line) for rel, line in json.load(f)["lines"]]
+            except (OSError, ValueError):
+                if test:
+                    self.untraced.add(test)
+                else:
+                    self.untraced.update(self.outcomes)
+                    self.untraced.update(it.nodeid for it in self.items)
+                continue
+            (self.tests.setdefault(test, set()) if test else self.outside).update(lines)
+        shutil.rmtree(self.children, ignore_errors=True)
 
     def _build(self, config):
         rootdir = os.path.relpath(os.path.realpath(str(config.rootpath)), _ROOT).replace(os.sep, "/")

@@ -21,6 +21,12 @@ import (
 //go:embed infill_impact.py
 var pluginPy string
 
+// childPy is the trace run's sitecustomize: Python processes the tests
+// start record their lines for the test that started them.
+//
+//go:embed infill_child.py
+var childPy string
+
 // PluginDir is the directory, relative to the root of the repository's
 // copy, that holds the plugin (a dot directory: pytest does not collect it
 // and the tracer does not record it).
@@ -122,7 +128,8 @@ func TracePytest(ctx context.Context, r Runner, dir string, cfg PytestConfig) (*
 		return nil, err
 	}
 	nonce := hex.EncodeToString(b[:])
-	run := newPytestRun(cfg, map[string]string{"INFILL_IMPACT_TRACE": nonce}, map[string]string{}, cfg.Paths)
+	run := newPytestRun(cfg, map[string]string{"INFILL_IMPACT_TRACE": nonce},
+		map[string]string{PluginDir + "/sitecustomize.py": childPy}, cfg.Paths)
 	out, err := r.Run(ctx, run.Command(dir, cfg.python()))
 	if err != nil {
 		return nil, fmt.Errorf("impact: trace run: %w", err)
