@@ -367,26 +367,27 @@ func TestFixtureAskedForByName(t *testing.T) {
 
 // TestChildProcesses: lines a Python child process runs (started from
 // another working directory) belong to the test that started it; a child
-// that ends without writing its lines (os._exit) makes its test selected
-// for every span.
+// that ends without writing its lines (os._exit, a multiprocessing fork)
+// makes its test selected for every span.
 func TestChildProcesses(t *testing.T) {
 	r := newSandboxRunner(t, time.Minute)
 	m, err := impact.TracePytest(context.Background(), r, "testdata/pysubprocess", impact.PytestConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const child, hard = "test_sub.py::test_child", "test_sub.py::test_child_exits_hard"
+	const child, hard, fork = "test_sub.py::test_child", "test_sub.py::test_child_exits_hard", "test_sub.py::test_fork"
 	for line, want := range map[int][]string{
-		6:  {child, hard},
-		10: {hard},
-		18: {child, hard},
+		6:  {child, hard, fork},
+		10: {hard, fork},
+		18: {child, hard, fork},
 	} {
 		got, err := impact.Select(m, impact.Span{File: "mod.py", First: line, Last: line})
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("mod.py:%d selects %q (%v), want %q", line, got, err, want)
 		}
 	}
-	if !slices.Equal(m.Always, []int{1}) {
-		t.Errorf("always %v, want [1] (%q)", m.Always, m.Tests)
+	// The forked child ends with os._exit too (multiprocessing does).
+	if !slices.Equal(m.Always, []int{1, 3}) {
+		t.Errorf("always %v, want [1 3] (%q)", m.Always, m.Tests)
 	}
 }

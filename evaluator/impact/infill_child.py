@@ -76,6 +76,8 @@ def _chain():
             return
 
 
+_infill_impact_start = _start  # for children forked from the traced pytest
+
 _children = os.environ.get("INFILL_IMPACT_CHILDREN")
 _root = os.environ.get("INFILL_IMPACT_ROOT")
 if _children and _root and os.path.isdir(_children):

@@ -71,6 +71,13 @@ def _rel(filename):
     return r
 
 
+def _mark_untraced(children, root):
+    """Leaves a marker and never lines: the test is selected for every span."""
+    name = os.path.join(children, "%d-%s.start" % (os.getpid(), os.urandom(8).hex()))
+    with open(name, "w", encoding="utf-8") as f:
+        json.dump({"test": os.environ.get("INFILL_IMPACT_TEST", "")}, f)
+
+
 class _Recorder:
     """Line buckets; `lines` is the bucket lines go to now."""
 
@@ -187,11 +194,20 @@ class _Recorder:
         os.environ["INFILL_IMPACT_CHILDREN"] = self.children
         os.environ["INFILL_IMPACT_ROOT"] = _ROOT
         os.environ["INFILL_IMPACT_TEST"] = ""
+        # A forked child (multiprocessing's default) runs no sitecustomize:
+        # it records its lines the same way from the fork on.
+        os.register_at_fork(after_in_child=self._forked)
         if hasattr(sys, "monitoring"):
             self._monitor_start()
         else:
             threading.settrace(self._trace_call)
             sys.settrace(self._trace_call)
+
+    def _forked(self):
+        child = sys.modules.get("sitecustomize")
+        start = getattr(child, "_infill_impact_start", _mark_untraced)
+        self.stop()
+        start(self.children, _ROOT)
 
     def stop(self):
         if hasattr(sys, "monitoring"):

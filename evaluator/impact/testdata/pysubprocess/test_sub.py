@@ -21,3 +21,14 @@ def test_child_exits_hard(tmp_path):
 
 def test_no_child():
     pass
+
+
+def test_fork():
+    import multiprocessing
+
+    import mod
+
+    p = multiprocessing.get_context("fork").Process(target=mod.g)
+    p.start()
+    p.join()
+    assert p.exitcode == 0
