@@ -27,11 +27,12 @@
 //   - a span in a test file or a conftest.py selects every test;
 //   - a span over part of a multi-line statement is widened to the whole
 //     statement (the interpreter reports some statements on one line only);
-//   - Python processes a test starts (subprocess, multiprocessing with
-//     spawn) record their lines for that test through a sitecustomize on
-//     the inherited PYTHONPATH; a child that ends without writing them
-//     (os._exit, a signal) makes its test selected for every span, as does
-//     a test that replaces the tracer.
+//   - Python processes a test starts record their lines for that test:
+//     through a sitecustomize on the inherited PYTHONPATH when they start
+//     an interpreter (subprocess, multiprocessing's spawn), from the fork on
+//     when they fork; a child that ends without writing them (os._exit, as
+//     multiprocessing's forked workers do, or a signal) makes its test
+//     selected for every span, as does a test that replaces the tracer.
 //
 // What it does not see, by construction: non-Python processes running
 // repository code, children started with an environment that drops
