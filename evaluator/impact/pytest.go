@@ -1,0 +1,224 @@
+package impact
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+
+	_ "embed"
+)
+
+//go:embed infill_impact.py
+var pluginPy string
+
+// childPy is the trace run's sitecustomize: Python processes the tests
+// start record their lines for the test that started them.
+//
+//go:embed infill_child.py
+var childPy string
+
+// PluginDir is the directory, relative to the root of the repository's
+// copy, that holds the plugin (a dot directory: pytest does not collect it
+// and the tracer does not record it).
+const PluginDir = ".infill-impact"
+
+const (
+	pluginModule = "infill_impact"
+	selectFile   = PluginDir + "/selected.json"
+	outputTag    = "infill-impact"
+)
+
+// Command is one run of a test command in a private copy of a repository.
+type Command struct {
+	// Dir is the repository on the host; a Runner never changes it.
+	Dir string
+	// Files are written into the copy before the run, by slash-separated
+	// relative path.
+	Files map[string]string
+	// Argv runs in the root of the copy.
+	Argv []string
+	// Env adds variables to the environment of the run.
+	Env map[string]string
+}
+
+// Runner runs repository code in isolation (the evaluator's sandbox; never
+// the host itself, since the code is untrusted).
+type Runner interface {
+	// Run runs cmd and returns everything it wrote to stdout, whatever its
+	// exit status: tests failing on the pristine code are normal. An error
+	// means there is no complete output (it could not start, it was cut
+	// short, ctx ended); a Runner that keeps only the end of stdout must
+	// fail when it dropped some. The map arrives on stdout as one line
+	// (compressed: 103 KB of JSON for more-itertools' 736 tests).
+	Run(ctx context.Context, cmd Command) (stdout []byte, err error)
+}
+
+// PytestConfig says how a repository's tests run under pytest.
+type PytestConfig struct {
+	// Python is the interpreter the Runner starts (default "python3").
+	Python string
+	// Options are pytest options both the trace and the selected runs get
+	// (e.g. "-x" is a bad idea; "-o", "addopts=" may be a good one).
+	Options []string
+	// Paths are what the trace run collects (default: pytest's own choice,
+	// testpaths or the root). Selected runs name the test files instead.
+	Paths []string
+	// Env is the environment the tests need. A PYTHONPATH in it is kept,
+	// after the plugin's directory.
+	Env map[string]string
+}
+
+func (c PytestConfig) python() string {
+	if c.Python == "" {
+		return "python3"
+	}
+	return c.Python
+}
+
+// PytestRun is one pytest run: the arguments after `python -m pytest`, the
+// files to add to the repository's copy and the environment. It fits the
+// sandbox's pytest mode as it is, and Command makes it a Runner's Command.
+type PytestRun struct {
+	Args  []string
+	Files map[string]string
+	Env   map[string]string
+}
+
+// Command is r run with python from dir.
+func (r PytestRun) Command(dir, python string) Command {
+	return Command{Dir: dir, Files: r.Files, Env: r.Env, Argv: append([]string{python, "-m", "pytest"}, r.Args...)}
+}
+
+func newPytestRun(cfg PytestConfig, env map[string]string, files map[string]string, paths []string) PytestRun {
+	e := map[string]string{}
+	for k, v := range cfg.Env {
+		e[k] = v
+	}
+	e["PYTHONPATH"] = PluginDir
+	if pp := cfg.Env["PYTHONPATH"]; pp != "" {
+		e["PYTHONPATH"] = PluginDir + ":" + pp
+	}
+	for k, v := range env {
+		e[k] = v
+	}
+	files[PluginDir+"/"+pluginModule+".py"] = pluginPy
+	args := []string{"-p", pluginModule, "-p", "no:cacheprovider"}
+	args = append(args, cfg.Options...)
+	args = append(args, paths...)
+	return PytestRun{Args: args, Files: files, Env: e}
+}
+
+// ErrNoOutput is returned (wrapped) when a trace run ends without the map:
+// pytest could not start, the plugin was not loaded, or the run was cut.
+var ErrNoOutput = errors.New("impact: the trace run wrote no map")
+
+// TracePytest runs the repository's whole suite in dir once, through r,
+// and returns which tests execute which lines.
+func TracePytest(ctx context.Context, r Runner, dir string, cfg PytestConfig) (*Map, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	nonce := hex.EncodeToString(b[:])
+	run := newPytestRun(cfg, map[string]string{"INFILL_IMPACT_TRACE": nonce},
+		map[string]string{PluginDir + "/sitecustomize.py": childPy}, cfg.Paths)
+	out, err := r.Run(ctx, run.Command(dir, cfg.python()))
+	if err != nil {
+		return nil, fmt.Errorf("impact: trace run: %w", err)
+	}
+	return parseTrace(out, nonce)
+}
+
+// parseTrace finds the plugin's line for nonce in out (the last one, so
+// that nothing the tests printed earlier can stand in for it) and decodes
+// the map.
+func parseTrace(out []byte, nonce string) (*Map, error) {
+	tag := []byte(outputTag + " " + nonce + " ")
+	i := bytes.LastIndex(out, tag)
+	if i < 0 || (i > 0 && out[i-1] != '\n') {
+		return nil, fmt.Errorf("%w; output ends: %q", ErrNoOutput, tail(out, 2000))
+	}
+	line := out[i+len(tag):]
+	if j := bytes.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	} else {
+		return nil, fmt.Errorf("%w: the map line is cut short", ErrNoOutput)
+	}
+	raw := make([]byte, base64.StdEncoding.DecodedLen(len(line)))
+	n, err := base64.StdEncoding.Decode(raw, line)
+	if err != nil {
+		return nil, fmt.Errorf("impact: decoding the map: %w", err)
+	}
+	zr, err := zlib.NewReader(bytes.NewReader(raw[:n]))
+	if err != nil {
+		return nil, fmt.Errorf("impact: decoding the map: %w", err)
+	}
+	defer zr.Close()
+	var m Map
+	dec := json.NewDecoder(io.LimitReader(zr, 1<<30))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("impact: decoding the map: %w", err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// ErrNoTests is returned by PytestSelection for an empty selection: no test
+// reaches the span, so no run can say anything about it.
+var ErrNoTests = errors.New("impact: no tests selected")
+
+// PytestSelection returns the pytest run of just ids (from Select on m).
+// It names the test files on the command line (short whatever the ids:
+// parametrised ids with brackets and spaces stay off it) and lists the ids
+// in a file the plugin reads; the plugin deselects every other item and
+// stops the run with exit status 4 if a listed id is not collected.
+func PytestSelection(m *Map, ids []TestID, cfg PytestConfig) (PytestRun, error) {
+	if len(ids) == 0 {
+		return PytestRun{}, ErrNoTests
+	}
+	known := make(map[TestID]bool, len(m.Tests))
+	for _, t := range m.Tests {
+		known[t] = true
+	}
+	var paths []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !known[id] {
+			return PytestRun{}, fmt.Errorf("impact: test %q is not in the map", id)
+		}
+		file, _, _ := strings.Cut(id, "::")
+		p := path.Join(m.RootDir, file)
+		if !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return PytestRun{}, err
+	}
+	run := newPytestRun(cfg, map[string]string{"INFILL_IMPACT_SELECT": selectFile},
+		map[string]string{selectFile: string(list)}, paths)
+	// Node ids are relative to the rootdir; naming files could move it.
+	run.Args = slices.Insert(run.Args, 4, "--rootdir="+m.RootDir)
+	return run, nil
+}

@@ -1,0 +1,1 @@
+"""A small package for the impact runner's tests."""

@@ -1,0 +1,3 @@
+"""Imported by one test only, lazily."""
+
+VALUE = 42

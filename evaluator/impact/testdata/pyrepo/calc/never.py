@@ -1,0 +1,5 @@
+"""Imported by nothing."""
+
+
+def never():
+    return 0
