@@ -9,65 +9,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/infill-dev/infill/evaluator/sandbox/sandboxtest"
 )
-
-// sharedTempDir is t.TempDir() opened to other users (o+rx, and its
-// parent o+x), so that the sandbox's user can read what is mounted from
-// it when the tests run as root.
-func sharedTempDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// makeVenv makes a virtual environment at dir from Debian's python3
-// (no pip: nothing is downloaded) and puts a package named pkg into its
-// site-packages, with a function answer() returning 42. It skips (fails
-// under CI=true) where python3's venv module is missing.
-func makeVenv(t *testing.T, dir, pkg string, systemSite bool) string {
-	t.Helper()
-	args := []string{"-m", "venv", "--without-pip"}
-	if systemSite {
-		args = append(args, "--system-site-packages")
-	}
-	out, err := exec.Command("/usr/bin/python3", append(args, dir)...).CombinedOutput()
-	if err != nil {
-		msg := "python3 -m venv: " + err.Error() + ": " + string(out) + " (Debian package python3-venv)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	sp, err := filepath.Glob(filepath.Join(dir, "lib", "python3*", "site-packages"))
-	if err != nil || len(sp) != 1 {
-		t.Fatalf("site-packages of %s: %v %v", dir, sp, err)
-	}
-	if err := os.MkdirAll(filepath.Join(sp[0], pkg), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(sp[0], pkg, "__init__.py"), []byte("def answer():\n    return 42\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return sp[0]
-}
 
 // TestPythonEnvironmentResolution: where a venv lies decides how it is
 // mounted, nothing is run on the host to find out, and what cannot be
 // mounted or run is an environment error.
 func TestPythonEnvironmentResolution(t *testing.T) {
-	root := sharedTempDir(t)
+	root := sandboxtest.SharedTempDir(t)
 	repo := filepath.Join(root, "repo")
 	if err := os.MkdirAll(repo, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	makeVenv(t, filepath.Join(repo, ".venv"), "extpkg", false)
+	sandboxtest.MakeVenv(t, filepath.Join(repo, ".venv"), "extpkg", false)
 	outside := filepath.Join(root, "venvs", "tools")
-	makeVenv(t, outside, "extpkg", true)
+	sandboxtest.MakeVenv(t, outside, "extpkg", true)
 
 	if got := RepositoryPython(repo); got != ".venv/bin/python" {
 		t.Errorf("RepositoryPython = %q", got)
@@ -145,7 +102,7 @@ func TestPythonEnvironmentResolution(t *testing.T) {
 // and the venv read-only.
 func TestPythonEnvironmentRuns(t *testing.T) {
 	sb := newTestSandbox(t, Config{Timeout: 20 * time.Second, WarmWorkers: -1})
-	root := sharedTempDir(t)
+	root := sandboxtest.SharedTempDir(t)
 	repo := filepath.Join(root, "repo")
 	if err := os.MkdirAll(filepath.Join(repo, "tests"), 0o755); err != nil {
 		t.Fatal(err)
@@ -168,9 +125,9 @@ def test_venv_is_read_only():
 	if err := os.WriteFile(filepath.Join(repo, "tests", "test_ext.py"), []byte(test), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	makeVenv(t, filepath.Join(repo, ".venv"), "extpkg", true)
+	sandboxtest.MakeVenv(t, filepath.Join(repo, ".venv"), "extpkg", true)
 	outside := filepath.Join(root, "venv-outside")
-	makeVenv(t, outside, "extpkg", true)
+	sandboxtest.MakeVenv(t, outside, "extpkg", true)
 
 	if out, err := exec.Command("/usr/bin/python3", "-c", "import extpkg").CombinedOutput(); err == nil {
 		t.Fatalf("the system python has extpkg: %s", out)
@@ -200,7 +157,7 @@ def test_venv_is_read_only():
 	if os.Geteuid() == 0 {
 		// The sandbox's user cannot read a 0700 directory: said up front.
 		hidden := filepath.Join(t.TempDir(), "venv")
-		makeVenv(t, hidden, "extpkg", true)
+		sandboxtest.MakeVenv(t, hidden, "extpkg", true)
 		if err := os.Chmod(filepath.Dir(hidden), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +183,7 @@ def test_venv_is_read_only():
 // files, never the pristine repository.
 func TestPythonEnvironmentEditable(t *testing.T) {
 	sb := newTestSandbox(t, Config{Timeout: 20 * time.Second, WarmWorkers: -1})
-	root := sharedTempDir(t)
+	root := sandboxtest.SharedTempDir(t)
 	repo := filepath.Join(root, "proj")
 	for _, d := range []string{"src/proj", "tests"} {
 		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
@@ -243,7 +200,7 @@ func TestPythonEnvironmentEditable(t *testing.T) {
 		}
 	}
 	venv := filepath.Join(root, "venv")
-	sp := makeVenv(t, venv, "unused", true)
+	sp := sandboxtest.MakeVenv(t, venv, "unused", true)
 	if err := os.WriteFile(filepath.Join(sp, "__editable__.proj.pth"), []byte(filepath.Join(repo, "src")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
