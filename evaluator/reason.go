@@ -167,13 +167,13 @@ func failureLine(f *sandbox.Failure, rel func(string) string) string {
 
 var (
 	// pytest's "E   Name: message" lines, and "E   Name" alone.
-	reportErrorLine = regexp.MustCompile(`^E\s+([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failed)\b.*)$`)
+	reportErrorLine = regexp.MustCompile(`^E\s+((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Warning|Failed)\b.*)$`)
 	// A traceback's `File "x.py", line 5` (also inside E lines).
 	fileLine = regexp.MustCompile(`File "([^"]+)", line (\d+)`)
 	// pytest's short traceback location "x.py:5: in f" or "x.py:5: Error".
 	shortLoc = regexp.MustCompile(`^(\S+\.py):(\d+): `)
 	// A Python exception line at the end of a traceback.
-	exceptionLine = regexp.MustCompile(`^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failed|Iteration))(:.*)?$`)
+	exceptionLine = regexp.MustCompile(`^((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Warning|Failed|Iteration))(:.*)?$`)
 	// pytest's short test summary.
 	summaryLine = regexp.MustCompile(`^(FAILED|ERROR) (\S+)(?: - (.*))?$`)
 )
