@@ -188,11 +188,13 @@ func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Com
 		if errors.Is(err, sandbox.ErrEnvironment) {
 			// What the run printed says why (eval mask explains it).
 			res.ExitCode = out.ExitCode
-			res.StdoutTail = tail(out.Stdout, cfg.OutputTailBytes)
-			res.StderrTail = tail(out.Stderr, cfg.OutputTailBytes)
+			res.StdoutTail = tail(stripANSI(out.Stdout), cfg.OutputTailBytes)
+			res.StderrTail = tail(stripANSI(out.Stderr), cfg.OutputTailBytes)
 		}
 		return fail(err)
 	}
+	// pytest --color=yes (a repository's addopts) colours its output.
+	out.Stdout, out.Stderr = stripANSI(out.Stdout), stripANSI(out.Stderr)
 	res.ExitCode = out.ExitCode
 	res.ExecDuration = out.Duration
 	res.StdoutTail = tail(out.Stdout, cfg.OutputTailBytes)

@@ -174,6 +174,8 @@ var (
 	shortLoc = regexp.MustCompile(`^(\S+\.py):(\d+): `)
 	// A Python exception line at the end of a traceback.
 	exceptionLine = regexp.MustCompile(`^((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Warning|Failed|Iteration))(:.*)?$`)
+	// pytest's notice of a conftest.py that could not be imported.
+	conftestLine = regexp.MustCompile(`ImportError while loading conftest '([^']+)'`)
 	// pytest's short test summary.
 	summaryLine = regexp.MustCompile(`^(FAILED|ERROR) (\S+)(?: - (.*))?$`)
 )
@@ -208,6 +210,7 @@ func reportError(report string) (msg, where string) {
 // summary line, else the exception that ends the last traceback with
 // where it was raised, else the last line pytest marked with E, else "".
 func outputError(output string, rel func(string) string) string {
+	output = stripANSI(output)
 	lines := strings.Split(output, "\n")
 	for _, l := range lines {
 		if m := summaryLine.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
@@ -232,6 +235,18 @@ func outputError(output string, rel func(string) string) string {
 			}
 			return s
 		}
+	}
+	if m := conftestLine.FindStringSubmatch(output); m != nil {
+		// A conftest.py that did not import: pytest's short traceback.
+		msg, w := reportError(output)
+		s := "loading " + rel(m[1])
+		if msg != "" {
+			s += ": " + msg
+		}
+		if w != "" {
+			s += " at " + rel(w)
+		}
+		return s
 	}
 	exc, where, inTraceback := "", "", false
 	for _, l := range lines {
@@ -328,6 +343,16 @@ func relativizer(spec *sandbox.Spec) func(string) string {
 		}
 		return p
 	}
+}
+
+var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;?]*[A-Za-z]")
+
+// stripANSI removes terminal colour and cursor sequences.
+func stripANSI(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	return ansiEscape.ReplaceAllString(s, "")
 }
 
 func firstLine(s string) string {

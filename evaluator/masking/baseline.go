@@ -16,6 +16,8 @@ import (
 // command, what it did, and the changes Build made to the command before
 // giving up. Explain says what it means and what to do.
 type BaselineError struct {
+	// Repo is the repository's directory.
+	Repo   string
 	Test   evaluator.TestSpec
 	Result evaluator.Result
 	// Fixes are the changes made to the test command (Stats.Fixes).
@@ -52,12 +54,12 @@ func checkBaseline(ctx context.Context, g Grader, repoDir string, base evaluator
 			return test, res, fixes, nil
 		}
 		if test.Kind != evaluator.TestPytest || len(fixes) == maxFixes {
-			return test, res, fixes, &BaselineError{Test: test, Result: res, Fixes: fixes}
+			return test, res, fixes, &BaselineError{Repo: repoDir, Test: test, Result: res, Fixes: fixes}
 		}
 		cfg, cerr := readPytestConfig(repoDir)
 		fixed, note, ok := fixPytest(repoDir, cfg, test, &res)
 		if !ok {
-			berr := &BaselineError{Test: test, Result: res, Fixes: fixes}
+			berr := &BaselineError{Repo: repoDir, Test: test, Result: res, Fixes: fixes}
 			if cerr != nil {
 				berr.Fixes = append(berr.Fixes, "(could not read the pytest configuration: "+cerr.Error()+")")
 			}
@@ -263,6 +265,13 @@ func (e *BaselineError) fix(python string) string {
 		return "the reason names the limit and the flag that raises it"
 	case strings.Contains(text, "pytest is not installed"):
 		return "install pytest for " + interp + " (see the reason)"
+	case noModule.MatchString(text) && e.ownModule(noModule.FindStringSubmatch(text)[1]):
+		m := noModule.FindStringSubmatch(text)
+		return fmt.Sprintf("%s belongs to the repository's own package but is not in the repository: its build makes it "+
+			"(a version file written by setuptools-scm or hatch-vcs, an extension module). Build the repository into a "+
+			"virtual environment: python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-build-isolation -e . "+
+			"(offline, its build backend must be installed, e.g. Debian's python3-hatchling python3-hatch-vcs or "+
+			"python3-setuptools-scm; docs/evaluation.md, Environments)", m[1])
 	case noModule.MatchString(text):
 		m := noModule.FindStringSubmatch(text)
 		return fmt.Sprintf("the module %s is not installed for %s: give the repository a virtual environment with "+
@@ -277,6 +286,21 @@ func (e *BaselineError) fix(python string) string {
 			"(one --deselect per test), or give them what they need", r.Failure.Test)
 	}
 	return "run the tests yourself with the same interpreter and arguments to see why, then choose them with --pytest, --script or --test-command"
+}
+
+// ownModule says whether the dotted module name lies in a package of the
+// repository (at its root or under src/).
+func (e *BaselineError) ownModule(name string) bool {
+	top, _, dotted := strings.Cut(name, ".")
+	if !dotted || e.Repo == "" {
+		return false
+	}
+	for _, dir := range []string{filepath.Join(e.Repo, top), filepath.Join(e.Repo, "src", top)} {
+		if fi, err := os.Stat(filepath.Join(dir, "__init__.py")); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
 }
 
 func describeTest(t evaluator.TestSpec) string {
