@@ -357,7 +357,7 @@ var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
     <p class="reason">{{.Reason}}</p>
     <div class="pair">
       <div><h4>completion</h4><pre class="completion">{{.Completion}}</pre></div>
-      <div><h4>reference middle</h4>{{if .HasReference}}<pre class="reference">{{.Reference}}</pre>{{else}}<pre class="reference">(not recorded in the results file)</pre>{{end}}</div>
+      <div><h4>reference middle</h4>{{if .HasReference}}<pre class="reference">{{.Reference}}</pre>{{else}}<pre class="reference">(empty, or not in this results file)</pre>{{end}}</div>
     </div>
     {{- if .Test}}
     <h4>failing test: {{.Test}}{{if .TestWhen}} ({{.TestWhen}}){{end}}</h4>
