@@ -10,6 +10,15 @@
 // harness runs them, with its 3 s default timeout, so that verdicts match
 // it.
 //
+// Every result that did not pass has a Reason: the first meaningful error
+// (reason.go). Failures of the environment are VerdictError, not
+// VerdictFailed: a missing interpreter or test runner, a pytest usage
+// error, and an import failure that the unmodified repository's tests show
+// too — the unmodified repository decides whether an import failure is the
+// environment's or the completion's (baseline.go). Repository tasks run
+// with the interpreter their task, Config.Pythons or the repository's own
+// virtual environment names (pythonFor).
+//
 // Loaders for benchmark formats live in evaluator/dataset, the bubblewrap
 // sandbox in evaluator/sandbox, scores in evaluator/metrics and benchmark
 // construction by grammar-based masking in evaluator/masking. This package

@@ -19,10 +19,15 @@ import (
 // Completion is one generated middle with its latencies.
 type Completion struct {
 	Text string `json:"text"`
-	// TTFT is the time to first token; zero when unknown.
+	// TTFT is the time to first token once a backend slot was free (the
+	// wait for one is QueueWait); zero when unknown.
 	TTFT time.Duration `json:"ttft_ns"`
-	// Total is the time to the full completion; zero when unknown.
+	// Total is the time to the full completion, also without QueueWait;
+	// zero when unknown.
 	Total time.Duration `json:"total_ns"`
+	// QueueWait is how long the request waited for a backend slot: behind
+	// the run's own other samples, and anyone else's.
+	QueueWait time.Duration `json:"queue_ns,omitempty"`
 }
 
 // Completer produces completions for tasks. Implementations must be safe
@@ -56,8 +61,11 @@ const (
 	// VerdictTimeout: the wall-clock or CPU-time limit was hit.
 	VerdictTimeout Verdict = "timeout"
 	// VerdictError: no verdict could be reached (completion failed, invalid
-	// task, sandbox could not start). Not written to the journal, so a
-	// resumed run retries it.
+	// task, sandbox could not start), or the environment, not the
+	// completion, failed (a missing interpreter or test runner, a pytest
+	// usage error, a module the unmodified repository cannot import
+	// either: see baseline.go). Not written to the journal, so a resumed
+	// run retries it.
 	VerdictError Verdict = "error"
 	// VerdictSkipped: the task has no tests (ExecNone); only exact match
 	// and edit similarity are meaningful.
@@ -72,8 +80,10 @@ type Result struct {
 	Sample     int     `json:"sample"`
 	Completion string  `json:"completion"`
 	Verdict    Verdict `json:"verdict"`
-	// Reason explains the verdict briefly ("exit status 1", "exited 0
-	// without the pass signal", ...).
+	// Reason explains a verdict other than passed in one line: the first
+	// meaningful error (the failing test, the exception and where it was
+	// raised), the limit hit ("timed out after 3s", "memory limit"), or
+	// what else ended the run ("exited 0 without the pass signal").
 	Reason   string `json:"reason,omitempty"`
 	ExitCode int    `json:"exit_code"`
 	// WeakSignal is set when the test kind has no positive pass signal
@@ -86,11 +96,23 @@ type Result struct {
 	EditSimilarity int                 `json:"edit_similarity"`
 	TTFT           time.Duration       `json:"ttft_ns"`
 	Total          time.Duration       `json:"total_ns"`
-	ExecDuration   time.Duration       `json:"exec_ns"`
+	// QueueWait is the generation's wait for a backend slot, which TTFT
+	// and Total do not include.
+	QueueWait    time.Duration `json:"queue_ns,omitempty"`
+	ExecDuration time.Duration `json:"exec_ns"`
 	// Exception is what the test code raised ("AssertionError", its
 	// message), when it raised.
 	Exception *sandbox.Exception `json:"exception,omitempty"`
-	Error     string             `json:"error,omitempty"`
+	// Failure is the first failing pytest test, with its report and
+	// output.
+	Failure *sandbox.Failure `json:"failure,omitempty"`
+	// Limit is the resource limit the run hit, when it hit one.
+	Limit sandbox.Limit `json:"limit,omitempty"`
+	// Reference is the task's true middle, kept for reports that show the
+	// completion beside it (eval run and grade record it; empty when the
+	// task has none).
+	Reference string `json:"reference,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // ReferenceResult words the verdict as the human-eval-infilling harness
@@ -118,7 +140,7 @@ func (r *Result) MetricsSample() metrics.Sample {
 		TaskID: r.TaskID, Benchmark: r.Benchmark, Level: string(r.Level),
 		Passed: r.Passed(), Verdict: string(r.Verdict),
 		ExactMatch: r.ExactMatch, EditSimilarity: r.EditSimilarity,
-		TTFT: r.TTFT, Total: r.Total,
+		TTFT: r.TTFT, Total: r.Total, QueueWait: r.QueueWait,
 	}
 }
 
@@ -126,19 +148,25 @@ func (r *Result) MetricsSample() metrics.Sample {
 // repository lies outside Config.AllowedRepoRoots.
 var ErrRepoNotAllowed = errors.New("evaluator: repository outside the allowed roots")
 
+// ErrPythonNotAllowed is returned (as a VerdictError reason) when a task
+// names an interpreter outside Config.AllowedRepoRoots that no
+// Config.Pythons rule names.
+var ErrPythonNotAllowed = errors.New("evaluator: interpreter outside the allowed roots and not one the server was given (--eval-python)")
+
 const defaultProgramName = "program.py"
 
-// grade runs completion c of task t. It returns an error only when ctx is
-// done; every other problem is a VerdictError result.
-func grade(ctx context.Context, log *zap.Logger, ex Executor, cfg *Config, t *Task, sample int, c Completion) (Result, error) {
+// gradeCompletion runs completion c of task t. It returns an error only
+// when ctx is done; every other problem is a VerdictError result.
+func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Completion) (Result, error) {
+	cfg := &r.cfg
 	res := Result{
 		TaskID: t.ID, Benchmark: t.Benchmark, Level: t.Level, Sample: sample,
-		Completion: c.Text, TTFT: c.TTFT, Total: c.Total, ExitCode: -1,
+		Completion: c.Text, Reference: t.Reference, TTFT: c.TTFT, Total: c.Total, QueueWait: c.QueueWait, ExitCode: -1,
 		ExactMatch:     metrics.ExactMatch(c.Text, t.Reference),
 		EditSimilarity: metrics.EditSimilarity(c.Text, t.Reference),
 	}
 	fail := func(err error) (Result, error) {
-		res.Verdict, res.Error = VerdictError, errorText(ctx, log, t, sample, err)
+		res.Verdict, res.Error = VerdictError, r.errorText(ctx, t, sample, err)
 		return res, nil
 	}
 	if err := t.Validate(); err != nil {
@@ -152,56 +180,46 @@ func grade(ctx context.Context, log *zap.Logger, ex Executor, cfg *Config, t *Ta
 	if err != nil {
 		return fail(err)
 	}
-	out, err := ex.Run(ctx, spec)
+	out, err := r.exec.Run(ctx, spec)
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
 	if err != nil {
+		if errors.Is(err, sandbox.ErrEnvironment) {
+			// What the run printed says why (eval mask explains it).
+			res.ExitCode = out.ExitCode
+			res.StdoutTail = tail(stripANSI(out.Stdout), cfg.OutputTailBytes)
+			res.StderrTail = tail(stripANSI(out.Stderr), cfg.OutputTailBytes)
+		}
 		return fail(err)
 	}
+	// pytest --color=yes (a repository's addopts) colours its output.
+	out.Stdout, out.Stderr = stripANSI(out.Stdout), stripANSI(out.Stderr)
 	res.ExitCode = out.ExitCode
 	res.ExecDuration = out.Duration
 	res.StdoutTail = tail(out.Stdout, cfg.OutputTailBytes)
 	res.StderrTail = tail(out.Stderr, cfg.OutputTailBytes)
 	res.Tests = out.Tests
 	res.Exception = out.Exception
+	res.Failure = out.Failure
+	res.Limit = out.Limit
 	res.WeakSignal = spec.Mode == sandbox.ModeCommand
-	res.Verdict, res.Reason = verdict(&out, spec.Mode, t.Exec.Test.ExpectedTests)
+	res.Verdict, res.Reason = verdict(&out, &spec, t.Exec.Test.ExpectedTests)
+	if res.Verdict == VerdictFailed && t.Exec.Kind == ExecRepository {
+		if importFailure(&out) != "" {
+			envErr, err := r.baselines.environmentFailure(ctx, r.exec, spec)
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			if err != nil {
+				return fail(err)
+			}
+			if envErr != nil {
+				return fail(envErr)
+			}
+		}
+	}
 	return res, nil
-}
-
-func verdict(out *sandbox.Result, mode sandbox.Mode, expected int) (Verdict, string) {
-	switch out.Status {
-	case sandbox.StatusTimeout:
-		if out.Signal != 0 {
-			return VerdictTimeout, "CPU time limit exceeded"
-		}
-		return VerdictTimeout, "wall-clock timeout"
-	case sandbox.StatusOutputLimit:
-		return VerdictFailed, "output limit exceeded"
-	case sandbox.StatusSignaled:
-		return VerdictFailed, fmt.Sprintf("killed by signal %d", out.Signal)
-	}
-	if out.ExitCode != 0 {
-		return VerdictFailed, fmt.Sprintf("exit status %d", out.ExitCode)
-	}
-	if !out.Passed(mode) {
-		return VerdictFailed, "exited 0 without the pass signal (the tests did not run to the end)"
-	}
-	if mode == sandbox.ModePytest {
-		tc := out.Tests
-		switch {
-		case tc == nil:
-			return VerdictFailed, "no pytest report"
-		case tc.Failed+tc.Errors > 0:
-			return VerdictFailed, fmt.Sprintf("pytest: %d failed, %d errors", tc.Failed, tc.Errors)
-		case expected > 0 && tc.Passed != expected:
-			return VerdictFailed, fmt.Sprintf("pytest: %d passed, expected %d", tc.Passed, expected)
-		case tc.Passed == 0:
-			return VerdictFailed, "pytest: no test passed"
-		}
-	}
-	return VerdictPassed, ""
 }
 
 func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
@@ -231,10 +249,15 @@ func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
 		if work == "" || !filepath.IsLocal(work) || strings.ContainsRune(work, '/') {
 			work = "repo"
 		}
+		env, err := cfg.pythonFor(t)
+		if err != nil {
+			return sandbox.Spec{}, err
+		}
 		spec := sandbox.Spec{
 			SourceDir: t.Exec.RepoDir, WorkName: work,
-			Files:   map[string]string{path.Clean(t.Path): file},
-			Timeout: t.Exec.Timeout,
+			Files:       map[string]string{path.Clean(t.Path): file},
+			Timeout:     t.Exec.Timeout,
+			Environment: env,
 		}
 		ts := t.Exec.Test
 		switch ts.Kind {
@@ -260,7 +283,11 @@ func tail(s string, n int) string {
 // errorText is a sample's error as its Result reports it, to the client
 // too: without the server's paths or the detail of a sandbox that failed
 // to start (ClientMessage), which the log keeps.
-func errorText(ctx context.Context, log *zap.Logger, t *Task, sample int, err error) string {
+func (r *Runner) errorText(ctx context.Context, t *Task, sample int, err error) string {
+	if r.cfg.FullErrors {
+		return err.Error()
+	}
+	log := r.log
 	if errors.Is(err, sandbox.ErrSetup) {
 		err = &HiddenError{Public: "sandbox: setup failed (the server's log has the detail)", Err: err}
 	}
@@ -270,4 +297,52 @@ func errorText(ctx context.Context, log *zap.Logger, t *Task, sample int, err er
 			zap.String("benchmark", t.Benchmark), zap.Int("sample", sample), zap.Error(err))
 	}
 	return msg
+}
+
+// pythonFor is the environment the tests of repository task t run in: the
+// task's own interpreter (a benchmark's "python", the CLI's --python),
+// else the Config.Pythons rule of its repository (the server's
+// --eval-python), else the repository's own virtual environment (.venv/
+// or venv/), else nil: the sandbox's default interpreter. An absolute
+// interpreter named by the task must lie under an allowed repository
+// root or be one the Pythons rules name.
+func (c *Config) pythonFor(t *Task) (*sandbox.Environment, error) {
+	repo := t.Exec.RepoDir
+	python := t.Exec.Test.Python
+	if filepath.IsAbs(python) && !c.pythonAllowed(python) {
+		return nil, &fs.PathError{Op: "run tests with", Path: python, Err: ErrPythonNotAllowed}
+	}
+	if python == "" {
+		best := ""
+		for _, r := range c.Pythons {
+			if underDirOrSame(repo, r.Dir) && len(r.Dir) > len(best) {
+				best, python = r.Dir, r.Python
+			}
+		}
+	}
+	if python == "" {
+		python = sandbox.RepositoryPython(repo)
+	}
+	if python == "" {
+		return nil, nil
+	}
+	return sandbox.PythonEnvironment(filepath.FromSlash(python), repo)
+}
+
+// pythonAllowed says whether a task may name the interpreter python.
+func (c *Config) pythonAllowed(python string) bool {
+	if len(c.AllowedRepoRoots) == 0 || c.repoAllowed(python) {
+		return true
+	}
+	for _, r := range c.Pythons {
+		if filepath.Clean(r.Python) == filepath.Clean(python) {
+			return true
+		}
+	}
+	return false
+}
+
+func underDirOrSame(p, dir string) bool {
+	p, dir = filepath.Clean(p), filepath.Clean(dir)
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }

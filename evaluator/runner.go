@@ -34,6 +34,21 @@ type Config struct {
 	// sample's own run time when its task sets none (default 3s, as the
 	// human-eval-infilling harness); the sandbox's start-up is not charged.
 	ProgramTimeout time.Duration
+	// FullErrors keeps the detail in errors that a server hides from its
+	// clients (its paths, why a sandbox did not start): for a run whose
+	// user is the machine's own (the CLI's local sandbox).
+	FullErrors bool
+	// Pythons give repositories under a directory their interpreter (the
+	// server's --eval-python DIR=PYTHON), where the task names none: the
+	// rule with the longest matching Dir applies.
+	Pythons []PythonRule
+}
+
+// PythonRule says that repositories under Dir run their tests with the
+// interpreter Python (a host path; a virtual environment's bin/python
+// selects that environment).
+type PythonRule struct {
+	Dir, Python string
 }
 
 // DefaultProgramTimeout is human-eval-infilling's default timeout.
@@ -78,6 +93,11 @@ func (c Config) Validate() error {
 	for _, r := range c.AllowedRepoRoots {
 		if !filepath.IsAbs(r) {
 			return fmt.Errorf("%w: AllowedRepoRoots entry %q is not absolute", ErrInvalidConfig, r)
+		}
+	}
+	for _, r := range c.Pythons {
+		if !filepath.IsAbs(r.Dir) || !filepath.IsAbs(r.Python) {
+			return fmt.Errorf("%w: Pythons rule %s=%s: both paths must be absolute", ErrInvalidConfig, r.Dir, r.Python)
 		}
 	}
 	return nil
@@ -140,6 +160,9 @@ type Runner struct {
 	exec      Executor
 	completer Completer
 	log       *zap.Logger
+	// baselines are the runs of unmodified repositories that decide
+	// whether a failure is the environment's (baseline.go).
+	baselines baselines
 }
 
 // NewRunner returns a Runner. completer may be nil when every job carries
@@ -167,23 +190,23 @@ func (r *Runner) Grade(ctx context.Context, t Task, sample int, c *Completion) (
 func (r *Runner) grade(ctx context.Context, completer Completer, t Task, sample int, c *Completion) (Result, error) {
 	if c == nil {
 		if completer == nil {
-			return errorResult(ctx, r.log, &t, sample, ErrNoCompleter), nil
+			return r.errorResult(ctx, &t, sample, ErrNoCompleter), nil
 		}
 		got, err := completer.Complete(ctx, t, sample)
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
 		if err != nil {
-			return errorResult(ctx, r.log, &t, sample, fmt.Errorf("completion: %w", err)), nil
+			return r.errorResult(ctx, &t, sample, fmt.Errorf("completion: %w", err)), nil
 		}
 		c = &got
 	}
-	return grade(ctx, r.log, r.exec, &r.cfg, &t, sample, *c)
+	return r.gradeCompletion(ctx, &t, sample, *c)
 }
 
-func errorResult(ctx context.Context, log *zap.Logger, t *Task, sample int, err error) Result {
+func (r *Runner) errorResult(ctx context.Context, t *Task, sample int, err error) Result {
 	return Result{TaskID: t.ID, Benchmark: t.Benchmark, Level: t.Level, Sample: sample,
-		Verdict: VerdictError, Error: errorText(ctx, log, t, sample, err), ExitCode: -1}
+		Verdict: VerdictError, Error: r.errorText(ctx, t, sample, err), ExitCode: -1}
 }
 
 // RunJobs is Run over a slice.

@@ -67,11 +67,20 @@ func TestRunnerIsolation(t *testing.T) {
 			t.Errorf("%s: verdict %s (%s), want %s\n%s", name, res.Verdict, res.Reason, c.verdict, res.StderrTail)
 		}
 	}
-	if len(got["flood"].StdoutTail) > 2048 || got["flood"].Reason != "output limit exceeded" {
+	if len(got["flood"].StdoutTail) > 2048 || got["flood"].Reason != "output limit hit: 8 MiB of output" {
 		t.Errorf("flood: %d bytes kept, reason %q", len(got["flood"].StdoutTail), got["flood"].Reason)
 	}
-	if got["segfault"].Reason != "killed by signal 11" {
-		t.Errorf("segfault reason %q", got["segfault"].Reason)
+	// Every reason says what went wrong, not only how the run ended.
+	for name, want := range map[string]string{
+		"segfault": "killed by signal 11 (segmentation fault)",
+		"hang":     "timed out after 2s (--sample-timeout raises it)",
+		"sleep":    "timed out after 2s (--sample-timeout raises it)",
+		"wrong":    "AssertionError at <string>:4 (exit status 1)",
+		"exit0":    "exited 0 without the pass signal (the tests did not run to the end)",
+	} {
+		if got[name].Reason != want || got[name].Limit == "" != (name != "hang" && name != "sleep") {
+			t.Errorf("%s: reason %q (limit %q), want %q", name, got[name].Reason, got[name].Limit, want)
+		}
 	}
 	if rep.Summary.Overall.Verdicts["passed"] != 2 {
 		t.Errorf("summary %+v", rep.Summary.Overall)

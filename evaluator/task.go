@@ -85,6 +85,12 @@ type TestSpec struct {
 	Args          []string `json:"args,omitempty"`
 	Command       []string `json:"command,omitempty"`
 	ExpectedTests int      `json:"expected_tests,omitempty"`
+	// Python is the interpreter the tests run with: relative to the
+	// repository (".venv/bin/python"), or absolute. Empty: the
+	// repository's own virtual environment (.venv/ or venv/) when it has
+	// one, else the sandbox's default (Config.Python and
+	// Config.Pythons come first; see pythonFor).
+	Python string `json:"python,omitempty"`
 }
 
 // Exec describes how to execute a completed task.
@@ -164,6 +170,9 @@ func (t *Task) Validate() error {
 		}
 		if t.Exec.Test.ExpectedTests < 0 {
 			return bad("negative expected test count")
+		}
+		if p := t.Exec.Test.Python; p != "" && !filepath.IsAbs(p) && !filepath.IsLocal(filepath.FromSlash(p)) {
+			return bad("interpreter %q must be absolute or inside the repository", p)
 		}
 	default:
 		return bad("unknown exec kind %q", t.Exec.Kind)

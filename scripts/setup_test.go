@@ -111,7 +111,7 @@ func TestPackagesWithoutRootNamesTheCommand(t *testing.T) {
 	if err == nil {
 		t.Fatalf("setup.sh packages succeeded without root or sudo:\n%s", out)
 	}
-	want := "sudo apt-get update && sudo apt-get install -y --no-install-recommends gcc ca-certificates bubblewrap python3 python3-pytest"
+	want := "sudo apt-get update && sudo apt-get install -y --no-install-recommends gcc ca-certificates bubblewrap python3 python3-pytest python3-venv"
 	if !strings.Contains(out, want) {
 		t.Errorf("output lacks the exact command %q:\n%s", want, out)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/inference"
 	"github.com/infill-dev/infill/server/auth"
 	"github.com/infill-dev/infill/server/httpapi"
@@ -100,6 +101,9 @@ type EvalConfig struct {
 	// RepoRoots are the directories repository tasks may use; empty
 	// forbids repository tasks from clients.
 	RepoRoots []string
+	// Pythons give the repositories under a directory their interpreter
+	// (--eval-python DIR=PYTHON); a task may also name one of these.
+	Pythons []evaluator.PythonRule
 }
 
 // DefaultConfig returns the defaults.
@@ -150,6 +154,11 @@ func (c Config) Validate() error {
 	}
 	if c.Eval.Workers < 1 || c.Eval.MaxSamples < 1 {
 		errs = append(errs, errors.New("server: Eval.Workers and Eval.MaxSamples must be >= 1"))
+	}
+	for _, r := range c.Eval.Pythons {
+		if !filepath.IsAbs(r.Dir) || !filepath.IsAbs(r.Python) {
+			errs = append(errs, fmt.Errorf("server: Eval.Pythons rule %s=%s: both paths must be absolute", r.Dir, r.Python))
+		}
 	}
 	for _, r := range c.Eval.RepoRoots {
 		if !filepath.IsAbs(r) {

@@ -97,6 +97,7 @@ func (s *Server) newRunner(ex evaluator.Executor, resultsPath string, ks []int, 
 		Ks:               ks,
 		ResultsPath:      resultsPath,
 		AllowedRepoRoots: s.cfg.Eval.RepoRoots,
+		Pythons:          s.cfg.Eval.Pythons,
 	}
 	return evaluator.NewRunner(cfg, ex, c, s.log.Named("evaluator"))
 }
@@ -336,8 +337,24 @@ func (p *pipelineCompleter) Complete(ctx context.Context, t evaluator.Task, samp
 	if len(resp.Candidates) == 0 {
 		return evaluator.Completion{}, errors.New("backend returned no candidate")
 	}
-	return evaluator.Completion{Text: resp.Candidates[0].Text,
-		TTFT: resp.Timings.GetTimeToFirstToken().AsDuration(), Total: resp.Timings.GetTotal().AsDuration()}, nil
+	return completionOf(resp.Candidates[0].Text, resp.Timings), nil
+}
+
+// completionOf is a generated completion with its latencies. A run's own
+// samples queue for the backend's slots behind each other, so the time
+// to first token and the total are reported without the wait for a slot,
+// which is reported beside them.
+func completionOf(text string, tm *infillv1.Timings) evaluator.Completion {
+	wait := tm.GetQueueWait().AsDuration()
+	c := evaluator.Completion{Text: text, QueueWait: wait,
+		TTFT: tm.GetTimeToFirstToken().AsDuration(), Total: tm.GetTotal().AsDuration()}
+	if c.TTFT > wait {
+		c.TTFT -= wait
+	}
+	if c.Total > wait {
+		c.Total -= wait
+	}
+	return c
 }
 
 // toJob converts and checks one Evaluate request. next holds, per task of
@@ -499,7 +516,7 @@ var testKinds = map[infillv1.TestKind]evaluator.TestKind{
 
 func fromTestSpec(t *infillv1.TestSpec) evaluator.TestSpec {
 	return evaluator.TestSpec{Kind: testKinds[t.GetKind()], Script: t.GetScript(), Args: t.GetArgs(),
-		Command: t.GetCommand(), ExpectedTests: int(t.GetExpectedTests())}
+		Command: t.GetCommand(), ExpectedTests: int(t.GetExpectedTests()), Python: t.GetPython()}
 }
 
 var verdicts = map[evaluator.Verdict]infillv1.Verdict{
@@ -518,15 +535,35 @@ func toSampleResult(r *evaluator.Result) *infillv1.SampleResult {
 		ExactMatch: r.ExactMatch, EditSimilarity: uint32(r.EditSimilarity),
 		TimeToFirstToken: durationpb.New(r.TTFT), Generation: durationpb.New(r.Total),
 		Execution: durationpb.New(r.ExecDuration), Error: r.Error,
-		Exception: toException(r.Exception),
+		Exception: toException(r.Exception), QueueWait: durationpb.New(r.QueueWait),
+		Failure: toFailure(r.Failure), Limit: string(r.Limit), Tests: toTestCounts(r.Tests),
 	}
+}
+
+func toTestCounts(c *sandbox.TestCounts) *infillv1.TestCounts {
+	if c == nil {
+		return nil
+	}
+	return &infillv1.TestCounts{Passed: uint32(max(c.Passed, 0)), Failed: uint32(max(c.Failed, 0)),
+		Errors: uint32(max(c.Errors, 0)), Skipped: uint32(max(c.Skipped, 0))}
 }
 
 func toException(e *sandbox.Exception) *infillv1.TestException {
 	if e == nil {
 		return nil
 	}
-	return &infillv1.TestException{Type: e.Type, Message: e.Message}
+	return &infillv1.TestException{Type: e.Type, Message: e.Message, Where: e.Where}
+}
+
+func toFailure(f *sandbox.Failure) *infillv1.TestFailure {
+	if f == nil {
+		return nil
+	}
+	out := &infillv1.TestFailure{Test: f.Test, When: f.When, Report: f.Report, Output: f.Output}
+	if c := f.Crash; c != nil {
+		out.Path, out.Line, out.Message = c.Path, uint32(max(c.Line, 0)), c.Message
+	}
+	return out
 }
 
 func toSummary(rep evaluator.Report) *infillv1.EvaluationSummary {
@@ -544,7 +581,8 @@ func toSummary(rep evaluator.Report) *infillv1.EvaluationSummary {
 func toGroup(g metrics.Group) *infillv1.MetricsGroup {
 	out := &infillv1.MetricsGroup{Benchmark: g.Benchmark, Level: toLevel(g.Level), Tasks: uint32(g.Tasks),
 		Samples: uint32(g.Samples), ExactMatch: g.ExactMatch, EditSimilarity: g.EditSimilarity,
-		Verdicts: map[string]uint32{}, TimeToFirstToken: toLatency(g.TTFT), Total: toLatency(g.Total)}
+		Verdicts: map[string]uint32{}, TimeToFirstToken: toLatency(g.TTFT), Total: toLatency(g.Total),
+		QueueWait: toLatency(g.QueueWait)}
 	ks := make([]int, 0, len(g.PassAtK))
 	for k := range g.PassAtK {
 		ks = append(ks, k)

@@ -93,7 +93,7 @@ func TestEvaluateStream(t *testing.T) {
 	for _, r := range results {
 		switch {
 		case r.Benchmark == "generated":
-			if r.TimeToFirstToken.AsDuration() <= 0 && r.Completion != "" || r.Verdict == infillv1.Verdict_VERDICT_UNSPECIFIED {
+			if r.TimeToFirstToken.AsDuration() <= 0 && r.Completion != "" || r.Verdict == infillv1.Verdict_VERDICT_UNSPECIFIED || r.QueueWait == nil {
 				t.Errorf("generated sample %+v", r)
 			}
 		case r.Sample == 0: // canonical
@@ -108,6 +108,11 @@ func TestEvaluateStream(t *testing.T) {
 	}
 	if summary.Overall.Samples != 11 || summary.Graded != 11 || len(summary.ByLevel) == 0 {
 		t.Fatalf("summary %+v", summary)
+	}
+	// The wait for a backend slot is summarised beside the latencies that
+	// leave it out, for the same samples.
+	if o := summary.Overall; o.QueueWait.GetCount() != o.TimeToFirstToken.GetCount() {
+		t.Errorf("queue wait over %d samples, first token over %d", o.QueueWait.GetCount(), o.TimeToFirstToken.GetCount())
 	}
 	var p1 float64 = -1
 	for _, g := range summary.ByBenchmark {

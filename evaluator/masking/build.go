@@ -22,6 +22,7 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/evaluator/sandbox"
 )
 
 // Options configures benchmark construction.
@@ -59,6 +60,10 @@ type Options struct {
 	MaxAttempts int
 	// Timeout is each test run's wall-clock limit (default: the sandbox's).
 	Timeout time.Duration
+	// Python is the interpreter the tests run with (absolute; one inside
+	// the repository is recorded relative to it). Default: the
+	// repository's own virtual environment (.venv/ or venv/), if any.
+	Python string
 }
 
 // Grader grades one completion; *evaluator.Runner implements it.
@@ -77,6 +82,9 @@ type Stats struct {
 	Uncovered map[evaluator.Level]int `json:"uncovered"`
 	// BaselineTests is the pytest pass count of the unmodified repository.
 	BaselineTests int `json:"baseline_tests,omitempty"`
+	// Fixes are the changes made to the pytest command so that the
+	// unmodified repository's tests run here (checkBaseline), in words.
+	Fixes []string `json:"fixes,omitempty"`
 }
 
 // Errors.
@@ -385,14 +393,30 @@ func Select(ctx context.Context, repoDir string, o Options) ([]dataset.InfillRec
 	return out, p.stats, nil
 }
 
+// defaultTest is the test command: Options.Test, else evaluate_repo.py
+// when the repository has one, else pytest -q; with the interpreter
+// Options.Python, else the repository's own virtual environment, named in
+// the records so that a benchmark says what it runs with.
 func defaultTest(repoDir string, o Options) evaluator.TestSpec {
-	if o.Test != nil {
-		return *o.Test
+	var t evaluator.TestSpec
+	switch fi, err := os.Stat(filepath.Join(repoDir, "evaluate_repo.py")); {
+	case o.Test != nil:
+		t = *o.Test
+	case err == nil && fi.Mode().IsRegular():
+		t = evaluator.TestSpec{Kind: evaluator.TestScript, Script: "evaluate_repo.py"}
+	default:
+		t = evaluator.TestSpec{Kind: evaluator.TestPytest, Args: []string{"-q", "-p", "no:cacheprovider"}}
 	}
-	if fi, err := os.Stat(filepath.Join(repoDir, "evaluate_repo.py")); err == nil && fi.Mode().IsRegular() {
-		return evaluator.TestSpec{Kind: evaluator.TestScript, Script: "evaluate_repo.py"}
+	switch {
+	case o.Python != "":
+		t.Python = o.Python
+		if rel, err := filepath.Rel(repoDir, o.Python); err == nil && filepath.IsAbs(o.Python) && filepath.IsLocal(rel) {
+			t.Python = filepath.ToSlash(rel)
+		}
+	case t.Python == "":
+		t.Python = sandbox.RepositoryPython(repoDir)
 	}
-	return evaluator.TestSpec{Kind: evaluator.TestPytest, Args: []string{"-q", "-p", "no:cacheprovider"}}
+	return t
 }
 
 // Build selects samples like Select but keeps only those that pass the
@@ -433,12 +457,10 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 	if err != nil {
 		return nil, p.stats, err
 	}
-	res, err := g.Grade(ctx, bt, 0, &evaluator.Completion{Text: bt.Reference})
+	test, res, fixes, err := checkBaseline(ctx, g, repoDir, bt)
+	p.stats.Fixes = fixes
 	if err != nil {
 		return nil, p.stats, err
-	}
-	if !res.Passed() {
-		return nil, p.stats, fmt.Errorf("%w: %s %s %s", ErrBaselineFails, res.Verdict, res.Reason, lastLines(res.StdoutTail+res.StderrTail, 5))
 	}
 	if test.Kind == evaluator.TestPytest && test.ExpectedTests == 0 && res.Tests != nil {
 		test.ExpectedTests = res.Tests.Passed

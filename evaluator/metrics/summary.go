@@ -16,10 +16,13 @@ type Sample struct {
 	Verdict        string `json:"verdict"`
 	ExactMatch     bool   `json:"exact_match"`
 	EditSimilarity int    `json:"edit_similarity"`
-	// TTFT and Total are the completion's latencies; zero when unknown
-	// (for example a completion supplied by the harness).
+	// TTFT and Total are the completion's latencies, without QueueWait;
+	// zero when unknown (for example a completion supplied by the
+	// harness).
 	TTFT  time.Duration `json:"ttft_ns"`
 	Total time.Duration `json:"total_ns"`
+	// QueueWait is the generation's wait for a backend slot.
+	QueueWait time.Duration `json:"queue_ns,omitempty"`
 }
 
 // VerdictSkipped marks samples that were not executed (no tests); they
@@ -53,6 +56,9 @@ type Group struct {
 	Verdicts       map[string]int `json:"verdicts"`
 	TTFT           Latency        `json:"ttft"`
 	Total          Latency        `json:"total"`
+	// QueueWait summarises the generated samples' waits for a backend
+	// slot (those that reported a TTFT).
+	QueueWait Latency `json:"queue_wait"`
 }
 
 // Summary is the aggregate of a run.
@@ -129,7 +135,7 @@ func group(samples []Sample, ks []int) Group {
 	g := Group{Samples: len(samples), PassAtK: map[int]float64{}, Verdicts: map[string]int{}}
 	type tally struct{ n, c int }
 	tasks := map[string]*tally{}
-	var ttft, total []time.Duration
+	var ttft, total, queue []time.Duration
 	es := 0
 	seen := map[string]bool{}
 	for _, s := range samples {
@@ -154,6 +160,7 @@ func group(samples []Sample, ks []int) Group {
 		}
 		if s.TTFT > 0 {
 			ttft = append(ttft, s.TTFT)
+			queue = append(queue, s.QueueWait)
 		}
 		if s.Total > 0 {
 			total = append(total, s.Total)
@@ -180,6 +187,7 @@ func group(samples []Sample, ks []int) Group {
 	}
 	g.TTFT = latency(ttft)
 	g.Total = latency(total)
+	g.QueueWait = latency(queue)
 	return g
 }
 

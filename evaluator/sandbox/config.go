@@ -27,9 +27,20 @@ type Config struct {
 	Timeout time.Duration
 	// CPUTime is RLIMIT_CPU per process (default: Timeout rounded up).
 	CPUTime time.Duration
-	// MemoryBytes is RLIMIT_AS per process (default 1 GiB).
+	// MemoryBytes is RLIMIT_DATA per process (default 4 GiB): the memory a
+	// process may write to — heap, anonymous private mappings, thread
+	// stacks as they are created. Address-space reservations that are
+	// never written (glibc's 64 MiB malloc arena per thread, V8's and Go's
+	// heaps reserved PROT_NONE) do not count, so a threaded test suite
+	// pays only for its threads' stacks, as RLIMIT_AS would not let it.
 	MemoryBytes int64
-	// Processes is RLIMIT_NPROC inside the sandbox's user namespace (default 64).
+	// AddressSpaceBytes is RLIMIT_AS per process (default 4 × MemoryBytes):
+	// a backstop for what RLIMIT_DATA does not count (shared anonymous
+	// mappings such as mmap.mmap(-1, n)). Reservations count here, so it
+	// stays well above MemoryBytes.
+	AddressSpaceBytes int64
+	// Processes is RLIMIT_NPROC inside the sandbox's user namespace: the
+	// processes and threads a run may have at once (default 256).
 	Processes int
 	// FileSizeBytes is RLIMIT_FSIZE (default 64 MiB).
 	FileSizeBytes int64
@@ -67,8 +78,8 @@ type Config struct {
 // Defaults.
 const (
 	DefaultTimeout          = 30 * time.Second
-	DefaultMemoryBytes      = 1 << 30
-	DefaultProcesses        = 64
+	DefaultMemoryBytes      = 4 << 30
+	DefaultProcesses        = 256
 	DefaultFileSizeBytes    = 64 << 20
 	DefaultOpenFiles        = 256
 	DefaultTmpfsBytes       = 64 << 20
@@ -103,6 +114,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MemoryBytes == 0 {
 		c.MemoryBytes = DefaultMemoryBytes
+	}
+	if c.AddressSpaceBytes == 0 {
+		c.AddressSpaceBytes = 4 * c.MemoryBytes
 	}
 	if c.Processes == 0 {
 		c.Processes = DefaultProcesses
@@ -152,6 +166,8 @@ func (c Config) Validate() error {
 		return bad("CPUTime must be positive")
 	case c.MemoryBytes < 16<<20:
 		return bad("MemoryBytes %d below 16 MiB", c.MemoryBytes)
+	case c.AddressSpaceBytes < c.MemoryBytes:
+		return bad("AddressSpaceBytes %d below MemoryBytes %d", c.AddressSpaceBytes, c.MemoryBytes)
 	case c.Processes < 2:
 		return bad("Processes must be at least 2 (runner and sandbox init)")
 	case c.FileSizeBytes <= 0 || c.OpenFiles < 16 || c.TmpfsBytes <= 0:

@@ -14,8 +14,9 @@ import (
 // files keep their permission bits (plus owner read/write), directories and
 // symlinks are recreated as they are (symlinks are never followed, so a link
 // to a host file stays a link that resolves inside the sandbox), and other
-// file types are skipped, as is any entry whose name is in skip.
-func copyTree(src, dst string, skip []string) error {
+// file types are skipped, as is any entry whose name is in skip and any
+// whose slash-separated path relative to src is in skipPaths.
+func copyTree(src, dst string, skip, skipPaths []string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -27,7 +28,7 @@ func copyTree(src, dst string, skip []string) error {
 		if rel == "." {
 			return nil
 		}
-		if slices.Contains(skip, d.Name()) {
+		if slices.Contains(skip, d.Name()) || slices.Contains(skipPaths, filepath.ToSlash(rel)) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

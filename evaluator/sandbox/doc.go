@@ -20,12 +20,32 @@
 // forge the signal (walking the runner's frames or the heap for the nonce) is
 // not stopped by it — it is still contained by the sandbox.
 //
-// Resource bounds: RLIMIT_AS is per process, so the aggregate is bounded by
-// Processes × MemoryBytes plus the tmpfs sizes (no cgroups: they are not
-// available unprivileged everywhere). When the caller is root the sandbox is
-// started as Config.UID outside too, because the kernel exempts root from
-// RLIMIT_NPROC. The private copy lives under Config.TempDir; RLIMIT_FSIZE
-// bounds each file written there, the wall clock bounds the rest.
+// Resource bounds, without cgroups (they are not available unprivileged
+// everywhere): the memory limit is RLIMIT_DATA, the memory a process may
+// write to (heap, private anonymous mappings, thread stacks as they are
+// made). Unlike RLIMIT_AS it does not count address space reserved and
+// never written — glibc's 64 MiB malloc arena per thread, the heaps V8 and
+// Go reserve — so an ordinary threaded test suite fits (measured: 32
+// threads of a Python test reserve 1.3 GB of address space and write
+// 270 MB). RLIMIT_AS stays, at 4 × the memory limit by default, as the
+// backstop for what RLIMIT_DATA does not count (shared anonymous mappings).
+// Threads count against RLIMIT_NPROC (Processes). Both are per process, so
+// the aggregate is bounded by Processes × AddressSpaceBytes plus the tmpfs
+// sizes. When the caller is root the sandbox is started as Config.UID
+// outside too, because the kernel exempts root from RLIMIT_NPROC. The
+// private copy lives under Config.TempDir; RLIMIT_FSIZE bounds each file
+// written there, the wall clock bounds the rest. A run that did not pass
+// because of a limit says which (Result.Limit, detectLimit) and its value.
+//
+// Environments (environment.go): a run may use another interpreter than
+// Config.PythonPath — a repository's virtual environment, or any Python
+// installation — given as an Environment: the venv and the installation
+// it was made from (when outside /usr) are bound read-only, a venv inside
+// the repository where it lies in the private copy (not copied), and the
+// private copy is shown at the repository's own host path too, so that
+// an editable install of the repository imports the copy with the
+// completion. PythonEnvironment works this out from the files alone;
+// nothing of the repository's is run on the host.
 //
 // Clock: the wall-clock limit is charged from the moment the runner is about
 // to run untrusted code (its START on the status pipe), so sandbox and

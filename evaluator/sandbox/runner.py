@@ -7,9 +7,11 @@
 #   fd 3   : status pipe. "START\n" just before untrusted code runs (the run's
 #            own clock starts there), "EXC <nonce> <json>\n" when the test code
 #            raised, "ENV <nonce> <json>\n" when the environment, not the code
-#            under test, failed (no pytest, no entry point), and, only when the
-#            test code returned normally, "PASS <nonce> <json>\n" as the very
-#            last action before os._exit(0).
+#            under test, failed (no pytest, no entry point), "FAIL <nonce>
+#            <json>\n" with the first failing pytest test (its id, phase,
+#            crash location and report), and, only when the test code
+#            returned normally, "PASS <nonce> <json>\n" as the very last
+#            action before os._exit(0).
 # Modes:
 #   program FILE         exec FILE as __main__; any exception, including
 #                        SystemExit, is a failure.
@@ -95,12 +97,28 @@ def _env_error(nonce, message, code=2):
     _fail(code)
 
 
+def _where(exc):
+    """file:line where exc was raised: a SyntaxError's own location, else
+    the innermost frame of its traceback."""
+    try:
+        if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+            return "%s:%d" % (exc.filename, exc.lineno)
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            return "%s:%d" % (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+    except BaseException:
+        pass
+    return ""
+
+
 def _exception(nonce, exc):
     try:
         message = str(exc)
     except BaseException:
         message = "<unprintable %s>" % type(exc).__name__
-    info = {"type": type(exc).__name__, "message": message}
+    info = {"type": type(exc).__name__, "message": message, "where": _where(exc)}
     _status(b"EXC " + nonce + b" " + json.dumps(info).encode() + b"\n")
 
 
@@ -239,10 +257,29 @@ def run_script(nonce, args):
 
 
 class _Counter:
-    """pytest plugin counting test outcomes."""
+    """pytest plugin counting test outcomes and keeping the first failure."""
 
     def __init__(self):
         self.passed = self.failed = self.errors = self.skipped = 0
+        self.first = None
+
+    def _keep(self, report, when):
+        if self.first is not None:
+            return
+        try:
+            info = {"test": report.nodeid, "when": when}
+            crash = getattr(report.longrepr, "reprcrash", None)
+            if crash is not None:
+                info["crash"] = {"path": str(crash.path), "line": int(crash.lineno),
+                                 "message": str(crash.message)}
+            info["report"] = report.longreprtext[-6000:]
+            out = "".join("--- %s ---\n%s" % (title, text) for title, text in report.sections
+                          if not title.startswith("Captured log"))
+            if out:
+                info["output"] = out[-3000:]
+            self.first = info
+        except BaseException:
+            self.first = {"test": getattr(report, "nodeid", ""), "when": when}
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call":
@@ -250,16 +287,19 @@ class _Counter:
                 self.passed += 1
             elif report.failed:
                 self.failed += 1
+                self._keep(report, "call")
             else:
                 self.skipped += 1
         elif report.failed:
             self.errors += 1
+            self._keep(report, report.when)
         elif report.skipped:
             self.skipped += 1
 
     def pytest_collectreport(self, report):
         if report.failed:
             self.errors += 1
+            self._keep(report, "collect")
 
 
 # pytest's own exit codes that say the environment, not the code under
@@ -275,7 +315,10 @@ def run_pytest(nonce, args):
     try:
         import pytest
     except ImportError:
-        _env_error(nonce, "pytest is not installed (Debian package python3-pytest)", 127)
+        if sys.prefix != sys.base_prefix:
+            _env_error(nonce, "pytest is not installed in the virtual environment %s: install it there, "
+                       "or make the venv with --system-site-packages to use the system's pytest" % sys.prefix, 127)
+        _env_error(nonce, "pytest is not installed for %s (Debian package python3-pytest)" % sys.executable, 127)
     counter = _Counter()
     _status(b"START\n")
     try:
@@ -287,6 +330,8 @@ def run_pytest(nonce, args):
         traceback.print_exc()
         _fail(1)
     code = int(code)
+    if counter.first is not None:
+        _status(b"FAIL " + nonce + b" " + json.dumps(counter.first).encode() + b"\n")
     if code in _PYTEST_ENV_CODES:
         _env_error(nonce, _PYTEST_ENV_CODES[code], code)
     if code != 0:

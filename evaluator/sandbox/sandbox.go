@@ -96,6 +96,10 @@ type Spec struct {
 	Env map[string]string
 	// Timeout overrides Config.Timeout when positive.
 	Timeout time.Duration
+	// Environment, if set, is the interpreter and toolchain the run uses
+	// instead of Config.PythonPath (PythonEnvironment). Such runs always
+	// start a sandbox of their own.
+	Environment *Environment
 }
 
 // Status says how a run ended.
@@ -134,6 +138,12 @@ type Result struct {
 	Stdout, Stderr string
 	// StdoutBytes and StderrBytes are the totals written.
 	StdoutBytes, StderrBytes int64
+	// Failure is the first failing pytest test, when one failed.
+	Failure *Failure
+	// Limit is the resource limit the run hit, if it did not pass because
+	// of one, and LimitValue its setting ("4 GiB per process").
+	Limit      Limit
+	LimitValue string
 	// Exception is what the test code raised, as the runner reported it
 	// (ModeProgram, ModeHumanEval, ModeScript, ModePytest); nil otherwise.
 	Exception *Exception
@@ -147,9 +157,34 @@ type Result struct {
 	Warm bool
 }
 
-// Exception is an exception the test code raised: its type name and str().
+// Exception is an exception the test code raised: its type name, str()
+// and where it was raised (file:line, the path as the sandbox sees it).
 type Exception struct {
 	Type    string `json:"type"`
+	Message string `json:"message"`
+	Where   string `json:"where,omitempty"`
+}
+
+// Failure is the first failing test of a pytest run as the runner saw it.
+type Failure struct {
+	// Test is pytest's node id ("tests/test_ops.py::test_add", or the
+	// module for a collection error).
+	Test string `json:"test"`
+	// When is the phase: collect, setup, call or teardown.
+	When string `json:"when"`
+	// Crash is where the exception was raised and its message, when
+	// pytest knows them (not for a module that could not be imported).
+	Crash *Crash `json:"crash,omitempty"`
+	// Report is pytest's report of the failure (its end), and Output the
+	// test's captured output.
+	Report string `json:"report,omitempty"`
+	Output string `json:"output,omitempty"`
+}
+
+// Crash is where a test's exception was raised.
+type Crash struct {
+	Path    string `json:"path"`
+	Line    int    `json:"line"`
 	Message string `json:"message"`
 }
 
@@ -382,6 +417,11 @@ func (spec *Spec) validate() error {
 			return bad("file %q must be a local relative path", name)
 		}
 	}
+	if e := spec.Environment; e != nil {
+		if err := e.validate(); err != nil {
+			return bad("environment: %v", err)
+		}
+	}
 	for k := range spec.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return bad("bad environment variable name %q", k)
@@ -398,11 +438,6 @@ func (spec *Spec) validate() error {
 	}
 	return nil
 }
-
-// Run executes spec in a fresh sandbox and returns how it ended. A returned
-// error means no verdict could be reached: an invalid spec, a sandbox that
-// failed to start, or ctx cancelled (the run is then killed and ctx's error
-// returned). Test failures, crashes, timeouts and floods are Results.
 
 // Run executes spec in a fresh sandbox and returns how it ended. A returned
 // error means no verdict could be reached: an invalid spec, a sandbox that
@@ -426,7 +461,14 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	if s.warm != nil && spec.SourceDir == "" && (spec.Mode == ModeProgram || spec.Mode == ModeHumanEval) {
+	if e := spec.Environment; e != nil && s.asRoot {
+		for _, m := range e.Mounts {
+			if err := reachable(m.Source, s.cfg.UID, s.cfg.GID); err != nil {
+				return Result{}, fmt.Errorf("%w: %v", ErrEnvironment, err)
+			}
+		}
+	}
+	if s.warm != nil && spec.SourceDir == "" && spec.Environment == nil && (spec.Mode == ModeProgram || spec.Mode == ModeHumanEval) {
 		return s.runWarm(ctx, &spec)
 	}
 	runDir, err := os.MkdirTemp(s.cfg.TempDir, "infill-run-")
@@ -448,7 +490,11 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
 	}
 	if spec.SourceDir != "" {
-		if err := copyTree(spec.SourceDir, cwd, s.cfg.SkipNames); err != nil {
+		var skipPaths []string
+		if spec.Environment != nil {
+			skipPaths = spec.Environment.Skip
+		}
+		if err := copyTree(spec.SourceDir, cwd, s.cfg.SkipNames, skipPaths); err != nil {
 			return Result{}, fmt.Errorf("%w: copying %s: %v", ErrSetup, spec.SourceDir, err)
 		}
 	}
@@ -460,7 +506,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 			return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
 	}
-	return s.exec(ctx, &spec, work, path.Join("/work", workName))
+	return s.exec(ctx, &spec, work, cwd, path.Join("/work", workName))
 }
 
 // limits are the timeouts and rlimits of one run.
@@ -481,10 +527,49 @@ func (s *Sandbox) limitsFor(spec *Spec) limits {
 	return limits{timeout: timeout, cpu: int64((cpuLimit + time.Second - 1) / time.Second)}
 }
 
-// env is the environment inside the sandbox.
-func (s *Sandbox) env(spec *Spec) [][2]string {
-	env := [][2]string{{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", "/tmp"}, {"TMPDIR", "/tmp"},
-		{"LANG", "C.UTF-8"}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"}}
+// rlimit is one resource limit of a run, by its name in prlimit(1)'s
+// options and in Python's resource module.
+type rlimit struct {
+	prlimit, python string
+	soft, hard      int64
+}
+
+// rlimits are a run's resource limits; extraProcs is added to the process
+// limit for the processes of the sandbox itself (warm sandboxes).
+func (s *Sandbox) rlimits(lim limits, extraProcs int) []rlimit {
+	c := s.cfg
+	procs := int64(c.Processes + extraProcs)
+	return []rlimit{
+		{"cpu", "RLIMIT_CPU", lim.cpu, lim.cpu + 1},
+		{"data", "RLIMIT_DATA", c.MemoryBytes, c.MemoryBytes},
+		{"as", "RLIMIT_AS", c.AddressSpaceBytes, c.AddressSpaceBytes},
+		{"nproc", "RLIMIT_NPROC", procs, procs},
+		{"fsize", "RLIMIT_FSIZE", c.FileSizeBytes, c.FileSizeBytes},
+		{"nofile", "RLIMIT_NOFILE", int64(c.OpenFiles), int64(c.OpenFiles)},
+		{"core", "RLIMIT_CORE", 0, 0},
+	}
+}
+
+// defaultPath is PATH inside the sandbox.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// env is the environment inside the sandbox; cwd is the run's working
+// directory (an environment's relative paths are under it).
+func (s *Sandbox) env(spec *Spec, cwd string) [][2]string {
+	pathVar := defaultPath
+	var venv [][2]string
+	if e := spec.Environment; e != nil && e.VirtualEnv != "" {
+		v := inside(e.VirtualEnv, cwd)
+		pathVar = v + "/bin:" + pathVar
+		venv = append(venv, [2]string{"VIRTUAL_ENV", v})
+	}
+	// One BLAS/OpenMP thread per process: samples run side by side already,
+	// and a pool per core in each would count against the process and
+	// memory limits for nothing.
+	env := [][2]string{{"PATH", pathVar}, {"HOME", "/tmp"}, {"TMPDIR", "/tmp"},
+		{"LANG", "C.UTF-8"}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"},
+		{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"MKL_NUM_THREADS", "1"}}
+	env = append(env, venv...)
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
@@ -605,10 +690,20 @@ func (cp *capture) finish(res *Result, spec *Spec, nonce string) error {
 		return nil
 	}
 	st := parseStatus(cp.status.String(), nonce)
+	if st.env != "" && spec.Mode == ModePytest && strings.Contains(res.Stderr+res.Stdout, "ImportError while loading conftest") {
+		// pytest calls a conftest.py that does not import a usage error
+		// (exit 4), but what breaks it may be the code under test: a
+		// failure like any other, whose import error the caller judges.
+		st.env = ""
+	}
 	if st.env != "" {
+		if line := usageLine(res.Stderr + "\n" + res.Stdout); line != "" && spec.Mode == ModePytest {
+			return fmt.Errorf("%w: %s: %s", ErrEnvironment, st.env, line)
+		}
 		return fmt.Errorf("%w: %s", ErrEnvironment, st.env)
 	}
 	res.Exception = st.exception
+	res.Failure = st.failure
 	res.PassSignal = st.pass
 	if spec.Mode == ModePytest {
 		res.Tests = st.tests
@@ -619,7 +714,17 @@ func (cp *capture) finish(res *Result, spec *Spec, nonce string) error {
 	return nil
 }
 
-func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (Result, error) {
+// interpreter is the program that runs the runner in spec's run.
+func (s *Sandbox) interpreter(spec *Spec, cwd string) string {
+	if e := spec.Environment; e != nil && e.Interpreter != "" {
+		return inside(e.Interpreter, cwd)
+	}
+	return s.cfg.PythonPath
+}
+
+// exec runs spec in a sandbox whose /work is hostWork; hostCwd is the
+// working directory on the host, cwd inside.
+func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd string) (Result, error) {
 	c := s.cfg
 	lim := s.limitsFor(spec)
 	nonce, err := newNonce()
@@ -628,25 +733,28 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 	}
 
 	args := append([]string(nil), s.baseArgs...)
+	args = append(args, "--bind", hostWork, "/work")
+	if e := spec.Environment; e != nil {
+		args = append(args, e.args(hostCwd, cwd, spec.SourceDir)...)
+	}
 	// The root tmpfs is made read-only last, after /work is mounted on it.
-	args = append(args, "--bind", hostWork, "/work", "--remount-ro", "/", "--chdir", cwd, "--clearenv")
-	for _, kv := range s.env(spec) {
+	args = append(args, "--remount-ro", "/", "--chdir", cwd, "--clearenv")
+	for _, kv := range s.env(spec, cwd) {
 		args = append(args, "--setenv", kv[0], kv[1])
 	}
-	args = append(args, "--", c.PrlimitPath,
-		fmt.Sprintf("--cpu=%d:%d", lim.cpu, lim.cpu+1),
-		fmt.Sprintf("--as=%d", c.MemoryBytes),
-		fmt.Sprintf("--nproc=%d", c.Processes),
-		fmt.Sprintf("--fsize=%d", c.FileSizeBytes),
-		fmt.Sprintf("--nofile=%d", c.OpenFiles),
-		"--core=0", "--")
+	args = append(args, "--", c.PrlimitPath)
+	for _, r := range s.rlimits(lim, 0) {
+		args = append(args, fmt.Sprintf("--%s=%d:%d", r.prlimit, r.soft, r.hard))
+	}
+	args = append(args, "--")
+	python := s.interpreter(spec, cwd)
 	switch spec.Mode {
 	case ModeCommand:
 		args = append(args, spec.Command...)
 	case ModePytest:
-		args = append(append(args, c.PythonPath, "-B", "/run/infill/runner.py", "pytest"), spec.Args...)
+		args = append(append(args, python, "-B", "/run/infill/runner.py", "pytest"), spec.Args...)
 	default:
-		args = append(append(args, c.PythonPath, "-B", "/run/infill/runner.py", spec.Mode.String(), spec.Target), spec.Args...)
+		args = append(append(args, python, "-B", "/run/infill/runner.py", spec.Mode.String(), spec.Target), spec.Args...)
 	}
 
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -713,9 +821,11 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 	switch {
 	case errors.Is(cause, errWallTimeout):
 		res.Status = StatusTimeout
+		s.noteLimit(&res, spec, lim)
 		return res, nil
 	case errors.Is(cause, errOutputLimit):
 		res.Status = StatusOutputLimit
+		s.noteLimit(&res, spec, lim)
 		return res, nil
 	case errors.Is(cause, errStartupTimeout):
 		return res, fmt.Errorf("%w: the sandbox did not start within %v", ErrSetup, c.StartupTimeout)
@@ -753,7 +863,53 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, cwd string) (R
 	if spec.Mode != ModeCommand && !cp.isStarted() && code != 0 {
 		return res, fmt.Errorf("%w: sandbox did not start (exit %d): %s", ErrSetup, code, lastLine(res.Stderr))
 	}
+	s.noteLimit(&res, spec, lim)
 	return res, nil
+}
+
+// noteLimit records which limit a run that did not pass hit.
+func (s *Sandbox) noteLimit(res *Result, spec *Spec, lim limits) {
+	if res.Passed(spec.Mode) {
+		return
+	}
+	if res.Limit = detectLimit(res); res.Limit != "" {
+		res.LimitValue = s.cfg.describeLimit(res.Limit, lim.timeout, lim.cpu)
+	}
+}
+
+// usageLine picks, from the output of a pytest that stopped on a usage
+// error, the line that says what was wrong: argparse's "error:" line, the
+// warning filter pytest could not parse and why, a plugin it could not
+// load.
+func usageLine(out string) string {
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.Contains(t, ": error: "):
+			return t[strings.Index(t, ": error: ")+2:]
+		case strings.HasPrefix(t, "ERROR: while parsing the following warning configuration"):
+			entry := ""
+			for _, n := range lines[i+1:] {
+				if n = strings.TrimSpace(n); n != "" {
+					entry = n
+					break
+				}
+			}
+			cause := ""
+			for _, n := range lines[i+1:] {
+				n = strings.TrimSpace(n)
+				if strings.HasPrefix(n, "ModuleNotFoundError:") || strings.HasPrefix(n, "ImportError:") || strings.HasPrefix(n, "AttributeError:") {
+					cause = n
+				}
+			}
+			return strings.TrimSpace("warning filter " + entry + ": " + cause)
+		case strings.HasPrefix(t, "ImportError: Error importing plugin"), strings.HasPrefix(t, "Missing required plugins"),
+			strings.HasPrefix(t, "ERROR: file or directory not found"), strings.HasPrefix(t, "ERROR: not found"):
+			return strings.TrimPrefix(t, "ERROR: ")
+		}
+	}
+	return ""
 }
 
 // runnerStatus is what the runner reported on the status pipe.
@@ -761,11 +917,12 @@ type runnerStatus struct {
 	pass      bool
 	tests     *TestCounts
 	exception *Exception
+	failure   *Failure
 	env       string
 }
 
 // parseStatus reads the runner's lines carrying this run's nonce: "PASS",
-// "EXC" and "ENV", each followed by JSON.
+// "EXC", "FAIL" and "ENV", each followed by JSON.
 func parseStatus(status, nonce string) runnerStatus {
 	var st runnerStatus
 	for _, line := range strings.Split(status, "\n") {
@@ -788,6 +945,11 @@ func parseStatus(status, nonce string) runnerStatus {
 			var e Exception
 			if json.Unmarshal([]byte(payload), &e) == nil {
 				st.exception = &e
+			}
+		case "FAIL":
+			var f Failure
+			if json.Unmarshal([]byte(payload), &f) == nil {
+				st.failure = &f
 			}
 		case "ENV":
 			var e struct {

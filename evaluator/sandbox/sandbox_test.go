@@ -219,8 +219,23 @@ func TestEnvironmentErrors(t *testing.T) {
 			}
 		})
 	}
+	// pytest's usage errors are the environment's, with what pytest
+	// refused; a conftest.py that does not import is not one (the code
+	// under test may be what broke it).
+	_, err := sb.Run(context.Background(), Spec{Mode: ModePytest, SourceDir: dir, Args: []string{"-q", "--no-such-flag"}})
+	if !errors.Is(err, ErrEnvironment) || !strings.Contains(err.Error(), "pytest usage error (exit 4): error: unrecognized arguments: --no-such-flag") {
+		t.Errorf("usage error: %v", err)
+	}
+	conftest := t.TempDir()
+	mustWrite(t, filepath.Join(conftest, "conftest.py"), "import mod\n")
+	mustWrite(t, filepath.Join(conftest, "mod.py"), "def f(:\n")
+	mustWrite(t, filepath.Join(conftest, "test_mod.py"), "def test_f():\n    pass\n")
+	res, err := sb.Run(context.Background(), Spec{Mode: ModePytest, SourceDir: conftest, Args: []string{"-q", "-p", "no:cacheprovider"}})
+	if err != nil || res.Passed(ModePytest) || res.ExitCode != 4 || !strings.Contains(res.Stderr, "SyntaxError") {
+		t.Errorf("conftest that does not import: %v, exit %d\n%s", err, res.ExitCode, res.Stderr)
+	}
 	// A completion cannot forge one: ENV without the run's nonce is ignored.
-	res, err := sb.Run(context.Background(), program("import os\nos.write(3, b'ENV 0123 {\"message\": \"forged\"}\\n')\nraise SystemExit(3)\n"))
+	res, err = sb.Run(context.Background(), program("import os\nos.write(3, b'ENV 0123 {\"message\": \"forged\"}\\n')\nraise SystemExit(3)\n"))
 	if err != nil || res.Passed(ModeProgram) {
 		t.Fatalf("forged ENV line: %v %+v", err, res)
 	}

@@ -215,7 +215,7 @@ func (s *Sandbox) warmArgs() []string {
 	args := append([]string(nil), s.baseArgs...)
 	args = append(args, "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",
 		"--dir", "/work", "--remount-ro", "/", "--chdir", "/work", "--clearenv")
-	for _, kv := range s.env(&Spec{}) {
+	for _, kv := range s.env(&Spec{}, "/work") {
 		args = append(args, "--setenv", kv[0], kv[1])
 	}
 	return append(args, "--", s.cfg.PythonPath, "-B", "/run/infill/runner.py", "serve",
@@ -345,21 +345,15 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 		cwd += "/" + spec.WorkName
 	}
 	env := map[string]string{}
-	for _, kv := range s.env(spec) {
+	for _, kv := range s.env(spec, cwd) {
 		env[kv[0]] = kv[1]
 	}
-	procs := int64(c.Processes + warmExtraProcesses)
 	req := warmRequest{
 		Nonce: nonce, Mode: spec.Mode.String(), Args: append([]string{spec.Target}, spec.Args...),
-		Cwd: cwd, Files: spec.Files, Env: env,
-		Rlimits: map[string][2]int64{
-			"RLIMIT_CPU":    {lim.cpu, lim.cpu + 1},
-			"RLIMIT_AS":     {c.MemoryBytes, c.MemoryBytes},
-			"RLIMIT_NPROC":  {procs, procs},
-			"RLIMIT_FSIZE":  {c.FileSizeBytes, c.FileSizeBytes},
-			"RLIMIT_NOFILE": {int64(c.OpenFiles), int64(c.OpenFiles)},
-			"RLIMIT_CORE":   {0, 0},
-		},
+		Cwd: cwd, Files: spec.Files, Env: env, Rlimits: map[string][2]int64{},
+	}
+	for _, r := range s.rlimits(lim, warmExtraProcesses) {
+		req.Rlimits[r.python] = [2]int64{r.soft, r.hard}
 	}
 	if req.Files == nil {
 		req.Files = map[string]string{}
@@ -494,9 +488,11 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 	switch {
 	case errors.Is(cause, errWallTimeout):
 		res.Status = StatusTimeout
+		s.noteLimit(&res, spec, lim)
 		return res, healthy, nil
 	case errors.Is(cause, errOutputLimit):
 		res.Status = StatusOutputLimit
+		s.noteLimit(&res, spec, lim)
 		return res, healthy, nil
 	case errors.Is(cause, errStartupTimeout):
 		return res, false, fmt.Errorf("%w: the warm sandbox did not start the sample within %v", ErrSetup, c.StartupTimeout)
@@ -526,5 +522,6 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 	if !cp.isStarted() && res.ExitCode != 0 {
 		return res, healthy, fmt.Errorf("%w: the sample did not start (exit %d): %s", ErrSetup, res.ExitCode, lastLine(res.Stderr))
 	}
+	s.noteLimit(&res, spec, lim)
 	return res, healthy, nil
 }

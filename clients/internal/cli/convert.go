@@ -63,15 +63,37 @@ func resultFromProto(r *infillv1.SampleResult) evaluator.Result {
 		ExactMatch: r.GetExactMatch(), EditSimilarity: int(r.GetEditSimilarity()),
 		TTFT: r.GetTimeToFirstToken().AsDuration(), Total: r.GetGeneration().AsDuration(),
 		ExecDuration: r.GetExecution().AsDuration(), Error: r.GetError(),
+		QueueWait: r.GetQueueWait().AsDuration(),
 		Exception: exceptionFromProto(r.GetException()),
+		Failure:   failureFromProto(r.GetFailure()),
+		Limit:     sandbox.Limit(r.GetLimit()),
+		Tests:     testCountsFromProto(r.GetTests()),
 	}
+}
+
+func testCountsFromProto(c *infillv1.TestCounts) *sandbox.TestCounts {
+	if c == nil {
+		return nil
+	}
+	return &sandbox.TestCounts{Passed: int(c.GetPassed()), Failed: int(c.GetFailed()), Errors: int(c.GetErrors()), Skipped: int(c.GetSkipped())}
 }
 
 func exceptionFromProto(e *infillv1.TestException) *sandbox.Exception {
 	if e == nil {
 		return nil
 	}
-	return &sandbox.Exception{Type: e.GetType(), Message: e.GetMessage()}
+	return &sandbox.Exception{Type: e.GetType(), Message: e.GetMessage(), Where: e.GetWhere()}
+}
+
+func failureFromProto(f *infillv1.TestFailure) *sandbox.Failure {
+	if f == nil {
+		return nil
+	}
+	out := &sandbox.Failure{Test: f.GetTest(), When: f.GetWhen(), Report: f.GetReport(), Output: f.GetOutput()}
+	if f.GetPath() != "" || f.GetMessage() != "" {
+		out.Crash = &sandbox.Crash{Path: f.GetPath(), Line: int(f.GetLine()), Message: f.GetMessage()}
+	}
+	return out
 }
 
 // repoMap rewrites local repository directories into the server's paths
@@ -122,7 +144,7 @@ func taskToProto(t *evaluator.Task, m *repoMap) *infillv1.EvalTask {
 		out.Execution = &infillv1.EvalTask_Repository{Repository: &infillv1.RepositoryExecution{
 			Repository: m.apply(t.Exec.RepoDir),
 			Test: &infillv1.TestSpec{Kind: testKindsToProto[ts.Kind], Script: ts.Script, Args: ts.Args,
-				Command: ts.Command, ExpectedTests: uint32(max(ts.ExpectedTests, 0))},
+				Command: ts.Command, ExpectedTests: uint32(max(ts.ExpectedTests, 0)), Python: ts.Python},
 		}}
 	}
 	if t.Exec.Timeout > 0 {

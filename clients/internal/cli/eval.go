@@ -76,6 +76,9 @@ type evalRunFlags struct {
 	local           bool
 	workers         int
 	referenceFormat bool
+	// python is the interpreter of repository tasks (--python).
+	python  string
+	sandbox sandboxFlags
 }
 
 func newEvalRunCmd(env *Env, g *globals) *cobra.Command {
@@ -102,7 +105,19 @@ The benchmark is one of:
                     server journal it and resume it too.
 
 With --completions FILE nothing is generated: the completions in FILE are
-graded, as 'infill eval grade' does (see its help).
+graded, as 'infill eval grade' does (see its help). --reference grades the
+benchmark's own middles (a check of the benchmark and its environment);
+with --local it needs no server: this process's sandbox grades them.
+
+Repository tasks run their tests with the benchmark's interpreter (eval
+mask records it), the repository's own virtual environment (.venv/ or
+venv/), or --python PATH. A sample that does not pass has a reason: the
+first meaningful error, or the limit it hit and the flag that raises it
+(--sample-timeout; --sandbox-memory, --sandbox-processes and
+--sandbox-file-size here with --local, on infill-server otherwise). Samples
+whose environment failed (a missing interpreter or test runner, a pytest
+usage error, a module the unmodified repository cannot import either) are
+ERROR, not failures, and make the exit status non-zero.
 
 Several servers: --server a,b,... spreads the run over them. Tasks wait in
 one queue and each server is handed the next as its sandbox workers free up
@@ -132,6 +147,7 @@ stderr is a terminal; otherwise a progress line is printed every
   infill eval run --reference humaneval-random-span-light
   infill eval run --execrepobench samples.jsonl --repos repos/ -o erb.jsonl
   infill eval run --infill bench.jsonl
+  infill eval run --reference --local --infill bench.jsonl
   infill eval run --server-side humaneval-multi-line --run-id ml-7b
   infill --server gpu1:50051,gpu2:50051 eval run humaneval --samples 10
   infill --server gpu2:50051 eval run --server-side --shard 1/2 -o ml.1.jsonl humaneval-multi-line`,
@@ -179,6 +195,7 @@ func addSourceFlags(cmd *cobra.Command, f *evalRunFlags, erbNote, infillNote str
 	fl.StringVar(&f.infillFile, "infill", "", "infill-format benchmark `FILE` "+infillNote)
 	fl.DurationVar(&f.sampleTimeout, "sample-timeout", 0, "limit of one sample's own run time, start-up not included (default: the benchmark's: 3s for HumanEval, the server's for repositories)")
 	fl.StringVar(&f.repoMap, "repo-map", "", "rewrite repository paths `LOCAL=REMOTE` for a server that sees them elsewhere")
+	fl.StringVar(&f.python, "python", "", "run repository tasks' tests with this interpreter `PATH` (a virtual environment's bin/python selects it), instead of the benchmark's or the repository's own .venv/ or venv/")
 	fl.DurationVar(&f.every, "progress-every", 10*time.Second, "interval of progress lines when stderr is not a terminal")
 }
 
@@ -328,6 +345,7 @@ func runEval(cmd *cobra.Command, env *Env, g *globals, f *evalRunFlags, name str
 		}
 		fmt.Fprintln(env.Stdout)
 		writeTable(env.Stdout, sum, ks)
+		writeReasons(env.Stdout, results, 5)
 	}
 	if f.referenceFormat && given != nil {
 		if r.state.Errors > 0 {
@@ -362,8 +380,11 @@ func (f *evalRunFlags) check(ks []int) error {
 		}
 		return nil // pass@k is reported for the k every task has samples for
 	}
-	if f.local || f.referenceFormat {
-		return fmt.Errorf("--local and --reference-format grade given completions: they need --completions FILE (or 'infill eval grade')")
+	if f.referenceFormat || f.local && !f.reference {
+		return fmt.Errorf("--local and --reference-format grade given completions: they need --completions FILE (or 'infill eval grade'), or --reference (--local)")
+	}
+	if f.local && f.workers < 1 {
+		return fmt.Errorf("--workers must be at least 1")
 	}
 	for _, k := range ks {
 		if k > f.samples {
@@ -467,6 +488,24 @@ func (f *evalRunFlags) finish(src evalSource, err error) (evalSource, error) {
 			src.tasks[i].Exec.Timeout = f.sampleTimeout
 		}
 	}
+	if f.python != "" {
+		abs, err := filepath.Abs(f.python)
+		if err != nil {
+			return src, err
+		}
+		for i := range src.tasks {
+			t := &src.tasks[i]
+			if t.Exec.Kind != evaluator.ExecRepository {
+				continue
+			}
+			// One inside the repository is named relative to it, as a
+			// server that sees the repository elsewhere finds it.
+			t.Exec.Test.Python = abs
+			if rel, err := filepath.Rel(t.Exec.RepoDir, abs); err == nil && filepath.IsLocal(rel) {
+				t.Exec.Test.Python = filepath.ToSlash(rel)
+			}
+		}
+	}
 	return src, nil
 }
 
@@ -535,6 +574,10 @@ type evalRun struct {
 	// errs counts this run's samples that reached no verdict, by reason.
 	errs      map[string]int
 	errsOrder []string
+	// references are the tasks' true middles, recorded with the results
+	// of a server (which does not send them back) for reports that show
+	// a completion beside its reference.
+	references map[taskKey]string
 }
 
 // taskKey names a task across benchmarks.
@@ -560,6 +603,9 @@ func (r *evalRun) record(res evaluator.Result) (bool, error) {
 			return true, fmt.Errorf("stopped after %d samples reached no verdict; first: %s", r.state.Errors, r.errsOrder[0])
 		}
 		return true, nil
+	}
+	if res.Reference == "" {
+		res.Reference = r.references[taskKey{res.Benchmark, res.TaskID}]
 	}
 	if err := r.journal.Append(&res); err != nil {
 		return false, fmt.Errorf("results file: %w", err)
@@ -647,11 +693,13 @@ func (r *evalRun) samplesOf(t *evaluator.Task) int {
 func (r *evalRun) plan(src evalSource) ([]*evaluator.Task, map[taskKey]int) {
 	var todo []*evaluator.Task
 	inRun := map[taskKey]int{}
+	r.references = map[taskKey]string{}
 	r.state.Total = 0
 	for i := range src.tasks {
 		t := &src.tasks[i]
 		n := r.samplesOf(t)
 		inRun[taskKey{t.Benchmark, t.ID}] = n
+		r.references[taskKey{t.Benchmark, t.ID}] = t.Reference
 		r.state.Total += n
 		missing := false
 		for s := 0; s < n; s++ {
@@ -790,12 +838,17 @@ func (r *evalRun) inProcess(ctx context.Context, src evalSource, workers int) er
 		fmt.Fprintf(r.env.Stderr, "nothing to do: all %s are in %s\n", plural(r.state.Total, "sample"), r.path)
 		return nil
 	}
-	sb, err := sandbox.New(sandbox.Config{WarmWorkers: workers}, nil)
+	cfg := sandbox.Config{WarmWorkers: workers}
+	r.f.sandbox.apply(&cfg)
+	sb, err := sandbox.New(cfg, nil)
 	if err != nil {
+		if errors.Is(err, sandbox.ErrInvalidConfig) {
+			return usageError{err}
+		}
 		return hintError{err, "--local needs bubblewrap and python3 here (Debian packages bubblewrap python3); or grade through a server without --local"}
 	}
 	defer sb.Close()
-	runner, err := evaluator.NewRunner(evaluator.Config{Workers: workers}, sb, nil, nil)
+	runner, err := evaluator.NewRunner(evaluator.Config{Workers: workers, FullErrors: true}, sb, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -804,6 +857,9 @@ func (r *evalRun) inProcess(ctx context.Context, src evalSource, workers int) er
 		var cs []evaluator.Completion
 		for _, c := range r.completions[taskKey{t.Benchmark, t.ID}] {
 			cs = append(cs, evaluator.Completion{Text: c})
+		}
+		if r.completions == nil { // --reference
+			cs = []evaluator.Completion{{Text: t.Reference}}
 		}
 		jobs = append(jobs, evaluator.Job{Task: *t, Completions: cs})
 	}

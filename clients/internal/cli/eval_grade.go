@@ -51,9 +51,19 @@ pass@k is reported for each k of --k that every task has samples for, with
 the reference's unbiased estimator; exact match and edit similarity against
 the benchmark's true middle.
 
+Repository tasks run their tests with the benchmark's interpreter, the
+repository's own virtual environment (.venv/ or venv/), or --python PATH
+(see 'infill eval mask --help'). Each result's reason is the first
+meaningful error: the failing test, the exception and where it was raised,
+or the limit the run hit and the flag that raises it (--sample-timeout,
+--sandbox-memory, --sandbox-processes, --sandbox-file-size: this process's
+sandbox with --local, the server's flags of the same names otherwise).
+
 The exit status is non-zero when any sample reached no verdict (ERROR: a
-missing test runner or entry point, a sandbox that did not start); the last
-line says how many and why.`,
+missing interpreter, test runner or entry point, a pytest usage error, a
+module the tests import that the unmodified repository cannot import
+either, a sandbox that did not start); the last line says how many and
+why.`,
 		Example: `  infill eval grade samples.jsonl
   infill eval grade single-line samples.jsonl --local --reference-format --k 1,10
   infill eval grade --execrepobench erb.jsonl --repos repos/ completions.jsonl`,
@@ -87,6 +97,7 @@ func addGradeFlags(cmd *cobra.Command, f *evalRunFlags) {
 	fl.BoolVar(&f.local, "local", false, "grade in this process's own sandbox instead of the server's")
 	fl.IntVar(&f.workers, "workers", runtime.NumCPU(), "with --local: samples graded at once")
 	fl.BoolVar(&f.referenceFormat, "reference-format", false, "also write FILE_results.jsonl as human-eval-infilling does")
+	addSandboxFlags(cmd, &f.sandbox, "with --local: ")
 }
 
 // sampleLine is one line of a samples file.

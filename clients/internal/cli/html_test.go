@@ -22,8 +22,13 @@ import (
 // fixedResults writes the results file of testdata/eval_report.txtar into
 // dir and returns its path.
 func fixedResults(t *testing.T, dir string) string {
+	return resultsOf(t, dir, "testdata/eval_report.txtar")
+}
+
+// resultsOf writes the results file of a txtar case into dir.
+func resultsOf(t *testing.T, dir, archive string) string {
 	t.Helper()
-	ar, err := txtar.ParseFile("testdata/eval_report.txtar")
+	ar, err := txtar.ParseFile(archive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +41,7 @@ func fixedResults(t *testing.T, dir string) string {
 			return p
 		}
 	}
-	t.Fatal("testdata/eval_report.txtar has no results.jsonl")
+	t.Fatalf("%s has no results.jsonl", archive)
 	return ""
 }
 
@@ -57,9 +62,15 @@ func TestHTMLReportSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(page)
-	for _, bad := range []string{"<script", "src=", "href=", "@import", "url("} {
+	for _, bad := range []string{"<script", "src=", "@import", "url("} {
 		if strings.Contains(html, bad) {
 			t.Errorf("report contains %q: it must not load anything", bad)
+		}
+	}
+	// Links only within the page.
+	for _, m := range regexp.MustCompile(`href="([^"]*)"`).FindAllStringSubmatch(html, -1) {
+		if !strings.HasPrefix(m[1], "#") {
+			t.Errorf("report links to %s", m[1])
 		}
 	}
 	// The only URL is the SVG namespace, which is never fetched.
@@ -263,5 +274,92 @@ func TestHTMLReportInChromium(t *testing.T) {
 		if n := countColor(img, hexColor(t, c)); n < min {
 			t.Errorf("%s chart: %d pixels of %s, want at least %d", name, n, c, min)
 		}
+	}
+}
+
+// TestHTMLReportSamples: the reasons table links each kind of reason to
+// its samples, and each sample that did not pass has its view: the reason,
+// the completion beside the reference middle, the failing test with
+// pytest's report.
+func TestHTMLReportSamples(t *testing.T) {
+	page, err := os.ReadFile(writeReport(t, resultsOf(t, t.TempDir(), "testdata/eval_report_reasons.txtar")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(page)
+	anchors := regexp.MustCompile(`<article class="sample" id="(sample-\d+)"`).FindAllStringSubmatch(html, -1)
+	if len(anchors) != 5 {
+		t.Fatalf("%d sample views, want the 5 samples that did not pass", len(anchors))
+	}
+	for _, a := range anchors {
+		if !strings.Contains(html, `href="#`+a[1]+`"`) {
+			t.Errorf("no link to %s from the reasons", a[1])
+		}
+	}
+	for _, want := range []string{
+		"tests/test_ops.py::test_mul: AssertionError: assert 13 == 12 at tests/test_ops.py:15 (exit status 1)",
+		`<pre class="completion">result = 1</pre>`, `<pre class="reference">result = 0</pre>`,
+		"failing test: tests/test_ops.py::test_mul (call)", "where 13 = mul(4, 3)",
+		"collecting tests/test_stats.py: SyntaxError: &#39;[&#39; was never closed at calc/stats.py:20",
+		"timed out after 3s (--sample-timeout raises it)", "limit: time",
+		"<td>failed: NameError</td>",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// TestHTMLReportSampleInChromium opens the report at a sample's anchor, as
+// the reasons table links to it, in headless Chromium (a window tall
+// enough for the whole page: headless screenshots do not scroll): that
+// sample, and only it, is outlined (:target), the last one below the
+// first, and each shows the completion and reference panes side by side.
+func TestHTMLReportSampleInChromium(t *testing.T) {
+	chromium := requireTool(t, "chromium", "chromium-browser")
+	page := writeReport(t, resultsOf(t, t.TempDir(), "testdata/eval_report_reasons.txtar"))
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<a href="#(sample-\d+)">[^<]*</a>`).FindAllStringSubmatch(string(html), -1)
+	if len(m) < 2 {
+		t.Fatal("fewer than two links to samples")
+	}
+	target, completion, reference := hexColor(t, "#0891b2"), hexColor(t, "#fff1f2"), hexColor(t, "#f0fdf4")
+	const width, height = 1200, 6000
+
+	if n := countColor(screenshot(t, chromium, page, width, height), target); n > 0 {
+		t.Errorf("%d outline pixels with no sample targeted", n)
+	}
+	var tops []int
+	for _, anchor := range []string{m[0][1], m[len(m)-1][1]} {
+		img := screenshot(t, chromium, page+"#"+anchor, width, height)
+		outline := bands(img, target, 600)
+		// One box: its top and bottom borders.
+		if len(outline) != 2 {
+			t.Fatalf("#%s: outline bands %v, want one box", anchor, outline)
+		}
+		tops = append(tops, outline[0].top)
+		var inside []band
+		for _, b := range bands(img, completion, 200) {
+			if b.top > outline[0].top && b.bottom < outline[1].top {
+				inside = append(inside, b)
+			}
+		}
+		refs := bands(img, reference, 200)
+		if len(inside) != 1 || len(refs) == 0 {
+			t.Fatalf("#%s: completion panes %v in the box, reference panes %v", anchor, inside, refs)
+		}
+		side := false
+		for _, r := range refs {
+			side = side || r.top == inside[0].top && r.left > inside[0].left+inside[0].width
+		}
+		if !side {
+			t.Errorf("#%s: completion %v has no reference pane beside it (%v)", anchor, inside[0], refs)
+		}
+	}
+	if tops[1] <= tops[0] {
+		t.Errorf("outline of the last sample at %d, not below the first's at %d", tops[1], tops[0])
 	}
 }

@@ -36,6 +36,8 @@ type maskFlags struct {
 	maxMiddle     int
 	maxAttempts   int
 	expectedTests int
+	python        string
+	sandbox       sandboxFlags
 }
 
 func newEvalMaskCmd(env *Env) *cobra.Command {
@@ -56,13 +58,28 @@ is one the tests actually exercise. --no-check skips the sandbox and only
 selects spans.
 
 The tests are the repository's evaluate_repo.py when it has one, else
-pytest -q; --pytest, --script or --test-command choose otherwise.
+pytest -q; --pytest, --script or --test-command choose otherwise. They run
+with the repository's own virtual environment when it has one (.venv/ or
+venv/: its interpreter, with its site-packages mounted read-only), or with
+--python PATH; the records name that interpreter.
+
+When the unmodified repository's pytest run stops on its configuration
+naming what the interpreter lacks — an addopts option of a plugin that is
+not installed (--cov=... without pytest-cov), a -p plugin, a warning filter
+naming a module that is not installed
+(error::coverage.exceptions.CoverageWarning), required_plugins — or on its
+own package under src/ not being importable, mask neutralises exactly that
+with pytest's -o overrides (addopts, filterwarnings, required_plugins,
+pythonpath), says so, and writes the overrides into the records. Other
+failures are explained: what the exit status means, the reason, the last
+lines of output and the fix.
 
 Run the result with 'infill eval run --infill FILE'. Each record names the
 repository relative to FILE's directory.`,
 		Example: `  infill eval mask ~/src/mylib -o mylib-bench.jsonl
   infill eval mask --levels expression,statement,function --per-level 20 --seed 7 . -o bench.jsonl
-  infill eval mask --pytest "-q tests/unit" ~/src/mylib -o bench.jsonl`,
+  infill eval mask --pytest "-q tests/unit" ~/src/mylib -o bench.jsonl
+  infill eval mask --python ~/venvs/mylib/bin/python --sandbox-memory 8GiB ~/src/mylib`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("mask needs the repository directory, got %d arguments", len(args))}
@@ -83,7 +100,11 @@ repository relative to FILE's directory.`,
 	fl.StringVar(&f.script, "script", "", "run this Python `FILE` (relative to REPO) as the tests, like evaluate_repo.py")
 	fl.StringVar(&f.command, "test-command", "", "run this space-separated `COMMAND` as the tests (exit status 0 is the only pass signal: weak)")
 	fl.IntVar(&f.expectedTests, "expected-tests", 0, "with --pytest: tests that must pass (default: as many as pass unmodified)")
-	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "wall-clock limit of one test run")
+	fl.DurationVar(&f.timeout, "sample-timeout", 60*time.Second, "limit of one test run's own time (start-up not included); written into the records")
+	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "the same as --sample-timeout")
+	_ = fl.MarkHidden("timeout")
+	fl.StringVar(&f.python, "python", "", "run the tests with this interpreter `PATH` (a virtual environment's bin/python selects it; default: the repository's .venv/ or venv/, else python3)")
+	addSandboxFlags(cmd, &f.sandbox, "")
 	fl.BoolVar(&f.noCheck, "no-check", false, "select spans without running any test (no sandbox needed)")
 	fl.StringVar(&f.benchmark, "name", "", "benchmark name in the records (default: the repository's directory name)")
 	fl.IntVar(&f.minMiddle, "min-middle", 0, "shortest masked text in bytes, stripped (default 3)")
@@ -128,7 +149,9 @@ func runMask(cmd *cobra.Command, env *Env, f *maskFlags, repo string) error {
 	if f.noCheck {
 		recs, stats, err = masking.Select(ctx, absRepo, opts)
 	} else {
-		sb, serr := sandbox.New(sandbox.Config{Timeout: f.timeout}, zap.NewNop())
+		cfg := sandbox.Config{Timeout: f.timeout, WarmWorkers: -1}
+		f.sandbox.apply(&cfg)
+		sb, serr := sandbox.New(cfg, zap.NewNop())
 		if serr != nil {
 			if errors.Is(serr, sandbox.ErrUnavailable) {
 				return hintError{serr, "eval mask checks every sample in a local bubblewrap sandbox: " +
@@ -137,16 +160,21 @@ func runMask(cmd *cobra.Command, env *Env, f *maskFlags, repo string) error {
 			return serr
 		}
 		defer sb.Close()
-		runner, rerr := evaluator.NewRunner(evaluator.Config{Workers: 1}, sb, nil, zap.NewNop())
+		runner, rerr := evaluator.NewRunner(evaluator.Config{Workers: 1, FullErrors: true}, sb, nil, zap.NewNop())
 		if rerr != nil {
 			return rerr
 		}
-		fmt.Fprintf(env.Stderr, "masking %s: checking each sample in the sandbox (this runs the tests up to twice per sample)\n", absRepo)
+		fmt.Fprintf(env.Stderr, "masking %s: checking each sample in the sandbox (this runs the tests up to twice per sample)%s\n", absRepo, withPython(opts, absRepo))
 		recs, stats, err = masking.Build(ctx, absRepo, opts, runner, zap.NewNop())
 	}
+	for _, fix := range stats.Fixes {
+		fmt.Fprintf(env.Stdout, "pytest configuration: %s\n", fix)
+	}
 	if err != nil {
-		if errors.Is(err, masking.ErrBaselineFails) {
-			return hintError{err, "the benchmark needs a repository whose tests pass as it is; choose them with --pytest, --script or --test-command"}
+		var be *masking.BaselineError
+		if errors.As(err, &be) {
+			fmt.Fprintln(env.Stderr, be.Explain(be.Test.Python))
+			return fmt.Errorf("the unmodified repository does not pass its tests (above: why, and the fix); nothing written")
 		}
 		return err
 	}
@@ -172,6 +200,13 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 		Seed: f.seed, PerLevel: f.perLevel, RequireEmptyFails: f.requireFail && !f.noCheck,
 		Timeout: f.timeout, Benchmark: f.benchmark, MinMiddle: f.minMiddle, MaxMiddle: f.maxMiddle,
 		MaxAttempts: f.maxAttempts,
+	}
+	if f.python != "" {
+		p, err := filepath.Abs(f.python)
+		if err != nil {
+			return o, err
+		}
+		o.Python = p
 	}
 	if o.Benchmark == "" {
 		o.Benchmark = filepath.Base(absRepo)
@@ -253,4 +288,17 @@ func firstN(s []string, n int) []string {
 		return s
 	}
 	return append(slices.Clone(s[:n]), "…")
+}
+
+// withPython says which interpreter a build's tests run with, when not the
+// sandbox's default.
+func withPython(o masking.Options, repo string) string {
+	p := o.Python
+	if p == "" {
+		p = sandbox.RepositoryPython(repo)
+	}
+	if p == "" {
+		return ""
+	}
+	return ", with " + p
 }

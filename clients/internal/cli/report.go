@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -104,14 +105,7 @@ func runReport(env *Env, f *reportFlags, paths []string) error {
 	fmt.Fprintf(env.Stdout, "%s of %s from %s\n\n", plural(sum.Overall.Samples, "sample"),
 		plural(sum.Overall.Tasks, "task"), strings.Join(paths, ", "))
 	writeTable(env.Stdout, sum, shown)
-	if reasons := failureReasons(all, 5); len(reasons) > 0 {
-		fmt.Fprintln(env.Stdout, "\ncommonest reasons for failing:")
-		tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-		for _, r := range reasons {
-			fmt.Fprintf(tw, "  %d\t%s\n", r.Count, r.Reason)
-		}
-		_ = tw.Flush()
-	}
+	writeReasons(env.Stdout, all, 5)
 	if f.html != "" {
 		title := f.title
 		if title == "" {
@@ -275,6 +269,10 @@ func levelName(l string) string {
 	return l
 }
 
+// queued says whether some generation of the run waited for a backend
+// slot: then the table shows that wait beside TTFT, which excludes it.
+func queued(s metrics.Summary) bool { return s.Overall.QueueWait.Max > 0 }
+
 // writeTable prints the scores table.
 func writeTable(w io.Writer, s metrics.Summary, ks []int) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -282,7 +280,11 @@ func writeTable(w io.Writer, s metrics.Summary, ks []int) {
 	for _, k := range ks {
 		head = append(head, fmt.Sprintf("PASS@%d", k))
 	}
-	head = append(head, "EXACT", "EDIT SIM", "TTFT P50", "TOTAL P50", "TOTAL P95", "VERDICTS")
+	head = append(head, "EXACT", "EDIT SIM", "TTFT P50")
+	if queued(s) {
+		head = append(head, "QUEUE P50")
+	}
+	head = append(head, "TOTAL P50", "TOTAL P95", "VERDICTS")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, r := range tableRows(s) {
 		bench := r.Benchmark
@@ -296,7 +298,11 @@ func writeTable(w io.Writer, s metrics.Summary, ks []int) {
 			cells = append(cells, passCell(r.G, k))
 		}
 		cells = append(cells, pct(r.G.ExactMatch), fmt.Sprintf("%.1f", r.G.EditSimilarity),
-			latencyCell(r.G.TTFT, r.G.TTFT.P50), latencyCell(r.G.Total, r.G.Total.P50),
+			latencyCell(r.G.TTFT, r.G.TTFT.P50))
+		if queued(s) {
+			cells = append(cells, latencyCell(r.G.QueueWait, r.G.QueueWait.P50))
+		}
+		cells = append(cells, latencyCell(r.G.Total, r.G.Total.P50),
 			latencyCell(r.G.Total, r.G.Total.P95), verdictsCell(r.G.Verdicts))
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -357,27 +363,80 @@ func verdictsCell(v map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// reasonCount is how many samples failed for one reason.
+// reasonCount is how many samples did not pass for one kind of reason,
+// and the first of them: its index in the results, and its task, sample
+// and whole reason.
 type reasonCount struct {
-	Reason string
-	Count  int
+	Reason  string
+	Count   int
+	First   int
+	Example string
+	// Samples are the indexes of its first few samples in the results.
+	Samples []int
 }
 
-// failureReasons counts the reasons of samples that did not pass, most
-// frequent first (ties by reason), at most n.
+// reasonExamples is how many samples a reason links to.
+const reasonExamples = 3
+
+// errorName finds the exception a reason names ("AssertionError").
+var errorName = regexp.MustCompile(`\b(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Warning|Failed)\b`)
+
+// reasonKind is what samples are grouped by: the verdict and the exception
+// a reason names, or the limit or status it is about ("timed out after
+// 3s"), without the detail (test, place, message) that differs between
+// samples.
+func reasonKind(r *evaluator.Result) string {
+	why := firstNonEmpty(r.Reason, r.Error, string(r.Verdict))
+	// The exception, from what the run reported rather than from the
+	// reason's text (a test's name may look like one).
+	exc := ""
+	switch {
+	case r.Exception != nil:
+		exc = r.Exception.Type
+	case r.Failure != nil && r.Failure.Crash != nil:
+		exc = errorName.FindString(r.Failure.Crash.Message)
+		if exc == "" && strings.HasPrefix(r.Failure.Crash.Message, "assert") {
+			exc = "AssertionError"
+		}
+	}
+	switch {
+	case r.Limit != "":
+		why, _, _ = strings.Cut(why, " (")
+	case r.Verdict == evaluator.VerdictError:
+	case exc != "":
+		why = exc
+	case errorName.MatchString(why):
+		why = errorName.FindString(why)
+	}
+	return string(r.Verdict) + ": " + why
+}
+
+// failureReasons counts the reasons of samples that did not pass, by kind
+// (reasonKind), most frequent first (ties by reason), at most n.
 func failureReasons(results []evaluator.Result, n int) []reasonCount {
-	counts := map[string]int{}
+	counts := map[string]*reasonCount{}
 	for i := range results {
 		r := &results[i]
 		if r.Verdict == evaluator.VerdictPassed || r.Verdict == evaluator.VerdictSkipped {
 			continue
 		}
-		reason := firstNonEmpty(r.Reason, r.Error, string(r.Verdict))
-		counts[string(r.Verdict)+": "+reason]++
+		kind := reasonKind(r)
+		if c := counts[kind]; c != nil {
+			c.Count++
+			if len(c.Samples) < reasonExamples {
+				c.Samples = append(c.Samples, i)
+			}
+			continue
+		}
+		example := fmt.Sprintf("%s #%d", r.TaskID, r.Sample)
+		if full := firstNonEmpty(r.Reason, r.Error, string(r.Verdict)); string(r.Verdict)+": "+full != kind {
+			example += ": " + full
+		}
+		counts[kind] = &reasonCount{Reason: kind, Count: 1, First: i, Samples: []int{i}, Example: example}
 	}
 	var out []reasonCount
-	for r, c := range counts {
-		out = append(out, reasonCount{r, c})
+	for _, c := range counts {
+		out = append(out, *c)
 	}
 	slices.SortFunc(out, func(a, b reasonCount) int {
 		if a.Count != b.Count {
@@ -389,6 +448,21 @@ func failureReasons(results []evaluator.Result, n int) []reasonCount {
 		out = out[:n]
 	}
 	return out
+}
+
+// writeReasons prints the n commonest reasons why samples did not pass,
+// each with a task that failed for it.
+func writeReasons(w io.Writer, results []evaluator.Result, n int) {
+	reasons := failureReasons(results, n)
+	if len(reasons) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\ncommonest reasons for not passing:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range reasons {
+		fmt.Fprintf(tw, "  %d\t%s\t(e.g. %s)\n", r.Count, r.Reason, r.Example)
+	}
+	_ = tw.Flush()
 }
 
 // writeFileAtomic writes data to path through a temporary file in the same

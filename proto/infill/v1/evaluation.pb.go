@@ -156,8 +156,10 @@ const (
 	Verdict_VERDICT_FAILED      Verdict = 2
 	Verdict_VERDICT_TIMEOUT     Verdict = 3
 	// No verdict could be reached: generation failed, the sandbox did not
-	// start, the test runner is missing (exit 127, no pytest), the repository
-	// lacks its test entry point.
+	// start, the test runner or interpreter is missing (exit 127, no
+	// pytest), the repository lacks its test entry point, pytest stopped on
+	// a usage error, or the tests fail on an import that the unmodified
+	// repository's tests fail on too (the environment lacks a module).
 	Verdict_VERDICT_ERROR Verdict = 4
 	// Not executed (no execution given): only text metrics.
 	Verdict_VERDICT_SKIPPED Verdict = 5
@@ -218,6 +220,14 @@ type TestSpec struct {
 	Args          []string               `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
 	Command       []string               `protobuf:"bytes,4,rep,name=command,proto3" json:"command,omitempty"`
 	ExpectedTests uint32                 `protobuf:"varint,5,opt,name=expected_tests,json=expectedTests,proto3" json:"expected_tests,omitempty"`
+	// The interpreter the tests run with: relative to the repository (a
+	// virtual environment inside it: ".venv/bin/python"), or absolute, in
+	// which case it must lie under one of the server's allowed roots or be
+	// one the server was given (--eval-python). Empty: the server's rule for
+	// the repository (--eval-python DIR=PYTHON), else the repository's own
+	// .venv/ or venv/, else the server's python3. A virtual environment's
+	// site-packages are mounted read-only in the sandbox.
+	Python        string `protobuf:"bytes,6,opt,name=python,proto3" json:"python,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -285,6 +295,13 @@ func (x *TestSpec) GetExpectedTests() uint32 {
 		return x.ExpectedTests
 	}
 	return 0
+}
+
+func (x *TestSpec) GetPython() string {
+	if x != nil {
+		return x.Python
+	}
+	return ""
 }
 
 // ProgramExecution runs prefix + completion + suffix + epilogue as one
@@ -671,7 +688,10 @@ type SampleResult struct {
 	Sample     uint32                 `protobuf:"varint,4,opt,name=sample,proto3" json:"sample,omitempty"`
 	Completion string                 `protobuf:"bytes,5,opt,name=completion,proto3" json:"completion,omitempty"`
 	Verdict    Verdict                `protobuf:"varint,6,opt,name=verdict,proto3,enum=infill.v1.Verdict" json:"verdict,omitempty"`
-	// Why, briefly ("exit status 1", "exited 0 without the pass signal").
+	// Why it did not pass, in one line: the first meaningful error (the
+	// failing test, the exception and where it was raised), the limit hit
+	// ("timed out after 3s", "memory limit hit: 4 GiB per process
+	// (--sandbox-memory raises it)"), or "exited 0 without the pass signal".
 	Reason   string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
 	ExitCode int32  `protobuf:"varint,8,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	// Set when the only pass signal was the exit status.
@@ -690,7 +710,19 @@ type SampleResult struct {
 	// sandbox did not start, the test runner or entry point is missing.
 	Error string `protobuf:"bytes,17,opt,name=error,proto3" json:"error,omitempty"`
 	// The exception the test code raised, when it raised one.
-	Exception     *TestException `protobuf:"bytes,18,opt,name=exception,proto3" json:"exception,omitempty"`
+	Exception *TestException `protobuf:"bytes,18,opt,name=exception,proto3" json:"exception,omitempty"`
+	// How long the generation waited for a backend slot (behind the run's
+	// own other samples, and anyone else's); time_to_first_token and
+	// generation do not include it.
+	QueueWait *durationpb.Duration `protobuf:"bytes,19,opt,name=queue_wait,json=queueWait,proto3" json:"queue_wait,omitempty"`
+	// The first failing test of a pytest run.
+	Failure *TestFailure `protobuf:"bytes,20,opt,name=failure,proto3" json:"failure,omitempty"`
+	// The sandbox limit the run hit, when it hit one: "time", "cpu",
+	// "memory", "threads", "processes", "file_size", "open_files",
+	// "output". The reason says its value and the flag that raises it.
+	Limit string `protobuf:"bytes,21,opt,name=limit,proto3" json:"limit,omitempty"`
+	// pytest's outcomes (pytest tests), when pytest reported them.
+	Tests         *TestCounts `protobuf:"bytes,22,opt,name=tests,proto3" json:"tests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -851,20 +883,218 @@ func (x *SampleResult) GetException() *TestException {
 	return nil
 }
 
+func (x *SampleResult) GetQueueWait() *durationpb.Duration {
+	if x != nil {
+		return x.QueueWait
+	}
+	return nil
+}
+
+func (x *SampleResult) GetFailure() *TestFailure {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+func (x *SampleResult) GetLimit() string {
+	if x != nil {
+		return x.Limit
+	}
+	return ""
+}
+
+func (x *SampleResult) GetTests() *TestCounts {
+	if x != nil {
+		return x.Tests
+	}
+	return nil
+}
+
+// TestCounts are the outcomes pytest reported.
+type TestCounts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Passed        uint32                 `protobuf:"varint,1,opt,name=passed,proto3" json:"passed,omitempty"`
+	Failed        uint32                 `protobuf:"varint,2,opt,name=failed,proto3" json:"failed,omitempty"`
+	Errors        uint32                 `protobuf:"varint,3,opt,name=errors,proto3" json:"errors,omitempty"`
+	Skipped       uint32                 `protobuf:"varint,4,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TestCounts) Reset() {
+	*x = TestCounts{}
+	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TestCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TestCounts) ProtoMessage() {}
+
+func (x *TestCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TestCounts.ProtoReflect.Descriptor instead.
+func (*TestCounts) Descriptor() ([]byte, []int) {
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TestCounts) GetPassed() uint32 {
+	if x != nil {
+		return x.Passed
+	}
+	return 0
+}
+
+func (x *TestCounts) GetFailed() uint32 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *TestCounts) GetErrors() uint32 {
+	if x != nil {
+		return x.Errors
+	}
+	return 0
+}
+
+func (x *TestCounts) GetSkipped() uint32 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+// TestFailure is the first failing test of a pytest run.
+type TestFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pytest's node id ("tests/test_ops.py::test_add"; the module for a
+	// collection error).
+	Test string `protobuf:"bytes,1,opt,name=test,proto3" json:"test,omitempty"`
+	// collect, setup, call or teardown.
+	When string `protobuf:"bytes,2,opt,name=when,proto3" json:"when,omitempty"`
+	// Where the exception was raised and its message, when pytest knows.
+	Path    string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	Line    uint32 `protobuf:"varint,4,opt,name=line,proto3" json:"line,omitempty"`
+	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// pytest's report of the failure (its end) and the test's captured
+	// output.
+	Report        string `protobuf:"bytes,6,opt,name=report,proto3" json:"report,omitempty"`
+	Output        string `protobuf:"bytes,7,opt,name=output,proto3" json:"output,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TestFailure) Reset() {
+	*x = TestFailure{}
+	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TestFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TestFailure) ProtoMessage() {}
+
+func (x *TestFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TestFailure.ProtoReflect.Descriptor instead.
+func (*TestFailure) Descriptor() ([]byte, []int) {
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TestFailure) GetTest() string {
+	if x != nil {
+		return x.Test
+	}
+	return ""
+}
+
+func (x *TestFailure) GetWhen() string {
+	if x != nil {
+		return x.When
+	}
+	return ""
+}
+
+func (x *TestFailure) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *TestFailure) GetLine() uint32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *TestFailure) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *TestFailure) GetReport() string {
+	if x != nil {
+		return x.Report
+	}
+	return ""
+}
+
+func (x *TestFailure) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
+}
+
 // TestException is an exception raised by the test code: its Python type
 // name and str() (the human-eval-infilling harness's result is
 // "failed: " + message).
 type TestException struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Type    string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// file:line where it was raised, as the sandbox sees the file.
+	Where         string `protobuf:"bytes,3,opt,name=where,proto3" json:"where,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TestException) Reset() {
 	*x = TestException{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +1106,7 @@ func (x *TestException) String() string {
 func (*TestException) ProtoMessage() {}
 
 func (x *TestException) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +1119,7 @@ func (x *TestException) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestException.ProtoReflect.Descriptor instead.
 func (*TestException) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{6}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TestException) GetType() string {
@@ -906,6 +1136,13 @@ func (x *TestException) GetMessage() string {
 	return ""
 }
 
+func (x *TestException) GetWhere() string {
+	if x != nil {
+		return x.Where
+	}
+	return ""
+}
+
 // PassAtK is the unbiased pass@k estimate, 0–1.
 type PassAtK struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -917,7 +1154,7 @@ type PassAtK struct {
 
 func (x *PassAtK) Reset() {
 	*x = PassAtK{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1166,7 @@ func (x *PassAtK) String() string {
 func (*PassAtK) ProtoMessage() {}
 
 func (x *PassAtK) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1179,7 @@ func (x *PassAtK) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PassAtK.ProtoReflect.Descriptor instead.
 func (*PassAtK) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{7}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PassAtK) GetK() uint32 {
@@ -973,7 +1210,7 @@ type LatencySummary struct {
 
 func (x *LatencySummary) Reset() {
 	*x = LatencySummary{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1222,7 @@ func (x *LatencySummary) String() string {
 func (*LatencySummary) ProtoMessage() {}
 
 func (x *LatencySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1235,7 @@ func (x *LatencySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatencySummary.ProtoReflect.Descriptor instead.
 func (*LatencySummary) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{8}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LatencySummary) GetCount() uint32 {
@@ -1051,16 +1288,19 @@ type MetricsGroup struct {
 	// 0–100.
 	EditSimilarity float64 `protobuf:"fixed64,7,opt,name=edit_similarity,json=editSimilarity,proto3" json:"edit_similarity,omitempty"`
 	// Verdict name ("passed", "failed", ...) → samples.
-	Verdicts         map[string]uint32 `protobuf:"bytes,8,rep,name=verdicts,proto3" json:"verdicts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	TimeToFirstToken *LatencySummary   `protobuf:"bytes,9,opt,name=time_to_first_token,json=timeToFirstToken,proto3" json:"time_to_first_token,omitempty"`
-	Total            *LatencySummary   `protobuf:"bytes,10,opt,name=total,proto3" json:"total,omitempty"`
+	Verdicts map[string]uint32 `protobuf:"bytes,8,rep,name=verdicts,proto3" json:"verdicts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Generation latencies without the wait for a backend slot, which
+	// queue_wait summarises (for the samples that report a first token).
+	TimeToFirstToken *LatencySummary `protobuf:"bytes,9,opt,name=time_to_first_token,json=timeToFirstToken,proto3" json:"time_to_first_token,omitempty"`
+	Total            *LatencySummary `protobuf:"bytes,10,opt,name=total,proto3" json:"total,omitempty"`
+	QueueWait        *LatencySummary `protobuf:"bytes,11,opt,name=queue_wait,json=queueWait,proto3" json:"queue_wait,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
 
 func (x *MetricsGroup) Reset() {
 	*x = MetricsGroup{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1312,7 @@ func (x *MetricsGroup) String() string {
 func (*MetricsGroup) ProtoMessage() {}
 
 func (x *MetricsGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1325,7 @@ func (x *MetricsGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsGroup.ProtoReflect.Descriptor instead.
 func (*MetricsGroup) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{9}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MetricsGroup) GetBenchmark() string {
@@ -1158,6 +1398,13 @@ func (x *MetricsGroup) GetTotal() *LatencySummary {
 	return nil
 }
 
+func (x *MetricsGroup) GetQueueWait() *LatencySummary {
+	if x != nil {
+		return x.QueueWait
+	}
+	return nil
+}
+
 // EvaluationSummary is the aggregate of a run.
 type EvaluationSummary struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -1185,7 +1432,7 @@ type EvaluationSummary struct {
 
 func (x *EvaluationSummary) Reset() {
 	*x = EvaluationSummary{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1197,7 +1444,7 @@ func (x *EvaluationSummary) String() string {
 func (*EvaluationSummary) ProtoMessage() {}
 
 func (x *EvaluationSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1210,7 +1457,7 @@ func (x *EvaluationSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluationSummary.ProtoReflect.Descriptor instead.
 func (*EvaluationSummary) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{10}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EvaluationSummary) GetOverall() *MetricsGroup {
@@ -1283,7 +1530,7 @@ type EvaluateResponse struct {
 
 func (x *EvaluateResponse) Reset() {
 	*x = EvaluateResponse{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1542,7 @@ func (x *EvaluateResponse) String() string {
 func (*EvaluateResponse) ProtoMessage() {}
 
 func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1555,7 @@ func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateResponse.ProtoReflect.Descriptor instead.
 func (*EvaluateResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{11}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EvaluateResponse) GetEvent() isEvaluateResponse_Event {
@@ -1388,7 +1635,7 @@ type RunBenchmarkRequest struct {
 
 func (x *RunBenchmarkRequest) Reset() {
 	*x = RunBenchmarkRequest{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1647,7 @@ func (x *RunBenchmarkRequest) String() string {
 func (*RunBenchmarkRequest) ProtoMessage() {}
 
 func (x *RunBenchmarkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1660,7 @@ func (x *RunBenchmarkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunBenchmarkRequest.ProtoReflect.Descriptor instead.
 func (*RunBenchmarkRequest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{12}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RunBenchmarkRequest) GetBenchmark() string {
@@ -1493,7 +1740,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1752,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1765,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{13}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Progress) GetDone() uint32 {
@@ -1571,7 +1818,7 @@ type RunBenchmarkResponse struct {
 
 func (x *RunBenchmarkResponse) Reset() {
 	*x = RunBenchmarkResponse{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1830,7 @@ func (x *RunBenchmarkResponse) String() string {
 func (*RunBenchmarkResponse) ProtoMessage() {}
 
 func (x *RunBenchmarkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1843,7 @@ func (x *RunBenchmarkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunBenchmarkResponse.ProtoReflect.Descriptor instead.
 func (*RunBenchmarkResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{14}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RunBenchmarkResponse) GetEvent() isRunBenchmarkResponse_Event {
@@ -1664,7 +1911,7 @@ type ListBenchmarksRequest struct {
 
 func (x *ListBenchmarksRequest) Reset() {
 	*x = ListBenchmarksRequest{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1923,7 @@ func (x *ListBenchmarksRequest) String() string {
 func (*ListBenchmarksRequest) ProtoMessage() {}
 
 func (x *ListBenchmarksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1936,7 @@ func (x *ListBenchmarksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBenchmarksRequest.ProtoReflect.Descriptor instead.
 func (*ListBenchmarksRequest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{15}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{17}
 }
 
 // ListBenchmarksResponse lists benchmark names and the server's capacity.
@@ -1707,7 +1954,7 @@ type ListBenchmarksResponse struct {
 
 func (x *ListBenchmarksResponse) Reset() {
 	*x = ListBenchmarksResponse{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[16]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1966,7 @@ func (x *ListBenchmarksResponse) String() string {
 func (*ListBenchmarksResponse) ProtoMessage() {}
 
 func (x *ListBenchmarksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[16]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +1979,7 @@ func (x *ListBenchmarksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBenchmarksResponse.ProtoReflect.Descriptor instead.
 func (*ListBenchmarksResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{16}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListBenchmarksResponse) GetBenchmarks() []string {
@@ -1753,13 +2000,14 @@ var File_infill_v1_evaluation_proto protoreflect.FileDescriptor
 
 const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\n" +
-	"\x1ainfill/v1/evaluation.proto\x12\tinfill.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1ainfill/v1/completion.proto\"\xa0\x01\n" +
+	"\x1ainfill/v1/evaluation.proto\x12\tinfill.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1ainfill/v1/completion.proto\"\xb8\x01\n" +
 	"\bTestSpec\x12'\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x13.infill.v1.TestKindR\x04kind\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12\x12\n" +
 	"\x04args\x18\x03 \x03(\tR\x04args\x12\x18\n" +
 	"\acommand\x18\x04 \x03(\tR\acommand\x12%\n" +
-	"\x0eexpected_tests\x18\x05 \x01(\rR\rexpectedTests\".\n" +
+	"\x0eexpected_tests\x18\x05 \x01(\rR\rexpectedTests\x12\x16\n" +
+	"\x06python\x18\x06 \x01(\tR\x06python\".\n" +
 	"\x10ProgramExecution\x12\x1a\n" +
 	"\bepilogue\x18\x01 \x01(\tR\bepilogue\"^\n" +
 	"\x13RepositoryExecution\x12\x1e\n" +
@@ -1792,7 +2040,7 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x04 \x01(\v2\x1c.infill.v1.GenerationOptionsR\n" +
 	"generation\x12\x14\n" +
-	"\x05model\x18\x05 \x01(\tR\x05model\"\xc1\x05\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\"\xf0\x06\n" +
 	"\fSampleResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1c\n" +
 	"\tbenchmark\x18\x02 \x01(\tR\tbenchmark\x12&\n" +
@@ -1820,10 +2068,30 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"generation\x127\n" +
 	"\texecution\x18\x10 \x01(\v2\x19.google.protobuf.DurationR\texecution\x12\x14\n" +
 	"\x05error\x18\x11 \x01(\tR\x05error\x126\n" +
-	"\texception\x18\x12 \x01(\v2\x18.infill.v1.TestExceptionR\texception\"=\n" +
+	"\texception\x18\x12 \x01(\v2\x18.infill.v1.TestExceptionR\texception\x128\n" +
+	"\n" +
+	"queue_wait\x18\x13 \x01(\v2\x19.google.protobuf.DurationR\tqueueWait\x120\n" +
+	"\afailure\x18\x14 \x01(\v2\x16.infill.v1.TestFailureR\afailure\x12\x14\n" +
+	"\x05limit\x18\x15 \x01(\tR\x05limit\x12+\n" +
+	"\x05tests\x18\x16 \x01(\v2\x15.infill.v1.TestCountsR\x05tests\"n\n" +
+	"\n" +
+	"TestCounts\x12\x16\n" +
+	"\x06passed\x18\x01 \x01(\rR\x06passed\x12\x16\n" +
+	"\x06failed\x18\x02 \x01(\rR\x06failed\x12\x16\n" +
+	"\x06errors\x18\x03 \x01(\rR\x06errors\x12\x18\n" +
+	"\askipped\x18\x04 \x01(\rR\askipped\"\xa7\x01\n" +
+	"\vTestFailure\x12\x12\n" +
+	"\x04test\x18\x01 \x01(\tR\x04test\x12\x12\n" +
+	"\x04when\x18\x02 \x01(\tR\x04when\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12\x12\n" +
+	"\x04line\x18\x04 \x01(\rR\x04line\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12\x16\n" +
+	"\x06report\x18\x06 \x01(\tR\x06report\x12\x16\n" +
+	"\x06output\x18\a \x01(\tR\x06output\"S\n" +
 	"\rTestException\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"-\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
+	"\x05where\x18\x03 \x01(\tR\x05where\"-\n" +
 	"\aPassAtK\x12\f\n" +
 	"\x01k\x18\x01 \x01(\rR\x01k\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value\"\xdc\x01\n" +
@@ -1832,7 +2100,7 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\x04mean\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x04mean\x12+\n" +
 	"\x03p50\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03p50\x12+\n" +
 	"\x03p95\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x03p95\x12+\n" +
-	"\x03max\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x03max\"\xf9\x03\n" +
+	"\x03max\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x03max\"\xb3\x04\n" +
 	"\fMetricsGroup\x12\x1c\n" +
 	"\tbenchmark\x18\x01 \x01(\tR\tbenchmark\x12&\n" +
 	"\x05level\x18\x02 \x01(\x0e2\x10.infill.v1.LevelR\x05level\x12\x14\n" +
@@ -1845,7 +2113,9 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\bverdicts\x18\b \x03(\v2%.infill.v1.MetricsGroup.VerdictsEntryR\bverdicts\x12H\n" +
 	"\x13time_to_first_token\x18\t \x01(\v2\x19.infill.v1.LatencySummaryR\x10timeToFirstToken\x12/\n" +
 	"\x05total\x18\n" +
-	" \x01(\v2\x19.infill.v1.LatencySummaryR\x05total\x1a;\n" +
+	" \x01(\v2\x19.infill.v1.LatencySummaryR\x05total\x128\n" +
+	"\n" +
+	"queue_wait\x18\v \x01(\v2\x19.infill.v1.LatencySummaryR\tqueueWait\x1a;\n" +
 	"\rVerdictsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xc8\x02\n" +
@@ -1932,7 +2202,7 @@ func file_infill_v1_evaluation_proto_rawDescGZIP() []byte {
 }
 
 var file_infill_v1_evaluation_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_infill_v1_evaluation_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_infill_v1_evaluation_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_infill_v1_evaluation_proto_goTypes = []any{
 	(Level)(0),                     // 0: infill.v1.Level
 	(TestKind)(0),                  // 1: infill.v1.TestKind
@@ -1943,68 +2213,74 @@ var file_infill_v1_evaluation_proto_goTypes = []any{
 	(*EvalTask)(nil),               // 6: infill.v1.EvalTask
 	(*EvaluateRequest)(nil),        // 7: infill.v1.EvaluateRequest
 	(*SampleResult)(nil),           // 8: infill.v1.SampleResult
-	(*TestException)(nil),          // 9: infill.v1.TestException
-	(*PassAtK)(nil),                // 10: infill.v1.PassAtK
-	(*LatencySummary)(nil),         // 11: infill.v1.LatencySummary
-	(*MetricsGroup)(nil),           // 12: infill.v1.MetricsGroup
-	(*EvaluationSummary)(nil),      // 13: infill.v1.EvaluationSummary
-	(*EvaluateResponse)(nil),       // 14: infill.v1.EvaluateResponse
-	(*RunBenchmarkRequest)(nil),    // 15: infill.v1.RunBenchmarkRequest
-	(*Progress)(nil),               // 16: infill.v1.Progress
-	(*RunBenchmarkResponse)(nil),   // 17: infill.v1.RunBenchmarkResponse
-	(*ListBenchmarksRequest)(nil),  // 18: infill.v1.ListBenchmarksRequest
-	(*ListBenchmarksResponse)(nil), // 19: infill.v1.ListBenchmarksResponse
-	nil,                            // 20: infill.v1.MetricsGroup.VerdictsEntry
-	(*File)(nil),                   // 21: infill.v1.File
-	(*durationpb.Duration)(nil),    // 22: google.protobuf.Duration
-	(*GenerationOptions)(nil),      // 23: infill.v1.GenerationOptions
+	(*TestCounts)(nil),             // 9: infill.v1.TestCounts
+	(*TestFailure)(nil),            // 10: infill.v1.TestFailure
+	(*TestException)(nil),          // 11: infill.v1.TestException
+	(*PassAtK)(nil),                // 12: infill.v1.PassAtK
+	(*LatencySummary)(nil),         // 13: infill.v1.LatencySummary
+	(*MetricsGroup)(nil),           // 14: infill.v1.MetricsGroup
+	(*EvaluationSummary)(nil),      // 15: infill.v1.EvaluationSummary
+	(*EvaluateResponse)(nil),       // 16: infill.v1.EvaluateResponse
+	(*RunBenchmarkRequest)(nil),    // 17: infill.v1.RunBenchmarkRequest
+	(*Progress)(nil),               // 18: infill.v1.Progress
+	(*RunBenchmarkResponse)(nil),   // 19: infill.v1.RunBenchmarkResponse
+	(*ListBenchmarksRequest)(nil),  // 20: infill.v1.ListBenchmarksRequest
+	(*ListBenchmarksResponse)(nil), // 21: infill.v1.ListBenchmarksResponse
+	nil,                            // 22: infill.v1.MetricsGroup.VerdictsEntry
+	(*File)(nil),                   // 23: infill.v1.File
+	(*durationpb.Duration)(nil),    // 24: google.protobuf.Duration
+	(*GenerationOptions)(nil),      // 25: infill.v1.GenerationOptions
 }
 var file_infill_v1_evaluation_proto_depIdxs = []int32{
 	1,  // 0: infill.v1.TestSpec.kind:type_name -> infill.v1.TestKind
 	3,  // 1: infill.v1.RepositoryExecution.test:type_name -> infill.v1.TestSpec
 	0,  // 2: infill.v1.EvalTask.level:type_name -> infill.v1.Level
-	21, // 3: infill.v1.EvalTask.context:type_name -> infill.v1.File
+	23, // 3: infill.v1.EvalTask.context:type_name -> infill.v1.File
 	4,  // 4: infill.v1.EvalTask.program:type_name -> infill.v1.ProgramExecution
 	5,  // 5: infill.v1.EvalTask.repository:type_name -> infill.v1.RepositoryExecution
-	22, // 6: infill.v1.EvalTask.timeout:type_name -> google.protobuf.Duration
+	24, // 6: infill.v1.EvalTask.timeout:type_name -> google.protobuf.Duration
 	6,  // 7: infill.v1.EvaluateRequest.task:type_name -> infill.v1.EvalTask
-	23, // 8: infill.v1.EvaluateRequest.generation:type_name -> infill.v1.GenerationOptions
+	25, // 8: infill.v1.EvaluateRequest.generation:type_name -> infill.v1.GenerationOptions
 	0,  // 9: infill.v1.SampleResult.level:type_name -> infill.v1.Level
 	2,  // 10: infill.v1.SampleResult.verdict:type_name -> infill.v1.Verdict
-	22, // 11: infill.v1.SampleResult.time_to_first_token:type_name -> google.protobuf.Duration
-	22, // 12: infill.v1.SampleResult.generation:type_name -> google.protobuf.Duration
-	22, // 13: infill.v1.SampleResult.execution:type_name -> google.protobuf.Duration
-	9,  // 14: infill.v1.SampleResult.exception:type_name -> infill.v1.TestException
-	22, // 15: infill.v1.LatencySummary.mean:type_name -> google.protobuf.Duration
-	22, // 16: infill.v1.LatencySummary.p50:type_name -> google.protobuf.Duration
-	22, // 17: infill.v1.LatencySummary.p95:type_name -> google.protobuf.Duration
-	22, // 18: infill.v1.LatencySummary.max:type_name -> google.protobuf.Duration
-	0,  // 19: infill.v1.MetricsGroup.level:type_name -> infill.v1.Level
-	10, // 20: infill.v1.MetricsGroup.pass_at_k:type_name -> infill.v1.PassAtK
-	20, // 21: infill.v1.MetricsGroup.verdicts:type_name -> infill.v1.MetricsGroup.VerdictsEntry
-	11, // 22: infill.v1.MetricsGroup.time_to_first_token:type_name -> infill.v1.LatencySummary
-	11, // 23: infill.v1.MetricsGroup.total:type_name -> infill.v1.LatencySummary
-	12, // 24: infill.v1.EvaluationSummary.overall:type_name -> infill.v1.MetricsGroup
-	12, // 25: infill.v1.EvaluationSummary.by_benchmark:type_name -> infill.v1.MetricsGroup
-	12, // 26: infill.v1.EvaluationSummary.by_level:type_name -> infill.v1.MetricsGroup
-	8,  // 27: infill.v1.EvaluateResponse.result:type_name -> infill.v1.SampleResult
-	13, // 28: infill.v1.EvaluateResponse.summary:type_name -> infill.v1.EvaluationSummary
-	23, // 29: infill.v1.RunBenchmarkRequest.generation:type_name -> infill.v1.GenerationOptions
-	22, // 30: infill.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	16, // 31: infill.v1.RunBenchmarkResponse.progress:type_name -> infill.v1.Progress
-	8,  // 32: infill.v1.RunBenchmarkResponse.result:type_name -> infill.v1.SampleResult
-	13, // 33: infill.v1.RunBenchmarkResponse.summary:type_name -> infill.v1.EvaluationSummary
-	7,  // 34: infill.v1.EvaluationService.Evaluate:input_type -> infill.v1.EvaluateRequest
-	15, // 35: infill.v1.EvaluationService.RunBenchmark:input_type -> infill.v1.RunBenchmarkRequest
-	18, // 36: infill.v1.EvaluationService.ListBenchmarks:input_type -> infill.v1.ListBenchmarksRequest
-	14, // 37: infill.v1.EvaluationService.Evaluate:output_type -> infill.v1.EvaluateResponse
-	17, // 38: infill.v1.EvaluationService.RunBenchmark:output_type -> infill.v1.RunBenchmarkResponse
-	19, // 39: infill.v1.EvaluationService.ListBenchmarks:output_type -> infill.v1.ListBenchmarksResponse
-	37, // [37:40] is the sub-list for method output_type
-	34, // [34:37] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	24, // 11: infill.v1.SampleResult.time_to_first_token:type_name -> google.protobuf.Duration
+	24, // 12: infill.v1.SampleResult.generation:type_name -> google.protobuf.Duration
+	24, // 13: infill.v1.SampleResult.execution:type_name -> google.protobuf.Duration
+	11, // 14: infill.v1.SampleResult.exception:type_name -> infill.v1.TestException
+	24, // 15: infill.v1.SampleResult.queue_wait:type_name -> google.protobuf.Duration
+	10, // 16: infill.v1.SampleResult.failure:type_name -> infill.v1.TestFailure
+	9,  // 17: infill.v1.SampleResult.tests:type_name -> infill.v1.TestCounts
+	24, // 18: infill.v1.LatencySummary.mean:type_name -> google.protobuf.Duration
+	24, // 19: infill.v1.LatencySummary.p50:type_name -> google.protobuf.Duration
+	24, // 20: infill.v1.LatencySummary.p95:type_name -> google.protobuf.Duration
+	24, // 21: infill.v1.LatencySummary.max:type_name -> google.protobuf.Duration
+	0,  // 22: infill.v1.MetricsGroup.level:type_name -> infill.v1.Level
+	12, // 23: infill.v1.MetricsGroup.pass_at_k:type_name -> infill.v1.PassAtK
+	22, // 24: infill.v1.MetricsGroup.verdicts:type_name -> infill.v1.MetricsGroup.VerdictsEntry
+	13, // 25: infill.v1.MetricsGroup.time_to_first_token:type_name -> infill.v1.LatencySummary
+	13, // 26: infill.v1.MetricsGroup.total:type_name -> infill.v1.LatencySummary
+	13, // 27: infill.v1.MetricsGroup.queue_wait:type_name -> infill.v1.LatencySummary
+	14, // 28: infill.v1.EvaluationSummary.overall:type_name -> infill.v1.MetricsGroup
+	14, // 29: infill.v1.EvaluationSummary.by_benchmark:type_name -> infill.v1.MetricsGroup
+	14, // 30: infill.v1.EvaluationSummary.by_level:type_name -> infill.v1.MetricsGroup
+	8,  // 31: infill.v1.EvaluateResponse.result:type_name -> infill.v1.SampleResult
+	15, // 32: infill.v1.EvaluateResponse.summary:type_name -> infill.v1.EvaluationSummary
+	25, // 33: infill.v1.RunBenchmarkRequest.generation:type_name -> infill.v1.GenerationOptions
+	24, // 34: infill.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	18, // 35: infill.v1.RunBenchmarkResponse.progress:type_name -> infill.v1.Progress
+	8,  // 36: infill.v1.RunBenchmarkResponse.result:type_name -> infill.v1.SampleResult
+	15, // 37: infill.v1.RunBenchmarkResponse.summary:type_name -> infill.v1.EvaluationSummary
+	7,  // 38: infill.v1.EvaluationService.Evaluate:input_type -> infill.v1.EvaluateRequest
+	17, // 39: infill.v1.EvaluationService.RunBenchmark:input_type -> infill.v1.RunBenchmarkRequest
+	20, // 40: infill.v1.EvaluationService.ListBenchmarks:input_type -> infill.v1.ListBenchmarksRequest
+	16, // 41: infill.v1.EvaluationService.Evaluate:output_type -> infill.v1.EvaluateResponse
+	19, // 42: infill.v1.EvaluationService.RunBenchmark:output_type -> infill.v1.RunBenchmarkResponse
+	21, // 43: infill.v1.EvaluationService.ListBenchmarks:output_type -> infill.v1.ListBenchmarksResponse
+	41, // [41:44] is the sub-list for method output_type
+	38, // [38:41] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_infill_v1_evaluation_proto_init() }
@@ -2017,11 +2293,11 @@ func file_infill_v1_evaluation_proto_init() {
 		(*EvalTask_Program)(nil),
 		(*EvalTask_Repository)(nil),
 	}
-	file_infill_v1_evaluation_proto_msgTypes[11].OneofWrappers = []any{
+	file_infill_v1_evaluation_proto_msgTypes[13].OneofWrappers = []any{
 		(*EvaluateResponse_Result)(nil),
 		(*EvaluateResponse_Summary)(nil),
 	}
-	file_infill_v1_evaluation_proto_msgTypes[14].OneofWrappers = []any{
+	file_infill_v1_evaluation_proto_msgTypes[16].OneofWrappers = []any{
 		(*RunBenchmarkResponse_Progress)(nil),
 		(*RunBenchmarkResponse_Result)(nil),
 		(*RunBenchmarkResponse_Summary)(nil),
@@ -2032,7 +2308,7 @@ func file_infill_v1_evaluation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_infill_v1_evaluation_proto_rawDesc), len(file_infill_v1_evaluation_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

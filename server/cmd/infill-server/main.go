@@ -21,12 +21,14 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
+	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/dataset"
 	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/server"
@@ -119,7 +121,27 @@ func run(args []string) error {
 	humanEvalDir := fs.String("humaneval-dir", "", "directory of the HumanEval infilling .jsonl.gz files (enables those benchmarks)")
 	erbJSONL := fs.String("execrepobench-jsonl", "", "ExecRepoBench JSON lines file (with --execrepobench-repos)")
 	erbRepos := fs.String("execrepobench-repos", "", "ExecRepoBench repositories directory")
-	sandboxTimeout := fs.Duration("sandbox-timeout", sandbox.DefaultTimeout, "limit of one repository sample's own run time (program tasks: 3s, as human-eval-infilling; start-up is not charged)")
+	var sbCfg sandbox.Config
+	fs.DurationVar(&sbCfg.Timeout, "sandbox-timeout", sandbox.DefaultTimeout, "limit of one repository sample's own run time, unless its task sets one (program tasks: 3s, as human-eval-infilling; start-up is not charged); also its CPU time")
+	sizeFlag := func(name string, dst *int64, usage string) {
+		fs.Func(name, usage, func(v string) error {
+			n, err := sandbox.ParseBytes(v)
+			*dst = n
+			return err
+		})
+	}
+	sizeFlag("sandbox-memory", &sbCfg.MemoryBytes, "memory each process of a sample may write to (RLIMIT_DATA: heap, thread stacks; reservations do not count), e.g. 8GiB (default "+sandbox.FormatBytes(sandbox.DefaultMemoryBytes)+")")
+	sizeFlag("sandbox-address-space", &sbCfg.AddressSpaceBytes, "address space per process of a sample (RLIMIT_AS), a backstop for shared memory (default 4 × --sandbox-memory)")
+	sizeFlag("sandbox-file-size", &sbCfg.FileSizeBytes, "largest file a sample may write (default "+sandbox.FormatBytes(sandbox.DefaultFileSizeBytes)+")")
+	fs.IntVar(&sbCfg.Processes, "sandbox-processes", sandbox.DefaultProcesses, "processes and threads a sample may have at once")
+	fs.Func("eval-python", "`DIR=PYTHON`: repositories under DIR run their tests with the interpreter PYTHON (a virtual environment's bin/python selects it); repeatable. Without one, a repository's own .venv/ or venv/, else python3", func(v string) error {
+		dir, py, ok := strings.Cut(v, "=")
+		if !ok || !filepath.IsAbs(dir) || !filepath.IsAbs(py) {
+			return fmt.Errorf("want DIR=PYTHON, both absolute paths")
+		}
+		cfg.Eval.Pythons = append(cfg.Eval.Pythons, evaluator.PythonRule{Dir: filepath.Clean(dir), Python: filepath.Clean(py)})
+		return nil
+	})
 	fs.StringVar(&cfg.Auth.TokenFile, "auth-tokens", "", "file of bearer tokens (hashes, scopes, limits; `infill-server token` makes one); reloaded on SIGHUP. Empty: no tokens")
 	fs.Float64Var(&cfg.Auth.Rate, "token-rate", 0, "requests per second each token may make unless its line says otherwise (0: unlimited)")
 	fs.IntVar(&cfg.Auth.Burst, "token-burst", 0, "requests a token may make at once before --token-rate applies (0: the rate rounded up)")
@@ -192,7 +214,10 @@ func run(args []string) error {
 		return err
 	}
 	deps := server.Deps{Builder: builder, Backends: clients}
-	if sb, err := sandbox.New(sandbox.Config{Timeout: *sandboxTimeout, WarmWorkers: cfg.Eval.Workers}, log.Named("sandbox")); err != nil {
+	sbCfg.WarmWorkers = cfg.Eval.Workers
+	if sb, err := sandbox.New(sbCfg, log.Named("sandbox")); errors.Is(err, sandbox.ErrInvalidConfig) {
+		return fmt.Errorf("--sandbox-*: %w", err)
+	} else if err != nil {
 		log.Warn("evaluation disabled: no sandbox", zap.Error(err))
 	} else {
 		defer sb.Close()

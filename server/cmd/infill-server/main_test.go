@@ -140,6 +140,12 @@ func TestBadConfigIsAnError(t *testing.T) {
 		{"--backends", "/nonexistent/backends.yaml"},
 		{"--routing", "random"},
 		{"--load-bound", "0.5"},
+		{"--sandbox-memory", "lots"},
+		{"--sandbox-memory", "1MiB"}, // below the sandbox's floor
+		{"--sandbox-memory", "8GiB", "--sandbox-address-space", "4GiB"},
+		{"--sandbox-processes", "1"},
+		{"--eval-python", "repos=/usr/bin/python3"},
+		{"--eval-python", "/srv/repos"},
 	} {
 		if err := run(append(args, "--listen", freeAddr(t), "--http-listen", freeAddr(t))); err == nil {
 			t.Errorf("%v: no error", args)
