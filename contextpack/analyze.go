@@ -128,16 +128,50 @@ type analysis struct {
 	// from; its text differs at line viewLine only (withText).
 	view     *analysis
 	viewLine int32
-	walks    walks // a view's last prefix and suffix tails
 
-	rcMu sync.Mutex
-	rc   map[uint64]int32 // token counts of line ranges
+	tokenCounts tokenCounts // of line ranges, for the counter that fills it
 
 	fileTermsCache // whole-file terms, for the ExecRepoBench baseline only
 	memo           analysisMemo
 }
 
+// tokenCounts caches the token counts of line ranges of an analysis's
+// text for the counter that fills it (a Builder counts with one
+// tokenizer); the analysis itself never reads it.
+type tokenCounts struct {
+	mu sync.Mutex
+	m  map[uint64]int32
+}
+
+// maxTokenCounts bounds the ranges one analysis keeps counts of.
+const maxTokenCounts = 4096
+
+func (c *tokenCounts) get(first, last int32) (int32, bool) {
+	c.mu.Lock()
+	n, ok := c.m[uint64(uint32(first))<<32|uint64(uint32(last))]
+	c.mu.Unlock()
+	return n, ok
+}
+
+func (c *tokenCounts) put(first, last, n int32) {
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[uint64]int32)
+	}
+	if len(c.m) < maxTokenCounts {
+		c.m[uint64(uint32(first))<<32|uint64(uint32(last))] = n
+	}
+	c.mu.Unlock()
+}
+
 func (a *analysis) numLines() int32 { return int32(len(a.lines)) }
+
+func (a *analysis) lineEnd(i int32) int {
+	if int(i)+1 < len(a.lines) {
+		return int(a.lines[i+1])
+	}
+	return len(a.content)
+}
 
 // lineText returns line i including its newline.
 func (a *analysis) lineText(i int32) string {

@@ -46,12 +46,10 @@ type Neutralizer interface {
 // should serve a whole process; Close frees its C memory.
 type Builder struct {
 	cfg      Config
-	tok      Tokenizer
-	neutral  func(string) string
 	log      *zap.Logger
 	grammars *grammars
 	store    *store
-	count    *counter
+	params   asmParams // the assembly's, made from cfg
 	aopt     analyzeOptions
 	snaps    *snapshots // nil: snapshots off
 	lists    *listMemo
@@ -83,12 +81,10 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 		lists:    newListMemo(maxSnapshotFiles),
 		views:    views{last: map[string]string{}},
 		cfg:      cfg,
-		tok:      tok,
-		neutral:  neutral,
 		log:      log,
 		grammars: newGrammars(cfg.Workers),
 		store:    newStore(cfg.CacheBytes, cfg.MaxRepositories, log),
-		count:    newCounter(tok, neutral, cfg.CountCacheSegments),
+		params:   assemblyParams(cfg, newCounter(tok, neutral, cfg.CountCacheSegments, cfg.ContextTokens), neutral),
 		aopt: analyzeOptions{
 			maxParseBytes:  cfg.MaxParseBytes,
 			parseTimeoutUS: int(cfg.ParseTimeout.Microseconds()),
@@ -104,17 +100,6 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 func (b *Builder) Close() {
 	b.grammars.close()
 	b.aopt.trees.close()
-}
-
-// Stats reports the cache's occupancy and how often requests found what
-// they referred to (digests, snapshots) and prompts in the memo.
-func (b *Builder) Stats() Stats {
-	s := b.store.stats()
-	c := &b.counts
-	s.DigestHits, s.DigestMisses = c.digestHits.Load(), c.digestMisses.Load()
-	s.SnapshotHits, s.SnapshotMisses = c.snapshotHits.Load(), c.snapshotMisses.Load()
-	s.PromptMemoHits, s.PromptsBuilt = c.memoHits.Load(), c.built.Load()
-	return s
 }
 
 // Budget returns the total token budget for a request: the request's own,
@@ -223,14 +208,14 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (_ 
 // analyses or index update, only its cursor. ok is false when the index
 // holds another list.
 func (b *Builder) buildListed(ctx context.Context, req *Request, list *fileList, strategy Strategy) (p *Prompt, memo, ok bool, err error) {
-	b.inRepo(ctx, req.RepoName, func(r *repoIndex) {
-		if ok = r.listed == list; !ok {
+	b.inRepo(ctx, req.RepoName, func(r *repository) {
+		if ok = r.record.listed == list; !ok {
 			return
 		}
-		t := r.files[req.Cursor.Path]
+		t := r.index.files[req.Cursor.Path]
 		var c cursorBudget
 		if c, err = b.cursorBudget(t.text().content, req); err == nil {
-			if ok = (r.view == nil || r.view == t) && t.holdsView(c.off); !ok {
+			if ok = (r.index.view == nil || r.index.view == t) && t.holdsView(c.off); !ok {
 				return // another line: the update makes its view
 			}
 			p, memo, err = b.promptIn(ctx, r, t, req, c, strategy)
@@ -286,15 +271,15 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 		}
 	}
 
-	b.inRepo(ctx, req.RepoName, func(r *repoIndex) {
+	b.inRepo(ctx, req.RepoName, func(r *repository) {
 		// The index must hold no view but the cursor file's: an earlier
 		// cursor file's goes back to its text on the whole path.
-		if ok = r.listed == prev && (r.view == nil || r.view.path == files[cur].path); !ok {
+		if ok = r.record.listed == prev && (r.index.view == nil || r.index.view.path == files[cur].path); !ok {
 			return
 		}
 		if err = cerr; err == nil {
 			changed = b.reindex(r, files, false, list)
-			p, memo, err = b.promptIn(ctx, r, r.files[files[cur].path], req, c, strategy)
+			p, memo, err = b.promptIn(ctx, r, r.index.files[files[cur].path], req, c, strategy)
 		}
 	})
 	return p, memo, changed, ok, err
@@ -328,21 +313,21 @@ func (b *Builder) buildResolved(ctx context.Context, req *Request, ti int, diges
 		return nil, false, 0, err
 	}
 
-	b.inRepo(ctx, req.RepoName, func(r *repoIndex) {
+	b.inRepo(ctx, req.RepoName, func(r *repository) {
 		changed = b.reindex(r, files, true, list)
-		p, memo, err = b.promptIn(ctx, r, r.files[files[ti].path], req, c, strategy)
+		p, memo, err = b.promptIn(ctx, r, r.index.files[files[ti].path], req, c, strategy)
 	})
 	return p, memo, changed, err
 }
 
-// inRepo runs fn with the repository's index locked and kept from
-// eviction, then accounts the index's new size.
-func (b *Builder) inRepo(ctx context.Context, name string, fn func(r *repoIndex)) {
+// inRepo runs fn with the repository (its index and record) locked and
+// kept from eviction, then accounts their new size.
+func (b *Builder) inRepo(ctx context.Context, name string, fn func(r *repository)) {
 	fields := logctx.Fields(ctx)
-	r := b.store.repo(name, newRepoIndex, fields)
+	r := b.store.repo(name, newRecord, fields)
 	r.mu.Lock()
 	defer func() {
-		size := r.memBytes()
+		size := r.index.memBytes() + r.record.bytes()
 		r.mu.Unlock()
 		b.store.releaseRepo(r, size, fields)
 	}()
@@ -352,9 +337,9 @@ func (b *Builder) inRepo(ctx context.Context, name string, fn func(r *repoIndex)
 // reindex brings r's index (locked) to list: from files, the whole list,
 // or only the files that changed since the list the index holds. It moves
 // the store's pins with it.
-func (b *Builder) reindex(r *repoIndex, files []reqFile, whole bool, list *fileList) int {
-	add, drop, changed := r.update(files, whole)
-	r.listed = list
+func (b *Builder) reindex(r *repository, files []reqFile, whole bool, list *fileList) int {
+	add, drop, changed := r.index.update(files, whole)
+	r.record.listed = list
 	b.store.repin(add, drop)
 	return changed
 }
@@ -377,24 +362,6 @@ func (b *Builder) cursorBudget(content string, req *Request) (cursorBudget, erro
 			ErrBudget, budget, promptBudget, req.MaxNewTokens, b.cfg.MinPromptTokens)
 	}
 	return cursorBudget{off, budget, promptBudget}, nil
-}
-
-// promptIn returns the prompt for req from r (locked), whose index holds
-// the request's files; t is the cursor file's slot. A prompt already built
-// for the same inputs is reused (memo).
-func (b *Builder) promptIn(ctx context.Context, r *repoIndex, t *slot, req *Request, c cursorBudget, strategy Strategy) (*Prompt, bool, error) {
-	key := promptKey{t: t, an: t.an, real: t.real, version: r.version, off: c.off, budget: c.budget,
-		promptBudget: c.promptBudget, maxNew: req.MaxNewTokens, strategy: strategy}
-	if p := r.prompts.get(key); p != nil {
-		return p, true, nil
-	}
-	as := &assembly{b: b, r: r, t: t, req: req, off: c.off, logFields: logctx.Fields(ctx),
-		budget: c.budget, promptBudget: c.promptBudget, strategy: strategy}
-	p, err := as.run()
-	if err == nil {
-		r.prompts.put(key, p)
-	}
-	return p, false, err
 }
 
 // checkFiles validates paths and computes digests of sent content; it

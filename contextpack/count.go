@@ -69,6 +69,9 @@ type counter struct {
 	tok     Tokenizer
 	neutral func(string) string
 	max     int
+	// maxTokens is the largest count worth making: a longer text cannot
+	// fit any prompt (the model's context).
+	maxTokens int
 
 	mu  sync.Mutex
 	cur map[string]int32
@@ -83,11 +86,11 @@ type counter struct {
 // (minified code) are rare and counted each time.
 const maxCachedSegment = 4096
 
-func newCounter(tok Tokenizer, neutral func(string) string, max int) *counter {
+func newCounter(tok Tokenizer, neutral func(string) string, max, maxTokens int) *counter {
 	if max < 16 {
 		max = 16
 	}
-	return &counter{tok: tok, neutral: neutral, max: max, cur: make(map[string]int32)}
+	return &counter{tok: tok, neutral: neutral, max: max, maxTokens: maxTokens, cur: make(map[string]int32)}
 }
 
 // segment counts one segment of user text.
@@ -131,3 +134,95 @@ func (c *counter) text(s string) int {
 // plain counts a short string that is not segment-aligned (a path line)
 // with the cache.
 func (c *counter) plain(s string) int { return c.segment(s) }
+
+// rangesTokens counts ranges rendered with elision lines between
+// non-adjacent ones; lead (>= 0) is the line after preceding content, so
+// an elision goes first when ranges[0] starts later; trail (>= 0) is the
+// line where following content starts.
+func (c *counter) rangesTokens(a *analysis, rs []lineRange, lead, trail int32) int {
+	if len(rs) == 0 {
+		return 0
+	}
+	n := 0
+	if lead >= 0 && rs[0].s > lead {
+		n += c.elisionTokens(a, rs[0].s)
+	}
+	for i, r := range rs {
+		if i > 0 && r.s > rs[i-1].e+1 {
+			n += c.elisionTokens(a, r.s)
+		}
+		n += c.rangeTokens(a, r.s, r.e)
+	}
+	if last := rs[len(rs)-1]; trail >= 0 && trail > last.e+1 {
+		n += c.elisionTokens(a, trail)
+	}
+	return n
+}
+
+// elisionLine marks left-out lines in the file's comment syntax.
+func elisionLine(a *analysis, indent string) string {
+	switch elisionKind(a.lang) {
+	case 1:
+		return indent + "# ...\n"
+	case 2:
+		return indent + "...\n"
+	}
+	return indent + "// ...\n"
+}
+
+func elisionKind(l langID) int {
+	switch l {
+	case langPython:
+		return 1
+	case langPlain:
+		return 2
+	}
+	return 0
+}
+
+// elisionTokens counts the elision line at line i's indentation. The
+// counts of indents of one kind of blank (tabs or spaces, fewer than 64)
+// are kept in a table: ranges with gaps ask for them at every keystroke.
+func (c *counter) elisionTokens(a *analysis, i int32) int {
+	ind := lineIndent(a, i)
+	n := len(ind)
+	if n >= len(c.elision[0][0]) || strings.Count(ind, ind[:min(n, 1)]) != n && n > 0 {
+		return c.segment(elisionLine(a, ind))
+	}
+	w := 0
+	if n > 0 && ind[0] == ' ' {
+		w = 1
+	}
+	e := &c.elision[elisionKind(a.lang)][w][n]
+	if v := e.Load(); v > 0 {
+		return int(v - 1)
+	}
+	k := c.segment(elisionLine(a, ind))
+	e.Store(int32(k + 1))
+	return k
+}
+
+// rangeTokens counts lines [s, e] of a (ending with a newline), cached.
+func (c *counter) rangeTokens(a *analysis, s, e int32) int {
+	if a.view != nil && (e < a.viewLine || s > a.viewLine) {
+		a = a.view // the same text, and counts kept across keystrokes
+	}
+	if tooLong(a.lineEnd(e)-int(a.lines[s]), c.maxTokens) {
+		return c.maxTokens + 1 // cannot fit any prompt; not counted
+	}
+	if n, ok := a.tokenCounts.get(s, e); ok {
+		return int(n)
+	}
+	n := int32(c.text(rangeTextNL(a, s, e)))
+	a.tokenCounts.put(s, e, n)
+	return int(n)
+}
+
+// rangeTextNL is lines [s, e] with a final newline guaranteed.
+func rangeTextNL(a *analysis, s, e int32) string {
+	t := a.rangeText(s, e)
+	if !strings.HasSuffix(t, "\n") {
+		t += "\n"
+	}
+	return t
+}

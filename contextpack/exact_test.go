@@ -34,7 +34,7 @@ func TestSegmentSumIsExact(t *testing.T) {
 		"x", "foo", "Bar", "_z", "1", "42", "'s", "'", ")", "});", ":", "#", "//", "\"", "é", "中文", "😀",
 		"<|endoftext|>", "<|fim_prefix|>", "<", "|>", "\f", "\v", "\u200b"}
 	r := rand.New(rand.NewPCG(7, 11))
-	c := newCounter(tok, tokenizer.Neutralize, 1<<12)
+	c := newCounter(tok, tokenizer.Neutralize, 1<<12, DefaultConfig().ContextTokens)
 	for i := 0; i < 20000; i++ {
 		var sb strings.Builder
 		for n := 1 + r.IntN(30); n > 0; n-- {
@@ -52,7 +52,7 @@ func TestSegmentSumIsExact(t *testing.T) {
 
 func TestSegmentSumOnRealCode(t *testing.T) {
 	tok := qwen(t)
-	c := newCounter(tok, tokenizer.Neutralize, 1<<16)
+	c := newCounter(tok, tokenizer.Neutralize, 1<<16, DefaultConfig().ContextTokens)
 	for _, f := range corpusSamples(t, 200) {
 		src := f.src
 		if got, want := c.text(src), tok.Count(tokenizer.Neutralize(src)); got != want {

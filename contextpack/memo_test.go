@@ -176,8 +176,10 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	const limit = 300
-	all := b.outlineRanges(a, nil, limit)
-	if n := b.rangesTokens(a, all, -1, -1); len(all) == 0 || len(all) >= 200 {
+	c := b.params.counter
+	rec := newRecord()
+	all := outlineRanges(c, a, nil, limit)
+	if n := c.rangesTokens(a, all, -1, -1); len(all) == 0 || len(all) >= 200 {
 		t.Fatalf("outline of %d ranges, %d tokens: the test needs headers that do not all fit", len(all), n)
 	}
 	for _, used := range []identCounts{
@@ -187,9 +189,10 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 		{},
 	} {
 		bits, _ := a.usedDefs(used)
-		got, n := b.outline(a, used, bits, limit)
-		want := b.outlineRanges(a, used, limit)
-		if !slices.Equal(got, want) || n != b.rangesTokens(a, want, -1, -1) {
+		o := rec.outline(outlineQuery{counter: c, file: a, used: used, usedDefs: bits, limit: limit})
+		got, n := o.ranges, o.tokens
+		want := outlineRanges(c, a, used, limit)
+		if !slices.Equal(got, want) || n != c.rangesTokens(a, want, -1, -1) {
 			t.Fatalf("used %v: memo gave %v (%d tokens), want %v", used, got, n, want)
 		}
 		for name := range used {
@@ -226,14 +229,14 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer warm.Close()
-	ranked := func() *rankedImports {
+	ranked := func() *importRanking {
 		for _, r := range warm.store.repos {
-			return &r.ranked
+			return r.record.ranking.ranking
 		}
 		t.Fatal("no repository index")
 		return nil
 	}
-	hasC := func(m *rankedImports) bool {
+	hasC := func(m *importRanking) bool {
 		return slices.ContainsFunc(m.imports, func(h importHit) bool { return h.sl.path == "p/c.go" })
 	}
 	build := func(typed string) {

@@ -4,11 +4,49 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"go.uber.org/zap"
 )
 
-// render writes the prompt and the manifest. Repository-level layout:
+// asmResult is an assembled prompt: its text, exact token count and
+// manifest.
+type asmResult struct {
+	text             string
+	tokens           int
+	tokenBudget      int
+	generationTokens int
+	contextBudget    int
+	contextTokens    int
+	sources          []asmSource
+	warnings         []string
+	// cursorText is the cursor file's whole text.
+	cursorText string
+}
+
+// asmSource is one piece of context that was considered (a manifest
+// line).
+type asmSource struct {
+	kind srcKind
+	path string
+	// startLine and endLine are 1-based and inclusive; 0 for a whole file.
+	startLine, endLine int
+	tokens             int
+	included           bool
+	reason             string
+	score              float64
+}
+
+// overBudgetError is an assembly whose count exceeds its budget: a bug in
+// the accounting, never a real case.
+type overBudgetError struct {
+	tokens, budget int
+}
+
+func (e *overBudgetError) Error() string {
+	return fmt.Sprintf("internal accounting error (%d tokens for %d)", e.tokens, e.budget)
+}
+
+// renderHead writes the prompt up to the cursor file's path line (for the
+// repository-level format): the repository name, the stable tier and the
+// cursor tier, least relevant first. It depends on the selection alone.
 //
 //	<|repo_name|>name
 //	<|file_sep|>path      stable tier: imported files, least relevant first
@@ -16,121 +54,147 @@ import (
 //	<|file_sep|>path      cursor tier: fused snippets, least relevant first
 //	...
 //	<|file_sep|>target
+func (as *assembly) renderHead() {
+	s := &as.sel
+	s.headDone = true
+	if !as.repoLevel {
+		return
+	}
+	p := as.params
+	var sb strings.Builder
+	tokens, context := 0, 0
+	if as.in.repoName != "" {
+		sb.WriteString(RepoName)
+		sb.WriteString(p.neutral(as.in.repoName))
+		sb.WriteString("\n")
+		tokens += 1 + p.counter.plain(as.in.repoName+"\n")
+	}
+	writeBlock := func(sl *slot, rs []lineRange) {
+		sb.WriteString(FileSep)
+		sb.WriteString(p.neutral(sl.path))
+		sb.WriteString("\n")
+		writeRanges(&sb, p.neutral, sl.an, rs, -1, -1)
+		n := as.headTokens(sl) + p.counter.rangesTokens(sl.an, rs, -1, -1)
+		tokens += n
+		context += n
+	}
+	for i := len(s.stable) - 1; i >= 0; i-- {
+		writeBlock(s.stable[i].sl, s.stable[i].ranges)
+	}
+	bls := make([]*block, 0, len(s.blocks))
+	for _, bl := range s.blocks {
+		bls = append(bls, bl)
+	}
+	slices.SortFunc(bls, func(x, y *block) int {
+		if x.best != y.best {
+			if x.best < y.best {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.file.path, y.file.path)
+	})
+	for _, bl := range bls {
+		writeBlock(bl.file, bl.ranges)
+	}
+	sb.WriteString(FileSep)
+	sb.WriteString(p.neutral(as.in.cursor.path))
+	sb.WriteString("\n")
+	tokens += as.headTokens(as.in.cursor)
+	s.head, s.headTokens, s.headContext = sb.String(), tokens, context
+}
+
+// render writes the prompt and the manifest: the head (renderHead), then
+// the cursor file's fill-in-the-middle block,
+//
 //	<|fim_prefix|>[same-file context, scope headers, elisions]prefix<|fim_suffix|>suffix[same-file context]<|fim_middle|>
 //
 // Everything before the target depends on the cursor file and the
 // repository only (stable tier) or on the region around the cursor
 // (cursor tier), so a keystroke changes the prompt from the cursor on and
 // the backend's prompt cache keeps the rest.
-func (as *assembly) render() (*Prompt, error) {
-	b := as.b
-	a := as.a
+func (as *assembly) render() (*asmResult, error) {
+	p := as.params
+	a := as.text
+	s := &as.sel
 	var sb strings.Builder
 	sb.Grow(len(a.content)/2 + 4096)
-	tokens := 0
-	m := Manifest{TokenBudget: as.budget, GenerationTokens: as.req.MaxNewTokens, ContextBudget: as.ctxBudget}
-	sm := &as.r.selected
-	if memo := as.selected && sm.ok && sm.key == as.selKey; memo && sm.headOK {
-		// The same selection renders the same files before the target.
-		sb.WriteString(sm.head)
-		tokens += sm.headTokens
-		m.ContextTokens += sm.headContext
-	} else if as.repoLevel {
-		if as.req.RepoName != "" {
-			sb.WriteString(RepoName)
-			sb.WriteString(b.neutral(as.req.RepoName))
-			sb.WriteString("\n")
-			tokens += 1 + b.count.plain(as.req.RepoName+"\n")
-		}
-		writeBlock := func(sl *slot, rs []lineRange) {
-			sb.WriteString(FileSep)
-			sb.WriteString(b.neutral(sl.path))
-			sb.WriteString("\n")
-			b.writeRanges(&sb, sl.an, rs, -1, -1)
-			n := as.headTokens(sl) + b.rangesTokens(sl.an, rs, -1, -1)
-			tokens += n
-			m.ContextTokens += n
-		}
-		for i := len(as.t1) - 1; i >= 0; i-- {
-			writeBlock(as.t1[i].sl, as.t1[i].ranges)
-		}
-		bls := make([]*block, 0, len(as.blocks))
-		for _, bl := range as.blocks {
-			bls = append(bls, bl)
-		}
-		slices.SortFunc(bls, func(x, y *block) int {
-			if x.best != y.best {
-				if x.best < y.best {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(x.sl.path, y.sl.path)
-		})
-		for _, bl := range bls {
-			writeBlock(bl.sl, bl.ranges)
-		}
-		sb.WriteString(FileSep)
-		sb.WriteString(b.neutral(as.t.path))
-		sb.WriteString("\n")
-		tokens += as.headTokens(as.t)
-		if memo {
-			sm.head, sm.headTokens, sm.headContext, sm.headOK = strings.Clone(sb.String()), tokens, m.ContextTokens, true
-		}
-	}
-	psl := as.psl()
+	res := &asmResult{tokenBudget: as.in.tokenBudget, generationTokens: as.in.maxNewTokens, contextBudget: as.contextBudget}
+	sb.WriteString(s.head)
+	tokens := s.headTokens
+	res.contextTokens = s.headContext
+	psl := as.prefixFirstLine()
 	sb.WriteString(FIMPrefix)
-	above := as.aboveRanges(as.above)
-	b.writeRanges(&sb, a, above, -1, psl)
-	pre := a.content[as.win.preStart:as.off]
-	sb.WriteString(b.neutral(pre))
+	above := as.aboveRanges(s.above)
+	writeRanges(&sb, p.neutral, a, above, -1, psl)
+	pre := a.content[as.window.preStart:as.in.offset]
+	sb.WriteString(p.neutral(pre))
 	sb.WriteString(FIMSuffix)
-	sb.WriteString(b.neutral(a.content[as.off:as.win.sufEnd]))
-	below := mergeRanges(as.below)
-	b.writeRanges(&sb, a, below, as.wl.e+1, -1)
+	sb.WriteString(p.neutral(a.content[as.in.offset:as.window.sufEnd]))
+	below := mergeRanges(s.below)
+	writeRanges(&sb, p.neutral, a, below, as.windowLines.e+1, -1)
 	sb.WriteString(FIMMiddle)
-	local := b.rangesTokens(a, above, -1, psl) + as.win.preTokens + as.win.sufTokens +
-		b.rangesTokens(a, below, as.wl.e+1, -1)
+	local := p.counter.rangesTokens(a, above, -1, psl) + as.window.preTokens + as.window.sufTokens +
+		p.counter.rangesTokens(a, below, as.windowLines.e+1, -1)
 	tokens += 3 + local
-	m.ContextTokens += local - as.win.preTokens - as.win.sufTokens - as.win.headerTokens
-	m.PromptTokens = tokens
-	if tokens > as.promptBudget {
+	res.contextTokens += local - as.window.preTokens - as.window.sufTokens - as.window.headerTokens
+	if tokens > as.in.promptBudget {
 		// The accounting above is exact by construction; this guards the
 		// budget promise against a bug rather than a real case.
-		b.log.Error("contextpack: prompt over budget", append([]zap.Field{zap.Int("tokens", tokens), zap.Int("budget", as.promptBudget)}, as.logFields...)...)
-		return nil, fmt.Errorf("%w: internal accounting error (%d tokens for %d)", ErrBudget, tokens, as.promptBudget)
+		return nil, &overBudgetError{tokens: tokens, budget: as.in.promptBudget}
 	}
 
 	// Manifest.
-	pre0 := Source{Kind: SourcePrefix, Path: as.t.path, StartLine: int(psl) + 1, EndLine: int(as.cl) + 1,
-		Tokens: as.win.preTokens, Included: true, Reason: "cursor file"}
-	if as.win.preCut {
-		pre0.Reason = fmt.Sprintf("cursor file, cut at line %d to fit the local budget of %d tokens", psl+1, as.limit)
-		if as.win.preTotal >= 0 {
-			pre0.Reason += fmt.Sprintf(" (whole prefix %d tokens)", as.win.preTotal)
+	t := as.in.cursor
+	pre0 := asmSource{kind: srcKindPrefix, path: t.path, startLine: int(psl) + 1, endLine: int(as.cursorLine) + 1,
+		tokens: as.window.preTokens, included: true, reason: "cursor file"}
+	if as.window.preCut {
+		pre0.reason = fmt.Sprintf("cursor file, cut at line %d to fit the local budget of %d tokens", psl+1, as.localLimit)
+		if as.window.preTotal >= 0 {
+			pre0.reason += fmt.Sprintf(" (whole prefix %d tokens)", as.window.preTotal)
 		}
 	}
-	suf0 := Source{Kind: SourceSuffix, Path: as.t.path, StartLine: int(as.cl) + 1, EndLine: int(as.wl.e) + 1,
-		Tokens: as.win.sufTokens, Included: true, Reason: "cursor file"}
-	if as.win.sufCut {
-		suf0.Reason = fmt.Sprintf("cursor file, cut after line %d to fit the local budget", as.wl.e+1)
+	suf0 := asmSource{kind: srcKindSuffix, path: t.path, startLine: int(as.cursorLine) + 1, endLine: int(as.windowLines.e) + 1,
+		tokens: as.window.sufTokens, included: true, reason: "cursor file"}
+	if as.window.sufCut {
+		suf0.reason = fmt.Sprintf("cursor file, cut after line %d to fit the local budget", as.windowLines.e+1)
 	}
-	m.Sources = append(m.Sources, pre0, suf0)
-	for _, h := range as.win.headers {
-		m.Sources = append(m.Sources, Source{Kind: SourceScopeHeader, Path: as.t.path, StartLine: int(h.s) + 1,
-			EndLine: int(h.e) + 1, Tokens: b.rangeTokens(a, h.s, h.e), Included: true,
-			Reason: "header of an enclosing scope above the cut prefix"})
+	res.sources = make([]asmSource, 0, 2+len(as.window.headers)+len(s.considered))
+	res.sources = append(res.sources, pre0, suf0)
+	for _, h := range as.window.headers {
+		res.sources = append(res.sources, asmSource{kind: srcKindScopeHeader, path: t.path, startLine: int(h.s) + 1,
+			endLine: int(h.e) + 1, tokens: p.counter.rangeTokens(a, h.s, h.e), included: true,
+			reason: "header of an enclosing scope above the cut prefix"})
 	}
-	for _, c := range as.all {
-		s := Source{Kind: c.kind, Path: c.sl.path, Tokens: c.tokens, Included: c.included, Reason: c.reason, Score: c.score}
+	for _, c := range s.considered {
+		src := asmSource{kind: c.kind, path: c.sl.path, tokens: c.tokens, included: c.included, reason: c.reason, score: c.score}
 		if !c.whole && len(c.ranges) > 0 {
-			s.StartLine, s.EndLine = int(c.ranges[0].s)+1, int(c.ranges[len(c.ranges)-1].e)+1
+			src.startLine, src.endLine = int(c.ranges[0].s)+1, int(c.ranges[len(c.ranges)-1].e)+1
 		}
-		m.Sources = append(m.Sources, s)
+		res.sources = append(res.sources, src)
 	}
 	if a.note != "" {
-		m.Warnings = append(m.Warnings, fmt.Sprintf("%s: %s; no scope headers or definitions from it", as.t.path, a.note))
+		res.warnings = append(res.warnings, fmt.Sprintf("%s: %s; no scope headers or definitions from it", t.path, a.note))
 	}
-	return &Prompt{Text: sb.String(), Tokens: tokens, Manifest: m,
-		Cursor: CursorText{Path: as.t.path, Text: a.content, Offset: as.off}}, nil
+	res.text, res.tokens, res.cursorText = sb.String(), tokens, a.content
+	return res, nil
+}
+
+// writeRanges renders what rangesTokens counts.
+func writeRanges(sb *strings.Builder, neutral func(string) string, a *analysis, rs []lineRange, lead, trail int32) {
+	if len(rs) == 0 {
+		return
+	}
+	if lead >= 0 && rs[0].s > lead {
+		sb.WriteString(elisionLine(a, lineIndent(a, rs[0].s)))
+	}
+	for i, r := range rs {
+		if i > 0 && r.s > rs[i-1].e+1 {
+			sb.WriteString(elisionLine(a, lineIndent(a, r.s)))
+		}
+		sb.WriteString(neutral(rangeTextNL(a, r.s, r.e)))
+	}
+	if last := rs[len(rs)-1]; trail >= 0 && trail > last.e+1 {
+		sb.WriteString(elisionLine(a, lineIndent(a, trail)))
+	}
 }

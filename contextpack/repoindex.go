@@ -1,29 +1,20 @@
 package contextpack
 
 import (
-	"container/list"
 	"math"
 	"path"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // repoIndex is the state of one repository as the last request described
 // it: which content each path holds, an inverted index of definitions by
 // name, and a BM25 index over sliding windows of lines. Requests update it
-// incrementally (only changed paths are re-indexed). Guarded by mu; the
-// fields marked store are guarded by store.mu.
+// incrementally (only changed paths are re-indexed). Guarded by its
+// repository's mu (store.go).
 type repoIndex struct {
-	mu    sync.Mutex
-	key   string
-	inUse int           // store
-	elem  *list.Element // store
-	size  int64         // store
-
 	files   map[string]*slot
-	listed  *fileList // the list of the last update
-	slots   []*slot   // by id; nil when free
+	slots   []*slot // by id; nil when free
 	freeIDs []uint32
 	gen     uint64
 
@@ -54,31 +45,9 @@ type repoIndex struct {
 	// other change.
 	onlyEdited *slot
 	onlySince  uint64
-	ranked     rankedImports
-	search     searchMemo
-	selected   selectionMemo
-	searches   int // searches run, not memoized
-	prompts    promptMemo
 	// view is the slot that holds a typing view (the cursor file of the
 	// last update, see typingView), nil when none does.
 	view *slot
-}
-
-// rankedImports memoizes rankImports for one cursor file and version;
-// resolved are all the files its imports resolved to, ranked or not.
-type rankedImports struct {
-	t        *slot
-	an       *analysis
-	lineIDs  string // the cursor line's identifiers counted (lineIdents)
-	version  uint64
-	imports  []importHit
-	resolved []*slot
-	// cands are the import candidates of imports for the cursor file's
-	// analysis candsAn at version candsVersion (packTier1).
-	cands        []*candidate
-	candsAn      *analysis
-	candsVersion uint64
-	candsIDs     string
 }
 
 type slot struct {
@@ -446,8 +415,7 @@ func (r *repoIndex) compact() {
 func (r *repoIndex) memBytes() int64 {
 	return int64(r.livePost+r.deadPost)*8*5/4 + int64(len(r.post))*72 + int64(len(r.df))*24 +
 		int64(len(r.chunks))*16 + int64(r.nDefRefs)*8 + int64(len(r.defs))*64 +
-		int64(len(r.files))*(200) + int64(len(r.scratch))*4 + r.prompts.bytes +
-		int64(len(r.selected.head)) + int64(len(r.selected.all)+len(r.search.lists[0])+len(r.search.lists[1]))*160
+		int64(len(r.files))*(200) + int64(len(r.scratch))*4
 }
 
 func goModulePath(gomod string) string {

@@ -3,9 +3,7 @@ package contextpack
 import (
 	"container/list"
 	"context"
-	"errors"
 	"sync"
-	"sync/atomic"
 
 	"go.uber.org/zap"
 )
@@ -39,13 +37,26 @@ type store struct {
 	used    int64
 	entries map[string]*entry
 	lru     list.List // unpinned entries, front = most recently used
-	repos   map[string]*repoIndex
-	repoLRU list.List // *repoIndex, front = most recently used
+	repos   map[string]*repository
+	repoLRU list.List // *repository, front = most recently used
+}
+
+// repository is one repository's state in the store: its index and the
+// record the Builder keeps beside it (memo.go), evicted together. Guarded
+// by mu; the fields marked store are guarded by store.mu.
+type repository struct {
+	mu     sync.Mutex
+	name   string
+	inUse  int           // store
+	elem   *list.Element // store
+	size   int64         // store
+	index  *repoIndex
+	record *record
 }
 
 func newStore(capBytes int64, maxRepos int, log *zap.Logger) *store {
 	return &store{log: log, capBytes: capBytes, maxRepos: maxRepos,
-		entries: make(map[string]*entry), repos: make(map[string]*repoIndex)}
+		entries: make(map[string]*entry), repos: make(map[string]*repository)}
 }
 
 const entryOverhead = 160
@@ -174,14 +185,14 @@ func (s *store) evictLocked(fields []zap.Field) {
 // evictRepoLocked drops the least recently used idle repository index.
 func (s *store) evictRepoLocked(fields []zap.Field) bool {
 	for el := s.repoLRU.Back(); el != nil; el = el.Prev() {
-		r := el.Value.(*repoIndex)
+		r := el.Value.(*repository)
 		if r.inUse > 0 {
 			continue
 		}
 		s.repoLRU.Remove(el)
-		delete(s.repos, r.key)
+		delete(s.repos, r.name)
 		s.used -= r.size
-		for _, sl := range r.slots {
+		for _, sl := range r.index.slots {
 			if sl != nil {
 				s.unpinLocked(sl.e)
 				if sl.real != nil {
@@ -189,23 +200,23 @@ func (s *store) evictRepoLocked(fields []zap.Field) bool {
 				}
 			}
 		}
-		s.log.Debug("contextpack: repository index evicted", append([]zap.Field{zap.String("repo", r.key)}, fields...)...)
+		s.log.Debug("contextpack: repository index evicted", append([]zap.Field{zap.String("repo", r.name)}, fields...)...)
 		return true
 	}
 	return false
 }
 
-// repo returns the index for key, marked in use.
-func (s *store) repo(key string, newIndex func() *repoIndex, fields []zap.Field) *repoIndex {
+// repo returns the repository named name, marked in use; a new one has
+// an empty index and newRecord's record.
+func (s *store) repo(name string, newRecord func() *record, fields []zap.Field) *repository {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.repos[key]
+	r := s.repos[name]
 	if r == nil {
 		for len(s.repos) >= s.maxRepos && s.evictRepoLocked(fields) {
 		}
-		r = newIndex()
-		r.key = key
-		s.repos[key] = r
+		r = &repository{name: name, index: newRepoIndex(), record: newRecord()}
+		s.repos[name] = r
 		r.elem = s.repoLRU.PushFront(r)
 	} else {
 		s.repoLRU.MoveToFront(r.elem)
@@ -215,10 +226,10 @@ func (s *store) repo(key string, newIndex func() *repoIndex, fields []zap.Field)
 }
 
 // releaseRepo ends a request's use of r and accounts its new size.
-func (s *store) releaseRepo(r *repoIndex, size int64, fields []zap.Field) {
+func (s *store) releaseRepo(r *repository, size int64, fields []zap.Field) {
 	s.mu.Lock()
 	r.inUse--
-	if s.repos[r.key] == r {
+	if s.repos[r.name] == r {
 		s.used += size - r.size
 	}
 	r.size = size
@@ -226,64 +237,16 @@ func (s *store) releaseRepo(r *repoIndex, size int64, fields []zap.Field) {
 	s.mu.Unlock()
 }
 
-// Stats reports the store's occupancy.
-type Stats struct {
-	Entries      int
-	Repositories int
-	Bytes        int64
-	CapBytes     int64
-
-	// Counts since the Builder was made (Builder.Stats fills them).
-	// DigestHits and DigestMisses: files sent as a digest alone (edits
-	// included) whose content the store held, or did not (the client
-	// resends it).
-	DigestHits, DigestMisses uint64
-	// SnapshotHits and SnapshotMisses: requests built on a base snapshot
-	// held, or not held.
-	SnapshotHits, SnapshotMisses uint64
-	// PromptMemoHits: prompts reused from the memo of prompts built for
-	// the same inputs; PromptsBuilt: prompts assembled.
-	PromptMemoHits, PromptsBuilt uint64
+// storeStats is the store's occupancy.
+type storeStats struct {
+	entries, repositories int
+	bytes, capBytes       int64
 }
 
-// counts are the Builder's running totals behind Stats.
-type counts struct {
-	digestHits, digestMisses     atomic.Uint64
-	snapshotHits, snapshotMisses atomic.Uint64
-	memoHits, built              atomic.Uint64
-}
-
-// record counts one build: files sent as digests (lookups), whether it
-// named a base, and how it ended.
-func (c *counts) record(lookups int, base bool, memo bool, err error) {
-	var se *UnknownSnapshotError
-	var me *MissingContentError
-	switch {
-	case errors.As(err, &se):
-		c.snapshotMisses.Add(1)
-		return
-	case errors.As(err, &me):
-		c.digestMisses.Add(uint64(len(me.Paths)))
-		c.digestHits.Add(uint64(max(lookups-len(me.Paths), 0)))
-	case err != nil:
-		return
-	default:
-		c.digestHits.Add(uint64(lookups))
-		if memo {
-			c.memoHits.Add(1)
-		} else {
-			c.built.Add(1)
-		}
-	}
-	if base {
-		c.snapshotHits.Add(1)
-	}
-}
-
-func (s *store) stats() Stats {
+func (s *store) stats() storeStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Entries: len(s.entries), Repositories: len(s.repos), Bytes: s.used, CapBytes: s.capBytes}
+	return storeStats{entries: len(s.entries), repositories: len(s.repos), bytes: s.used, capBytes: s.capBytes}
 }
 
 // maxTreeBytes bounds the files whose syntax trees are kept for

@@ -60,7 +60,7 @@ func TestTypingOnALineKeepsTheIndex(t *testing.T) {
 	off := len(fs[cur].Content)
 	fs[cur].Content += "\ndef typed(z):\n    \n"
 	off += len("\ndef typed(z):\n    ")
-	index := func() *repoIndex {
+	repo := func() *repository {
 		for _, r := range b.store.repos {
 			return r
 		}
@@ -93,7 +93,8 @@ func TestTypingOnALineKeepsTheIndex(t *testing.T) {
 		fs[cur].Content = c[:off] + text[i:i+1] + c[off:]
 		off++
 		build(text[:i+1])
-		r := index()
+		rp := repo()
+		r, rec := rp.index, rp.record
 		sl := r.files[fs[cur].Path]
 		if _, _, ok := typingView(fs[cur].Content, off); !ok {
 			if sl.real != nil || sl.e.content != fs[cur].Content || r.view != nil {
@@ -105,10 +106,10 @@ func TestTypingOnALineKeepsTheIndex(t *testing.T) {
 		line := strings.Count(text[:i+1], "\n")
 		switch {
 		case i == 0 || text[i] == '\n':
-			version, an, searches = r.version, sl.an, r.searches
-		case r.version != version || sl.an != an || r.searches != searches:
+			version, an, searches = r.version, sl.an, rec.searches
+		case r.version != version || sl.an != an || rec.searches != searches:
 			t.Fatalf("after typing %q (line %d of the text): version %d → %d, analysis changed %v, searches %d → %d",
-				text[:i+1], line, version, r.version, sl.an != an, searches, r.searches)
+				text[:i+1], line, version, r.version, sl.an != an, searches, rec.searches)
 		}
 		if v, _, _ := typingView(fs[cur].Content, off); sl.e.content != v {
 			t.Fatalf("after typing %q: the slot holds another view", text[:i+1])
@@ -245,6 +246,7 @@ func TestWalkTailsMatchPlainWalk(t *testing.T) {
 	files = append(files, corpusFile{langPlain, strings.Repeat("=", 20000) + "\nshort\n" + strings.Repeat("y ", 5000)})
 	r := rand.New(rand.NewPCG(3, 5))
 	views := map[string]*analysis{}
+	wk := walker{b.params.counter, newRecord()} // the walks of a view come from the record
 	for step := 0; step < 3000; step++ {
 		f := files[r.IntN(len(files))]
 		content := f.src
@@ -273,7 +275,7 @@ func TestWalkTailsMatchPlainWalk(t *testing.T) {
 			for _, walk := range []struct {
 				name string
 				fn   func(a *analysis, off, limit int) segWalk
-			}{{"prefix", b.walkPrefix}, {"suffix", b.walkSuffix}} {
+			}{{"prefix", wk.prefix}, {"suffix", wk.suffix}} {
 				got, want := walk.fn(h, off, limit), walk.fn(plain, off, limit)
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("step %d: %s walk at %d with limit %d:\n got %+v\nwant %+v", step, walk.name, off, limit, got, want)

@@ -3,13 +3,12 @@ package contextpack
 import (
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // candidate is one piece of context considered for the prompt.
 type candidate struct {
 	sl      *slot
-	kind    SourceKind
+	kind    srcKind
 	ranges  []lineRange // sorted, disjoint, without blank edges
 	whole   bool
 	outline bool
@@ -24,10 +23,24 @@ type candidate struct {
 	reason   string
 }
 
+// Sources of the fusion, the indexes of candidate.rank.
 const (
 	srcDef = iota
 	srcSim
 	srcImp
+)
+
+// srcKind is the role of a piece of the prompt (the manifest's source
+// kinds).
+type srcKind int
+
+const (
+	srcKindPrefix srcKind = iota + 1
+	srcKindSuffix
+	srcKindImport
+	srcKindDefinition
+	srcKindSimilar
+	srcKindScopeHeader
 )
 
 // rangesKey identifies a candidate's text: its path and line ranges
@@ -77,49 +90,6 @@ func overlaps(rs []lineRange, w lineRange) bool {
 	return false
 }
 
-// rangesTokens counts ranges rendered with elision lines between
-// non-adjacent ones; lead (>= 0) is the line after preceding content, so
-// an elision goes first when ranges[0] starts later; trail (>= 0) is the
-// line where following content starts.
-func (b *Builder) rangesTokens(a *analysis, rs []lineRange, lead, trail int32) int {
-	if len(rs) == 0 {
-		return 0
-	}
-	n := 0
-	if lead >= 0 && rs[0].s > lead {
-		n += b.elisionTokens(a, rs[0].s)
-	}
-	for i, r := range rs {
-		if i > 0 && r.s > rs[i-1].e+1 {
-			n += b.elisionTokens(a, r.s)
-		}
-		n += b.rangeTokens(a, r.s, r.e)
-	}
-	if last := rs[len(rs)-1]; trail >= 0 && trail > last.e+1 {
-		n += b.elisionTokens(a, trail)
-	}
-	return n
-}
-
-// writeRanges renders what rangesTokens counts.
-func (b *Builder) writeRanges(sb *strings.Builder, a *analysis, rs []lineRange, lead, trail int32) {
-	if len(rs) == 0 {
-		return
-	}
-	if lead >= 0 && rs[0].s > lead {
-		sb.WriteString(elisionLine(a, lineIndent(a, rs[0].s)))
-	}
-	for i, r := range rs {
-		if i > 0 && r.s > rs[i-1].e+1 {
-			sb.WriteString(elisionLine(a, lineIndent(a, r.s)))
-		}
-		sb.WriteString(b.neutral(rangeTextNL(a, r.s, r.e)))
-	}
-	if last := rs[len(rs)-1]; trail >= 0 && trail > last.e+1 {
-		sb.WriteString(elisionLine(a, lineIndent(a, trail)))
-	}
-}
-
 func lineIndent(a *analysis, i int32) string {
 	if i < 0 || i >= a.numLines() {
 		return ""
@@ -144,9 +114,9 @@ func wholeRanges(a *analysis) []lineRange {
 // defRanges is how definition di of a is shown: whole when small enough
 // (methods and members under their parent's header), else its header and
 // an outline of its members, or its first lines.
-func (b *Builder) defRanges(a *analysis, di int32) []lineRange {
+func defRanges(p *asmParams, a *analysis, di int32) []lineRange {
 	d := &a.defs[di]
-	limit := b.cfg.MaxSnippetTokens
+	limit := p.maxSnippetTokens
 	var rs []lineRange
 	if d.parent >= 0 {
 		p := &a.defs[d.parent]
@@ -161,7 +131,7 @@ func (b *Builder) defRanges(a *analysis, di int32) []lineRange {
 	if !ok {
 		return rs
 	}
-	if d.kind.isMember() || !tooLong(rangesBytes(a, []lineRange{{s, e}}), limit) && b.rangeTokens(a, s, e) <= limit {
+	if d.kind.isMember() || !tooLong(rangesBytes(a, []lineRange{{s, e}}), limit) && p.counter.rangeTokens(a, s, e) <= limit {
 		if d.kind.isMember() && e-s > 8 {
 			e = s + 8
 		}
@@ -171,7 +141,7 @@ func (b *Builder) defRanges(a *analysis, di int32) []lineRange {
 	if he < hs {
 		he = hs
 	}
-	used := b.rangeTokens(a, hs, he)
+	used := p.counter.rangeTokens(a, hs, he)
 	rs = append(rs, lineRange{hs, he})
 	hasMembers := false
 	for ci := di + 1; ci < int32(len(a.defs)) && a.defs[ci].start <= d.end; ci++ {
@@ -184,7 +154,7 @@ func (b *Builder) defRanges(a *analysis, di int32) []lineRange {
 		if !ok || cs <= he {
 			continue
 		}
-		n := b.rangeTokens(a, cs, ce) + 4
+		n := p.counter.rangeTokens(a, cs, ce) + 4
 		if used+n > limit {
 			break
 		}
@@ -194,53 +164,62 @@ func (b *Builder) defRanges(a *analysis, di int32) []lineRange {
 	if !hasMembers {
 		// A long function: its first lines that fit.
 		end := he
-		for end < e && used+b.rangeTokens(a, end+1, end+1) <= limit {
+		for end < e && used+p.counter.rangeTokens(a, end+1, end+1) <= limit {
 			end++
-			used += b.rangeTokens(a, end, end)
+			used += p.counter.rangeTokens(a, end, end)
 		}
 		rs[len(rs)-1].e = end
 	}
 	return mergeRanges(rs)
 }
 
-// outlineRanges lists the headers of a file's top-level definitions and of
-// the methods of top-level types (not fields) within limit tokens, those
-// whose names the cursor file uses first.
-func (b *Builder) outlineRanges(a *analysis, used identCounts, limit int) []lineRange {
-	type h struct {
-		r    lineRange
-		used bool
+func rangesBytes(a *analysis, rs []lineRange) int {
+	n := 0
+	for _, r := range rs {
+		n += a.lineEnd(r.e) - int(a.lines[r.s])
 	}
-	var hs []h
-	for i := range a.defs {
-		d := &a.defs[i]
-		if d.parent >= 0 && (a.defs[d.parent].parent >= 0 || d.kind != kindMethod && d.kind != kindFunction) {
-			continue
-		}
-		s, e, ok := a.trim(d.start, d.headerEnd)
-		if !ok {
-			continue
-		}
-		hs = append(hs, h{lineRange{s, e}, used.has(d.name)})
+	return n
+}
+
+// covered reports whether every line of rs is in cover (both merged).
+func covered(rs, cover []lineRange) bool {
+	if len(cover) == 0 {
+		return false
 	}
-	slices.SortStableFunc(hs, func(x, y h) int {
-		if x.used != y.used {
-			if x.used {
-				return -1
+	for _, r := range rs {
+		ok := false
+		for _, c := range cover {
+			if c.s <= r.s && r.e <= c.e {
+				ok = true
+				break
 			}
-			return 1
 		}
-		return 0
-	})
-	var rs []lineRange
-	total := 0
-	for _, x := range hs {
-		n := b.rangeTokens(a, x.r.s, x.r.e) + 2 // with a share of elision lines
-		if total+n > limit {
-			continue
+		if !ok {
+			return false
 		}
-		total += n
-		rs = append(rs, x.r)
 	}
-	return mergeRanges(rs)
+	return true
+}
+
+func overlapsAll(rs, above, below []lineRange) bool {
+	for _, r := range rs {
+		if !overlaps(above, r) && !overlaps(below, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// cloneCandidates copies candidates, for a caller that changes them.
+func cloneCandidates(cs []*candidate) []*candidate {
+	if cs == nil {
+		return nil
+	}
+	out := make([]*candidate, len(cs))
+	vals := make([]candidate, len(cs))
+	for i, c := range cs {
+		vals[i] = *c
+		out[i] = &vals[i]
+	}
+	return out
 }

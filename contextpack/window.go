@@ -1,9 +1,5 @@
 package contextpack
 
-import (
-	"strings"
-)
-
 // lineRange is an inclusive range of 0-based lines.
 type lineRange struct{ s, e int32 }
 
@@ -34,23 +30,24 @@ func (w *segWalk) fit(limit int) int {
 	return k
 }
 
-func (a *analysis) lineEnd(i int32) int {
-	if int(i)+1 < len(a.lines) {
-		return int(a.lines[i+1])
-	}
-	return len(a.content)
+// walker walks the segments of a cursor file's text, counting them; the
+// parts of a typing view's walks beyond the cursor's line come from the
+// memos (walkTailOf).
+type walker struct {
+	counter *counter
+	memos   asmMemos
 }
 
-// walkPrefix counts segments of content[:off] from the cursor backwards
-// until they exceed limit tokens.
-func (b *Builder) walkPrefix(a *analysis, off, limit int) segWalk {
+// prefix counts segments of content[:off] from the cursor backwards until
+// they exceed limit tokens.
+func (wk walker) prefix(a *analysis, off, limit int) segWalk {
 	var w segWalk
 	end := off
 	used := 0
 	for i := a.lineOf(off); i >= 0; i-- {
 		if a.view != nil && end <= int(a.lines[a.viewLine]) {
 			// The rest lies above the cursor's line: the view's text.
-			b.prefixTail(a, a.lineOf(end), limit, used, &w)
+			wk.prefixTail(a, a.lineOf(end), limit, used, &w)
 			return w
 		}
 		ls := int(a.lines[i])
@@ -63,7 +60,7 @@ func (b *Builder) walkPrefix(a *analysis, off, limit int) segWalk {
 		if tooLong(end-ls, limit-used) {
 			used = limit + 1 // cannot fit; not worth counting
 		} else {
-			used += b.count.segment(a.content[ls:end])
+			used += wk.counter.segment(a.content[ls:end])
 		}
 		w.bounds = append(w.bounds, ls)
 		w.cum = append(w.cum, used)
@@ -76,9 +73,9 @@ func (b *Builder) walkPrefix(a *analysis, off, limit int) segWalk {
 	return w
 }
 
-// walkSuffix counts segments of content[off:] forwards until they exceed
-// limit tokens.
-func (b *Builder) walkSuffix(a *analysis, off, limit int) segWalk {
+// suffix counts segments of content[off:] forwards until they exceed limit
+// tokens.
+func (wk walker) suffix(a *analysis, off, limit int) segWalk {
 	var w segWalk
 	start := off
 	used := 0
@@ -86,7 +83,7 @@ func (b *Builder) walkSuffix(a *analysis, off, limit int) segWalk {
 	for i := a.lineOf(off) + 1; i <= n; i++ {
 		if a.view != nil && int(a.viewLine)+1 < len(a.lines) && start >= int(a.lines[a.viewLine+1]) {
 			// The rest lies below the cursor's line: the view's text.
-			b.suffixTail(a, a.lineOf(start), limit, used, &w)
+			wk.suffixTail(a, a.lineOf(start), limit, used, &w)
 			return w
 		}
 		next := len(a.content)
@@ -102,7 +99,7 @@ func (b *Builder) walkSuffix(a *analysis, off, limit int) segWalk {
 		if tooLong(next-start, limit-used) {
 			used = limit + 1
 		} else {
-			used += b.count.segment(a.content[start:next])
+			used += wk.counter.segment(a.content[start:next])
 		}
 		w.bounds = append(w.bounds, next)
 		w.cum = append(w.cum, used)
@@ -144,12 +141,15 @@ func (w *window) lines(a *analysis, off int) lineRange {
 	return lineRange{s, e}
 }
 
-// localWindow cuts the prefix and suffix around off so that they, with
-// the scope headers kept for a cut prefix, fit in limit tokens. The suffix
-// gets at most SuffixShare of a tight budget unless the prefix needs less.
-func (b *Builder) localWindow(a *analysis, off, limit int) window {
-	pw := b.walkPrefix(a, off, limit)
-	sw := b.walkSuffix(a, off, limit)
+// localWindow cuts the prefix and suffix around the cursor so that they,
+// with the scope headers kept for a cut prefix, fit in limit tokens. The
+// suffix gets at most suffixShare of a tight budget unless the prefix
+// needs less.
+func (as *assembly) localWindow(limit int) window {
+	a, off := as.text, as.in.offset
+	wk := walker{as.params.counter, as.memos}
+	pw := wk.prefix(a, off, limit)
+	sw := wk.suffix(a, off, limit)
 	pt, st := pw.tokensFor(len(pw.cum)), sw.tokensFor(len(sw.cum))
 	w := window{preTotal: -1, sufTotal: -1}
 	if pw.complete {
@@ -163,7 +163,7 @@ func (b *Builder) localWindow(a *analysis, off, limit int) window {
 		w.preTokens, w.sufTokens = pt, st
 		return w
 	}
-	sufShare := int(float64(limit) * b.cfg.SuffixShare)
+	sufShare := int(float64(limit) * as.params.suffixShare)
 	if sw.complete && st < sufShare {
 		sufShare = st
 	}
@@ -179,13 +179,14 @@ func (b *Builder) localWindow(a *analysis, off, limit int) window {
 		w.sufEnd = sw.bounds[ks-1]
 	}
 	w.sufCut = ks < len(sw.bounds) || !sw.complete
-	b.cutPrefix(a, off, &pw, preShare, &w)
+	as.cutPrefix(&pw, preShare, &w)
 	return w
 }
 
 // cutPrefix chooses the prefix start within budget, keeping the headers of
 // the scopes that enclose the cursor when the cut removes them.
-func (b *Builder) cutPrefix(a *analysis, off int, pw *segWalk, budget int, w *window) {
+func (as *assembly) cutPrefix(pw *segWalk, budget int, w *window) {
+	a, off := as.text, as.in.offset
 	k := pw.fit(budget)
 	if k == len(pw.bounds) && pw.complete {
 		w.preStart, w.preTokens = 0, pw.tokensFor(k)
@@ -197,12 +198,12 @@ func (b *Builder) cutPrefix(a *analysis, off int, pw *segWalk, budget int, w *wi
 	w.preCut = true
 	cl := a.lineOf(off)
 	for iter := 0; iter < 6; iter++ {
-		k = b.quantize(a, pw, k)
+		k = as.quantize(pw, k)
 		start := off
 		if k > 0 {
 			start = pw.bounds[k-1]
 		}
-		hdr, ht := b.scopeHeaders(a, cl, a.lineOf(start), budget/2)
+		hdr, ht := as.scopeHeaders(cl, a.lineOf(start), budget/2)
 		if pw.tokensFor(k)+ht <= budget || k == 0 {
 			if pw.tokensFor(k)+ht > budget {
 				hdr, ht = nil, 0
@@ -223,13 +224,14 @@ func (b *Builder) cutPrefix(a *analysis, off int, pw *segWalk, budget int, w *wi
 // line quantum (dropping segments), so that it stays put while the user
 // types. The quantum is the largest of PrefixQuantumLines, half of it, …,
 // 1 that keeps at least three quarters of the prefix's tokens.
-func (b *Builder) quantize(a *analysis, pw *segWalk, k int) int {
+func (as *assembly) quantize(pw *segWalk, k int) int {
+	a := as.text
 	if k == 0 {
 		return 0
 	}
 	line := a.lineOf(pw.bounds[k-1])
 	full := pw.tokensFor(k)
-	for q := int32(b.cfg.PrefixQuantumLines); q > 1; q /= 2 {
+	for q := int32(as.params.prefixQuantumLines); q > 1; q /= 2 {
 		target := (line + q - 1) / q * q
 		j := k
 		for j > 0 && a.lineOf(pw.bounds[j-1]) < target {
@@ -246,7 +248,8 @@ func (b *Builder) quantize(a *analysis, pw *segWalk, k int) int {
 // that start above line first, outermost first, and their tokens plus the
 // elision line that separates them from the kept prefix; outer headers
 // are dropped while the total exceeds limit.
-func (b *Builder) scopeHeaders(a *analysis, cl, first int32, limit int) ([]lineRange, int) {
+func (as *assembly) scopeHeaders(cl, first int32, limit int) ([]lineRange, int) {
+	a := as.text
 	var hdr []lineRange
 	for i := range a.defs {
 		d := &a.defs[i]
@@ -269,7 +272,7 @@ func (b *Builder) scopeHeaders(a *analysis, cl, first int32, limit int) ([]lineR
 		hdr = append(hdr, lineRange{s, e})
 	}
 	for len(hdr) > 0 {
-		t := b.rangesTokens(a, hdr, -1, first)
+		t := as.params.counter.rangesTokens(a, hdr, -1, first)
 		if t <= limit {
 			return hdr, t
 		}
@@ -278,81 +281,135 @@ func (b *Builder) scopeHeaders(a *analysis, cl, first int32, limit int) ([]lineR
 	return nil, 0
 }
 
-// elisionLine marks left-out lines in the file's comment syntax.
-func elisionLine(a *analysis, indent string) string {
-	switch elisionKind(a.lang) {
-	case 1:
-		return indent + "# ...\n"
-	case 2:
-		return indent + "...\n"
-	}
-	return indent + "// ...\n"
+// walkTail is the part of a prefix (suffix) walk above (below) the
+// cursor's line, walked in a typing view from line from: the same for
+// every keystroke on the line. Per segment: the line of its bound (prefix:
+// its first line; suffix: the line after it, numLines for the end), its
+// bytes and its tokens (-1: too long to count within the limit walked).
+type walkTail struct {
+	view     *analysis
+	suffix   bool
+	from     int32
+	lines    []int32
+	bytes    []int
+	toks     []int
+	complete bool // reached the start (end) of the file
+	limit    int  // walked until the tokens exceeded it
 }
 
-func elisionKind(l langID) int {
-	switch l {
-	case langPython:
-		return 1
-	case langPlain:
-		return 2
-	}
-	return 0
+// tailQuery asks for the walk of a typing view beyond the cursor's line:
+// upwards from line from (a prefix's) or downwards (a suffix's), until it
+// exceeds limit tokens.
+type tailQuery struct {
+	counter *counter
+	view    *analysis
+	from    int32
+	limit   int
+	suffix  bool
 }
 
-// elisionTokens counts the elision line at line i's indentation. The
-// counts of indents of one kind of blank (tabs or spaces, fewer than 64)
-// are kept in a table: ranges with gaps ask for them at every keystroke.
-func (b *Builder) elisionTokens(a *analysis, i int32) int {
-	ind := lineIndent(a, i)
-	n := len(ind)
-	if n >= len(b.count.elision[0][0]) || strings.Count(ind, ind[:min(n, 1)]) != n && n > 0 {
-		return b.count.segment(elisionLine(a, ind))
-	}
-	w := 0
-	if n > 0 && ind[0] == ' ' {
-		w = 1
-	}
-	c := &b.count.elision[elisionKind(a.lang)][w][n]
-	if v := c.Load(); v > 0 {
-		return int(v - 1)
-	}
-	k := b.count.segment(elisionLine(a, ind))
-	c.Store(int32(k + 1))
-	return k
+// covers reports whether t answers q: it walked the same view from the
+// same line, at least q.limit tokens (or to the end).
+func (t *walkTail) covers(q tailQuery) bool {
+	return t != nil && t.view == q.view && t.suffix == q.suffix && t.from == q.from && (t.complete || t.limit >= q.limit)
 }
 
-// rangeTokens counts lines [s, e] of a (ending with a newline), cached.
-func (b *Builder) rangeTokens(a *analysis, s, e int32) int {
-	if a.view != nil && (e < a.viewLine || s > a.viewLine) {
-		a = a.view // the same text, and counts kept across keystrokes
+// walkTailOf walks q's view from its line until the tokens exceed its
+// limit.
+func walkTailOf(q tailQuery) *walkTail {
+	v, from := q.view, q.from
+	t := &walkTail{view: v, suffix: q.suffix, from: from, limit: q.limit, complete: true}
+	if !q.suffix {
+		end, sum := int(v.lines[from]), 0
+		for i := from - 1; i >= 0; i-- {
+			ls := int(v.lines[i])
+			if i > 0 && isBlank(v.content[ls:v.lineEnd(i)]) {
+				continue
+			}
+			if !t.add(q.counter, i, v.content[ls:end], &sum) {
+				break
+			}
+			end = ls
+		}
+		return t
 	}
-	if tooLong(a.lineEnd(e)-int(a.lines[s]), b.cfg.ContextTokens) {
-		return b.cfg.ContextTokens + 1 // cannot fit any prompt; not counted
-	}
-	key := uint64(uint32(s))<<32 | uint64(uint32(e))
-	a.rcMu.Lock()
-	n, ok := a.rc[key]
-	a.rcMu.Unlock()
-	if ok {
-		return int(n)
-	}
-	n = int32(b.count.text(rangeTextNL(a, s, e)))
-	a.rcMu.Lock()
-	if a.rc == nil {
-		a.rc = make(map[uint64]int32)
-	}
-	if len(a.rc) < 4096 {
-		a.rc[key] = n
-	}
-	a.rcMu.Unlock()
-	return int(n)
-}
-
-// rangeTextNL is lines [s, e] with a final newline guaranteed.
-func rangeTextNL(a *analysis, s, e int32) string {
-	t := a.rangeText(s, e)
-	if !strings.HasSuffix(t, "\n") {
-		t += "\n"
+	n := v.numLines()
+	start, sum := int(v.lines[from]), 0
+	for i := from + 1; i <= n; i++ {
+		next := len(v.content)
+		if i < n {
+			next = int(v.lines[i])
+			if isBlank(v.content[next:v.lineEnd(i)]) {
+				continue
+			}
+		}
+		if next <= start {
+			continue
+		}
+		if !t.add(q.counter, i, v.content[start:next], &sum) {
+			break
+		}
+		start = next
 	}
 	return t
+}
+
+// prefixTail continues a prefix walk of a (whose view is a.view) at line
+// from, the start of the last segment, with used tokens of limit spent.
+func (wk walker) prefixTail(a *analysis, from int32, limit, used int, w *segWalk) {
+	t := wk.memos.walkTail(tailQuery{counter: wk.counter, view: a.view, from: from, limit: limit - used})
+	// Lines above the cursor's have the view's offsets.
+	wk.replay(a, t, limit, used, w, func(i int32) int { return int(a.lines[i]) }, func(bound, _ int) int { return bound })
+}
+
+// suffixTail continues a suffix walk of a at line from, the end of the
+// last segment, with used tokens of limit spent.
+func (wk walker) suffixTail(a *analysis, from int32, limit, used int, w *segWalk) {
+	t := wk.memos.walkTail(tailQuery{counter: wk.counter, view: a.view, from: from, limit: limit - used, suffix: true})
+	end := func(i int32) int {
+		if i < a.numLines() {
+			return int(a.lines[i])
+		}
+		return len(a.content)
+	}
+	wk.replay(a, t, limit, used, w, end, func(bound, n int) int { return bound - n })
+}
+
+// add records segment seg, bounded at line i, in a walk that has spent
+// *sum tokens, counting it unless it cannot fit; it reports whether the
+// walk goes on (marking t incomplete when it does not).
+func (t *walkTail) add(c *counter, i int32, seg string, sum *int) bool {
+	k := -1
+	if tooLong(len(seg), t.limit-*sum) {
+		*sum = t.limit + 1
+	} else {
+		k = c.segment(seg)
+		*sum += k
+	}
+	t.lines, t.bytes, t.toks = append(t.lines, i), append(t.bytes, len(seg)), append(t.toks, k)
+	t.complete = *sum <= t.limit
+	return t.complete
+}
+
+// replay appends t's segments to w, a walk of a with used tokens of limit
+// spent: bound is a segment's bound in a, start its first byte.
+func (wk walker) replay(a *analysis, t *walkTail, limit, used int, w *segWalk, bound func(i int32) int, start func(bound, n int) int) {
+	for k, i := range t.lines {
+		at := bound(i)
+		switch {
+		case tooLong(t.bytes[k], limit-used):
+			used = limit + 1
+		case t.toks[k] < 0:
+			s := start(at, t.bytes[k])
+			used += wk.counter.segment(a.content[s : s+t.bytes[k]])
+		default:
+			used += t.toks[k]
+		}
+		w.bounds = append(w.bounds, at)
+		w.cum = append(w.cum, used)
+		if used > limit {
+			return
+		}
+	}
+	w.complete = t.complete
 }

@@ -1,0 +1,206 @@
+package contextpack
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// packExecRepoBench is the ExecRepoBench baseline: whole files ranked by
+// import hits plus BM25 similarity to the cursor file (normalised), packed
+// most relevant first, the first that does not fit cut at a line
+// boundary.
+func (as *assembly) packExecRepoBench() {
+	r, t := as.index, as.in.cursor
+	explicit := map[*slot]bool{}
+	for _, h := range r.resolveImports(t) {
+		if h.explicit {
+			explicit[h.sl] = true
+		}
+	}
+	q := t.an.fileTerms()
+	qm := make(map[term]int, len(q))
+	for _, x := range q {
+		qm[x.t] = int(x.tf)
+	}
+	df := r.fileDocFreq()
+	n := float64(len(r.files))
+	var avgdl float64
+	for _, sl := range r.slots {
+		if sl != nil {
+			avgdl += float64(sl.an.fileLen())
+		}
+	}
+	avgdl = max(1, avgdl/n)
+	type scored struct {
+		sl    *slot
+		bm25  float64
+		score float64
+	}
+	var ss []scored
+	maxBM := 0.0
+	for _, sl := range r.slots {
+		if sl == nil || sl == t {
+			continue
+		}
+		s := 0.0
+		dl := float64(sl.an.fileLen())
+		for _, x := range sl.an.fileTerms() {
+			qtf, ok := qm[x.t]
+			if !ok {
+				continue
+			}
+			d := float64(df[x.t])
+			idf := math.Log(1 + (n-d+0.5)/(d+0.5))
+			tf := float64(x.tf)
+			s += idf * float64(qtf) * tf * 2.2 / (tf + 1.2*(0.25+0.75*dl/avgdl))
+		}
+		ss = append(ss, scored{sl: sl, bm25: s})
+		maxBM = max(maxBM, s)
+	}
+	for i := range ss {
+		if maxBM > 0 {
+			ss[i].score = ss[i].bm25 / maxBM
+		}
+		if explicit[ss[i].sl] {
+			ss[i].score++
+		}
+	}
+	slices.SortFunc(ss, func(x, y scored) int {
+		if x.score != y.score {
+			if x.score > y.score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.sl.path, y.sl.path)
+	})
+	remaining := as.contextBudget
+	for i, s := range ss {
+		if i >= as.params.maxCandidates || remaining < 16 {
+			break
+		}
+		rs := wholeRanges(s.sl.an)
+		if len(rs) == 0 || s.score == 0 {
+			continue
+		}
+		c := &candidate{sl: s.sl, kind: srcKindSimilar, ranges: rs, whole: true, score: s.score,
+			label: fmt.Sprintf("whole file, import hit + normalised BM25 %.3f", s.score)}
+		head := as.headTokens(s.sl)
+		cost := head + as.params.counter.rangesTokens(s.sl.an, rs, -1, -1)
+		if cost > remaining {
+			// The first file that does not fit is cut at a line boundary.
+			end := rs[0].s - 1
+			used := head
+			for end+1 <= rs[0].e {
+				n := as.params.counter.rangeTokens(s.sl.an, rs[0].s, end+1)
+				if head+n > remaining {
+					break
+				}
+				end, used = end+1, head+n
+			}
+			if end < rs[0].s {
+				c.reason = "dropped: does not fit"
+				as.sel.considered = append(as.sel.considered, c)
+				break
+			}
+			c.ranges, c.whole, cost = []lineRange{{rs[0].s, end}}, false, used
+		}
+		c.included, c.tokens, c.reason = true, cost, c.label
+		as.sel.considered = append(as.sel.considered, c)
+		as.sel.blocks[s.sl] = &block{file: s.sl, ranges: c.ranges, tokens: cost - head, headTokens: head, best: s.score}
+		remaining -= cost
+		as.sel.contextUsed += cost
+		if !c.whole {
+			break
+		}
+	}
+}
+
+// packJaccard is the Copilot-style baseline: from each other file its
+// window most similar (Jaccard over identifiers) to the 20 lines before the
+// cursor, best first.
+func (as *assembly) packJaccard() {
+	r, t, a := as.index, as.in.cursor, as.text
+	q := map[term]bool{}
+	for i := max(0, as.cursorLine-19); i <= as.cursorLine; i++ {
+		line := a.lineText(i)
+		if i == as.cursorLine {
+			line = a.content[a.lines[i]:as.in.offset]
+		}
+		scanIdents(line, a.lang, func(id string, _ int) bool {
+			q[hashIdent(id)] = true
+			return true
+		})
+	}
+	if len(q) == 0 {
+		return
+	}
+	best := map[*slot]scoredChunk{}
+	for id := range r.chunks {
+		cr := &r.chunks[id]
+		if cr.dead {
+			continue
+		}
+		sl := r.slots[cr.slot]
+		if sl == t {
+			continue
+		}
+		c := &sl.an.chunks[cr.idx]
+		inter := 0
+		for _, x := range c.terms {
+			if q[x.t] {
+				inter++
+			}
+		}
+		if inter == 0 {
+			continue
+		}
+		j := float64(inter) / float64(len(c.terms)+len(q)-inter)
+		if b, ok := best[sl]; !ok || j > b.score {
+			best[sl] = scoredChunk{uint32(id), j}
+		}
+	}
+	hits := make([]scoredChunk, 0, len(best))
+	for _, h := range best {
+		hits = append(hits, h)
+	}
+	slices.SortFunc(hits, func(x, y scoredChunk) int {
+		if x.score != y.score {
+			if x.score > y.score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(r.slots[r.chunks[x.chunk].slot].path, r.slots[r.chunks[y.chunk].slot].path)
+	})
+	remaining := as.contextBudget
+	for i, h := range hits {
+		if i >= as.params.maxCandidates {
+			break
+		}
+		cr := r.chunks[h.chunk]
+		sl := r.slots[cr.slot]
+		ch := &sl.an.chunks[cr.idx]
+		s, e, ok := sl.an.trim(ch.start, ch.end)
+		if !ok {
+			continue
+		}
+		rs := []lineRange{{s, e}}
+		c := &candidate{sl: sl, kind: srcKindSimilar, ranges: rs, score: h.score,
+			label: fmt.Sprintf("best Jaccard window %.3f", h.score)}
+		head := as.headTokens(sl)
+		n := as.params.counter.rangesTokens(sl.an, rs, -1, -1)
+		c.tokens = head + n
+		as.sel.considered = append(as.sel.considered, c)
+		if head+n > remaining {
+			c.reason = "dropped: does not fit"
+			continue
+		}
+		c.included, c.reason = true, c.label
+		as.sel.blocks[sl] = &block{file: sl, ranges: rs, tokens: n, headTokens: head, best: h.score}
+		remaining -= head + n
+		as.sel.contextUsed += head + n
+	}
+}

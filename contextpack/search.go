@@ -1,0 +1,332 @@
+package contextpack
+
+import (
+	"math"
+	"slices"
+	"strings"
+)
+
+// searchQuery asks for the cursor-dependent candidates: definitions of the
+// identifiers around the cursor and the windows most similar to that code.
+type searchQuery struct {
+	params      *asmParams
+	index       *repoIndex
+	cursor      *slot
+	text        *analysis // the cursor file with its own text
+	cursorLine  int32
+	windowLines lineRange // the prefix/suffix window's lines, whose hits are left out
+	strategy    asmStrategy
+	importRank  map[*slot]int // the ranked imports (read only)
+}
+
+// searchKey is everything a search reads besides the index's state, which
+// version stands for: the cursor file's slot and view analysis, the cursor
+// line (which fixes the query region and leaves its own line out) and the
+// prefix/suffix window's lines.
+type searchKey struct {
+	cursor      *slot
+	view        *analysis
+	version     uint64
+	cursorLine  int32
+	windowLines lineRange
+	strategy    asmStrategy
+}
+
+func (q searchQuery) key() searchKey {
+	return searchKey{cursor: q.cursor, view: q.cursor.an, version: q.index.version, cursorLine: q.cursorLine,
+		windowLines: q.windowLines, strategy: q.strategy}
+}
+
+// searchResult is what a search found, best first.
+type searchResult struct {
+	definitions []*candidate
+	similar     []*candidate
+	fileRank    map[*slot]int // read only; nil unless the file weight is set
+}
+
+func (as *assembly) searchQuery() searchQuery {
+	return searchQuery{params: as.params, index: as.index, cursor: as.in.cursor, text: as.text, cursorLine: as.cursorLine,
+		windowLines: as.windowLines, strategy: as.in.strategy, importRank: as.sel.importRank}
+}
+
+// search runs q: the query region's identifiers (locals excluded) looked up
+// in the definitions index, and its windows scored by BM25.
+func search(q searchQuery) *searchResult {
+	var res searchResult
+	reg := q.queryRegion()
+	ids := q.queryIdents(reg)
+	if q.strategy != asmSimilarOnly {
+		res.definitions = q.defCandidates(ids, q.localsIn(reg))
+	}
+	if q.strategy != asmDefinitionsOnly {
+		res.similar, res.fileRank = q.simCandidates(ids)
+	}
+	return &res
+}
+
+// queryRegion is the code the cursor-dependent sources look at: the
+// enclosing function when it is short enough, else a window of lines
+// aligned to 8-line steps so that it moves only every few lines.
+func (q *searchQuery) queryRegion() lineRange {
+	a, cl := q.text, q.cursorLine
+	ql := int32(q.params.queryLines)
+	var best *def
+	for i := range a.defs {
+		d := &a.defs[i]
+		if d.start > cl {
+			break
+		}
+		if d.end >= cl && (d.kind == kindFunction || d.kind == kindMethod) {
+			best = d
+		}
+	}
+	if best != nil && best.end-best.start+1 <= 2*ql {
+		return lineRange{best.start, best.end}
+	}
+	const step = 8
+	base := cl / step * step
+	return lineRange{max(0, base-ql*3/4), min(a.numLines()-1, base+step-1+ql/4)}
+}
+
+// queryIdents weighs the identifiers of the query region, leaving out the
+// cursor line (it changes on every keystroke; excluding it keeps the
+// cursor-dependent context stable while typing) and names defined inside
+// the region (locals). An occurrence counts more when it is called or
+// looks like a type (capitalised) than when it is a bare lower-case word.
+func (q *searchQuery) queryIdents(reg lineRange) map[string]float64 {
+	a := q.text
+	ids := map[string]float64{}
+	for i := reg.s; i <= reg.e; i++ {
+		if i == q.cursorLine {
+			continue
+		}
+		line := a.lineText(i)
+		scanIdents(line, a.lang, func(id string, off int) bool {
+			w := 0.5
+			end := off + len(id)
+			switch {
+			case end < len(line) && line[end] == '(':
+				w = 1.5
+			case off > 0 && line[off-1] == '.':
+				w = 1
+			case id[0] >= 'A' && id[0] <= 'Z':
+				w = 1
+			}
+			ids[id] += w
+			return true
+		})
+	}
+	for i := range a.defs {
+		d := &a.defs[i]
+		if d.start > reg.s && d.start <= reg.e {
+			delete(ids, d.name)
+		}
+	}
+	return ids
+}
+
+// localsIn is the set of parameters and local variables declared from the
+// start of the function enclosing the cursor to the end of reg.
+func (q *searchQuery) localsIn(reg lineRange) map[term]bool {
+	a := q.text
+	from := reg.s
+	for i := range a.defs {
+		d := &a.defs[i]
+		if d.start > q.cursorLine {
+			break
+		}
+		if d.end >= q.cursorLine && (d.kind == kindFunction || d.kind == kindMethod) {
+			from = min(from, d.start)
+		}
+	}
+	out := map[term]bool{}
+	i, _ := slices.BinarySearchFunc(a.locals, from, func(l localRef, line int32) int { return int(l.line - line) })
+	for ; i < len(a.locals) && a.locals[i].line <= reg.e; i++ {
+		out[a.locals[i].t] = true
+	}
+	return out
+}
+
+// isTestPath reports test files by the usual naming conventions.
+func isTestPath(p string) bool {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") ||
+		strings.HasSuffix(base, "_test.py") || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
+		strings.HasSuffix(base, "Test.java") || strings.HasSuffix(base, "Tests.java") ||
+		strings.Contains(p, "/tests/") || strings.HasPrefix(p, "tests/") || strings.Contains(p, "/test/") ||
+		strings.HasPrefix(p, "test/") || strings.Contains(p, "/testdata/")
+}
+
+// defCandidates looks up the region's identifiers (locals excluded) in the
+// definitions index.
+func (q *searchQuery) defCandidates(ids map[string]float64, locals map[term]bool) []*candidate {
+	r, t := q.index, q.cursor
+	testTarget := isTestPath(t.path)
+	names := make([]string, 0, len(ids))
+	for n := range ids {
+		if !locals[hashIdent(n)] {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	type hit struct {
+		ref   defRef
+		score float64
+	}
+	var hits []hit
+	const maxRefs = 6
+	for _, name := range names {
+		all := r.defs[name]
+		if len(all) == 0 {
+			continue
+		}
+		refs := make([]defRef, 0, len(all))
+		for _, ref := range all {
+			if testTarget || !isTestPath(r.slots[ref.slot].path) {
+				refs = append(refs, ref)
+			}
+		}
+		if len(refs) > maxRefs {
+			var near []defRef
+			for _, ref := range refs {
+				sl := r.slots[ref.slot]
+				if q.importRank[sl] > 0 || sl.dir == t.dir {
+					near = append(near, ref)
+				}
+			}
+			refs = near
+		}
+		if len(refs) == 0 || len(refs) > maxRefs {
+			continue // too ambiguous to help
+		}
+		base := (1 + math.Log1p(ids[name])) / math.Sqrt(float64(len(refs)))
+		for _, ref := range refs {
+			sl := r.slots[ref.slot]
+			d := &sl.an.defs[ref.def]
+			if sl == t && d.start <= q.windowLines.e && d.end >= q.windowLines.s {
+				continue // visible in the window already
+			}
+			if d.kind.isMember() && (d.parent < 0 || !sl.an.defs[d.parent].kind.isScope()) {
+				continue // a field of an anonymous type: no context to show
+			}
+			loc := 1.0
+			switch {
+			case sl == t:
+			case q.importRank[sl] > 0:
+				loc *= 2
+			case sl.dir == t.dir:
+				loc *= 1.5
+			}
+			hits = append(hits, hit{ref, base * loc})
+		}
+	}
+	slices.SortFunc(hits, func(x, y hit) int {
+		if x.score != y.score {
+			if x.score > y.score {
+				return -1
+			}
+			return 1
+		}
+		px, py := r.slots[x.ref.slot].path, r.slots[y.ref.slot].path
+		if c := strings.Compare(px, py); c != 0 {
+			return c
+		}
+		return int(x.ref.def - y.ref.def)
+	})
+	var out []*candidate
+	seen := map[string]bool{}
+	for _, h := range hits {
+		if len(out) >= q.params.maxCandidates {
+			break
+		}
+		sl := r.slots[h.ref.slot]
+		d := &sl.an.defs[h.ref.def]
+		rs := defRanges(q.params, sl.an, h.ref.def)
+		if len(rs) == 0 {
+			continue
+		}
+		key := rangesKey(sl, rs)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, &candidate{sl: sl, kind: srcKindDefinition, ranges: rs, key: key, score: h.score,
+			label: d.kind.String() + " " + d.name})
+	}
+	return out
+}
+
+// simCandidates are the windows most similar (BM25) to the query region,
+// and, with a file weight, the files ranked by the summed similarity of
+// their windows.
+func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*slot]int) {
+	qt := make(map[term]int, len(ids))
+	for n, c := range ids {
+		qt[hashIdent(n)] += max(1, int(c+0.5))
+	}
+	wl, t := q.windowLines, q.cursor
+	var fileScore map[uint32]float64
+	if q.params.weights.file > 0 {
+		fileScore = map[uint32]float64{}
+	}
+	hits := q.index.bm25(qt, 2*q.params.maxCandidates, func(sl *slot, c *chunk) bool {
+		return sl != t || c.start > wl.e || c.end < wl.s
+	}, fileScore)
+	var fileRank map[*slot]int
+	if fileScore != nil {
+		fileRank = q.rankFiles(fileScore)
+	}
+	var out []*candidate
+	taken := map[*slot][]lineRange{}
+	for _, h := range hits {
+		if len(out) >= q.params.maxCandidates {
+			break
+		}
+		cr := q.index.chunks[h.chunk]
+		sl := q.index.slots[cr.slot]
+		c := &sl.an.chunks[cr.idx]
+		s, e, ok := sl.an.trim(c.start, c.end)
+		if !ok {
+			continue
+		}
+		rg := lineRange{s, e}
+		if overlaps(taken[sl], rg) {
+			continue // a shifted copy of a better window
+		}
+		taken[sl] = append(taken[sl], rg)
+		rs := []lineRange{rg}
+		out = append(out, &candidate{sl: sl, kind: srcKindSimilar, ranges: rs, key: rangesKey(sl, rs),
+			score: h.score, label: "similar window"})
+	}
+	return out, fileRank
+}
+
+// rankFiles ranks the files other than the cursor file by the summed
+// similarity of their windows to the query (a file-level relevance signal
+// for the fusion, obtained from the same BM25 pass).
+func (q *searchQuery) rankFiles(score map[uint32]float64) map[*slot]int {
+	type fs struct {
+		sl *slot
+		s  float64
+	}
+	var xs []fs
+	for id, s := range score {
+		if sl := q.index.slots[id]; sl != nil && sl != q.cursor {
+			xs = append(xs, fs{sl, s})
+		}
+	}
+	slices.SortFunc(xs, func(x, y fs) int {
+		if x.s != y.s {
+			if x.s > y.s {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.sl.path, y.sl.path)
+	})
+	rank := make(map[*slot]int, min(len(xs), 64))
+	for i, x := range xs[:min(len(xs), 64)] {
+		rank[x.sl] = i + 1
+	}
+	return rank
+}
