@@ -3,6 +3,8 @@ package contextpack
 import (
 	"slices"
 	"strings"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // asmWeights are the weights of reciprocal rank fusion: a candidate's score
@@ -88,7 +90,7 @@ type assembly struct {
 	index  *repoIndex
 	memos  asmMemos
 
-	text          *analysis // the cursor file with its own text (view.go)
+	text          *syntax.Analysis // the cursor file with its own text (view.go)
 	cursorLine    int32
 	lineIdents    string // see lineIdentsOf
 	repoLevel     bool
@@ -108,7 +110,7 @@ type assembly struct {
 // keystroke on the same line (selectionKey) and give back a copy
 // (useSelection); the maps are read only once made.
 type selection struct {
-	used         identCounts // identifiers of the cursor file
+	used         syntax.IdentCounts // identifiers of the cursor file
 	imports      []importHit
 	importRank   map[*slot]int
 	fileRank     map[*slot]int // files by summed window similarity
@@ -116,7 +118,7 @@ type selection struct {
 	stableWhole  map[*slot]bool
 	stableRanges map[*slot][]lineRange
 	considered   []*candidate
-	shown        map[term]bool // identifiers the prompt shows (Diversity only)
+	shown        map[syntax.Term]bool // identifiers the prompt shows (Diversity only)
 	blocks       map[*slot]*block
 	above        []lineRange // same-file context above the window
 	below        []lineRange // and below it
@@ -170,9 +172,9 @@ func newAssembly(in asmInput, p *asmParams, r *repoIndex, m asmMemos) *assembly 
 	t := in.cursor
 	as.text = t.an
 	if t.real != nil {
-		as.text = t.an.withText(t.real.content, t.viewLine)
+		as.text = t.an.WithText(t.real.content, t.viewLine)
 	}
-	as.cursorLine = as.text.lineOf(in.offset)
+	as.cursorLine = as.text.LineOf(in.offset)
 	as.repoLevel = (in.repoName != "" || in.requestFiles > 1) && in.strategy != asmNone
 	if as.repoLevel {
 		as.overhead = 1 + p.counter.plain(t.path+"\n") + 3
@@ -289,9 +291,9 @@ func (as *assembly) lineIdentsOf() string {
 		return "" // the line is empty
 	}
 	a := as.text
-	line := a.content[a.lines[as.cursorLine]:as.in.offset]
+	line := a.Content[a.Lines[as.cursorLine]:as.in.offset]
 	var ids []string
-	scanIdents(line, a.lang, func(id string, off int) bool {
+	syntax.ScanIdents(line, a.Lang, func(id string, off int) bool {
 		if off+len(id) < len(line) {
 			ids = append(ids, id)
 		}
@@ -302,7 +304,7 @@ func (as *assembly) lineIdentsOf() string {
 }
 
 // prefixFirstLine is the first line of the kept prefix.
-func (as *assembly) prefixFirstLine() int32 { return as.text.lineOf(as.window.preStart) }
+func (as *assembly) prefixFirstLine() int32 { return as.text.LineOf(as.window.preStart) }
 
 func (as *assembly) aboveRanges(extra []lineRange) []lineRange {
 	return mergeRanges(append(slices.Clone(as.window.headers), extra...))

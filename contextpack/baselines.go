@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // packExecRepoBench is the ExecRepoBench baseline: whole files ranked by
@@ -19,17 +21,17 @@ func (as *assembly) packExecRepoBench() {
 			explicit[h.sl] = true
 		}
 	}
-	q := t.an.fileTerms()
-	qm := make(map[term]int, len(q))
+	q := t.an.FileTerms()
+	qm := make(map[syntax.Term]int, len(q))
 	for _, x := range q {
-		qm[x.t] = int(x.tf)
+		qm[x.Term] = int(x.Count)
 	}
 	df := r.fileDocFreq()
 	n := float64(len(r.files))
 	var avgdl float64
 	for _, sl := range r.slots {
 		if sl != nil {
-			avgdl += float64(sl.an.fileLen())
+			avgdl += float64(sl.an.FileLength())
 		}
 	}
 	avgdl = max(1, avgdl/n)
@@ -45,15 +47,15 @@ func (as *assembly) packExecRepoBench() {
 			continue
 		}
 		s := 0.0
-		dl := float64(sl.an.fileLen())
-		for _, x := range sl.an.fileTerms() {
-			qtf, ok := qm[x.t]
+		dl := float64(sl.an.FileLength())
+		for _, x := range sl.an.FileTerms() {
+			qtf, ok := qm[x.Term]
 			if !ok {
 				continue
 			}
-			d := float64(df[x.t])
+			d := float64(df[x.Term])
 			idf := math.Log(1 + (n-d+0.5)/(d+0.5))
-			tf := float64(x.tf)
+			tf := float64(x.Count)
 			s += idf * float64(qtf) * tf * 2.2 / (tf + 1.2*(0.25+0.75*dl/avgdl))
 		}
 		ss = append(ss, scored{sl: sl, bm25: s})
@@ -123,14 +125,14 @@ func (as *assembly) packExecRepoBench() {
 // cursor, best first.
 func (as *assembly) packJaccard() {
 	r, t, a := as.index, as.in.cursor, as.text
-	q := map[term]bool{}
+	q := map[syntax.Term]bool{}
 	for i := max(0, as.cursorLine-19); i <= as.cursorLine; i++ {
-		line := a.lineText(i)
+		line := a.LineText(i)
 		if i == as.cursorLine {
-			line = a.content[a.lines[i]:as.in.offset]
+			line = a.Content[a.Lines[i]:as.in.offset]
 		}
-		scanIdents(line, a.lang, func(id string, _ int) bool {
-			q[hashIdent(id)] = true
+		syntax.ScanIdents(line, a.Lang, func(id string, _ int) bool {
+			q[syntax.HashIdent(id)] = true
 			return true
 		})
 	}
@@ -147,17 +149,17 @@ func (as *assembly) packJaccard() {
 		if sl == t {
 			continue
 		}
-		c := &sl.an.chunks[cr.idx]
+		c := &sl.an.Chunks[cr.idx]
 		inter := 0
-		for _, x := range c.terms {
-			if q[x.t] {
+		for _, x := range c.Terms {
+			if q[x.Term] {
 				inter++
 			}
 		}
 		if inter == 0 {
 			continue
 		}
-		j := float64(inter) / float64(len(c.terms)+len(q)-inter)
+		j := float64(inter) / float64(len(c.Terms)+len(q)-inter)
 		if b, ok := best[sl]; !ok || j > b.score {
 			best[sl] = scoredChunk{uint32(id), j}
 		}
@@ -182,8 +184,8 @@ func (as *assembly) packJaccard() {
 		}
 		cr := r.chunks[h.chunk]
 		sl := r.slots[cr.slot]
-		ch := &sl.an.chunks[cr.idx]
-		s, e, ok := sl.an.trim(ch.start, ch.end)
+		ch := &sl.an.Chunks[cr.idx]
+		s, e, ok := sl.an.Trim(ch.Start, ch.End)
 		if !ok {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"github.com/infill-dev/infill/internal/logctx"
 )
@@ -47,10 +48,10 @@ type Neutralizer interface {
 type Builder struct {
 	cfg      Config
 	log      *zap.Logger
-	grammars *grammars
+	grammars *syntax.Grammars
 	store    *store
 	params   asmParams // the assembly's, made from cfg
-	aopt     analyzeOptions
+	aopt     syntax.Options
 	snaps    *snapshots // nil: snapshots off
 	lists    *listMemo
 	views    views
@@ -82,15 +83,15 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 		views:    views{last: map[string]string{}},
 		cfg:      cfg,
 		log:      log,
-		grammars: newGrammars(cfg.Workers),
+		grammars: syntax.NewGrammars(cfg.Workers),
 		store:    newStore(cfg.CacheBytes, cfg.MaxRepositories, log),
 		params:   assemblyParams(cfg, newCounter(tok, neutral, cfg.CountCacheSegments, cfg.ContextTokens), neutral),
-		aopt: analyzeOptions{
-			maxParseBytes:  cfg.MaxParseBytes,
-			parseTimeoutUS: int(cfg.ParseTimeout.Microseconds()),
-			windowLines:    cfg.WindowLines,
-			windowStride:   cfg.WindowStride,
-			trees:          newTreeCache(cfg.EditTrees),
+		aopt: syntax.Options{
+			MaxParseBytes:  cfg.MaxParseBytes,
+			ParseTimeoutUS: int(cfg.ParseTimeout.Microseconds()),
+			WindowLines:    cfg.WindowLines,
+			WindowStride:   cfg.WindowStride,
+			Trees:          syntax.NewTreeCache(cfg.EditTrees),
 		},
 	}, nil
 }
@@ -98,8 +99,8 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 // Close frees the parsers and queries (C memory) once running builds have
 // finished with them. Builds after Close fail.
 func (b *Builder) Close() {
-	b.grammars.close()
-	b.aopt.trees.close()
+	b.grammars.Close()
+	b.aopt.Trees.Close()
 }
 
 // Budget returns the total token budget for a request: the request's own,
@@ -131,8 +132,8 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (_ 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if b.grammars.isClosed() {
-		return nil, errClosed
+	if b.grammars.IsClosed() {
+		return nil, syntax.ErrClosed
 	}
 	if req.MaxNewTokens < 0 {
 		return nil, &ArgumentError{Field: "generation.max_tokens", Reason: "must be >= 0"}

@@ -3,6 +3,8 @@ package contextpack
 import (
 	"slices"
 	"strconv"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // candidate is one piece of context considered for the prompt.
@@ -90,11 +92,11 @@ func overlaps(rs []lineRange, w lineRange) bool {
 	return false
 }
 
-func lineIndent(a *analysis, i int32) string {
-	if i < 0 || i >= a.numLines() {
+func lineIndent(a *syntax.Analysis, i int32) string {
+	if i < 0 || i >= a.NumLines() {
 		return ""
 	}
-	s := a.lineText(i)
+	s := a.LineText(i)
 	n := 0
 	for n < len(s) && (s[n] == ' ' || s[n] == '\t') {
 		n++
@@ -103,8 +105,8 @@ func lineIndent(a *analysis, i int32) string {
 }
 
 // wholeRanges is the whole file as one range (blank edges trimmed).
-func wholeRanges(a *analysis) []lineRange {
-	s, e, ok := a.trim(0, a.numLines()-1)
+func wholeRanges(a *syntax.Analysis) []lineRange {
+	s, e, ok := a.Trim(0, a.NumLines()-1)
 	if !ok {
 		return nil
 	}
@@ -114,43 +116,43 @@ func wholeRanges(a *analysis) []lineRange {
 // defRanges is how definition di of a is shown: whole when small enough
 // (methods and members under their parent's header), else its header and
 // an outline of its members, or its first lines.
-func defRanges(p *asmParams, a *analysis, di int32) []lineRange {
-	d := &a.defs[di]
+func defRanges(p *asmParams, a *syntax.Analysis, di int32) []lineRange {
+	d := &a.Defs[di]
 	limit := p.maxSnippetTokens
 	var rs []lineRange
-	if d.parent >= 0 {
-		p := &a.defs[d.parent]
-		switch p.kind {
-		case kindClass, kindImpl, kindModule:
-			if s, e, ok := a.trim(p.start, min(p.headerEnd, d.start-1)); ok {
+	if d.Parent >= 0 {
+		p := &a.Defs[d.Parent]
+		switch p.Kind {
+		case syntax.KindClass, syntax.KindImpl, syntax.KindModule:
+			if s, e, ok := a.Trim(p.Start, min(p.HeaderEnd, d.Start-1)); ok {
 				rs = append(rs, lineRange{s, e})
 			}
 		}
 	}
-	s, e, ok := a.trim(d.start, d.end)
+	s, e, ok := a.Trim(d.Start, d.End)
 	if !ok {
 		return rs
 	}
-	if d.kind.isMember() || !tooLong(rangesBytes(a, []lineRange{{s, e}}), limit) && p.counter.rangeTokens(a, s, e) <= limit {
-		if d.kind.isMember() && e-s > 8 {
+	if d.Kind.IsMember() || !tooLong(rangesBytes(a, []lineRange{{s, e}}), limit) && p.counter.rangeTokens(a, s, e) <= limit {
+		if d.Kind.IsMember() && e-s > 8 {
 			e = s + 8
 		}
 		return mergeRanges(append(rs, lineRange{s, e}))
 	}
-	hs, he, _ := a.trim(d.start, d.headerEnd)
+	hs, he, _ := a.Trim(d.Start, d.HeaderEnd)
 	if he < hs {
 		he = hs
 	}
 	used := p.counter.rangeTokens(a, hs, he)
 	rs = append(rs, lineRange{hs, he})
 	hasMembers := false
-	for ci := di + 1; ci < int32(len(a.defs)) && a.defs[ci].start <= d.end; ci++ {
-		c := &a.defs[ci]
-		if c.parent != di {
+	for ci := di + 1; ci < int32(len(a.Defs)) && a.Defs[ci].Start <= d.End; ci++ {
+		c := &a.Defs[ci]
+		if c.Parent != di {
 			continue
 		}
 		hasMembers = true
-		cs, ce, ok := a.trim(c.start, c.headerEnd)
+		cs, ce, ok := a.Trim(c.Start, c.HeaderEnd)
 		if !ok || cs <= he {
 			continue
 		}
@@ -173,10 +175,10 @@ func defRanges(p *asmParams, a *analysis, di int32) []lineRange {
 	return mergeRanges(rs)
 }
 
-func rangesBytes(a *analysis, rs []lineRange) int {
+func rangesBytes(a *syntax.Analysis, rs []lineRange) int {
 	n := 0
 	for _, r := range rs {
-		n += a.lineEnd(r.e) - int(a.lines[r.s])
+		n += a.LineEnd(r.e) - int(a.Lines[r.s])
 	}
 	return n
 }

@@ -1,18 +1,15 @@
 package contextpack
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
-	"runtime"
-	"sort"
-	"strings"
 	"testing"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
+	"github.com/infill-dev/infill/contextpack/internal/testcorpus"
 )
 
 // corpusFile is a source file of the test corpus and its language.
 type corpusFile struct {
-	lang langID
+	lang syntax.Lang
 	src  string
 }
 
@@ -20,32 +17,21 @@ type corpusFile struct {
 // this machine (Go distribution, Python library), for property tests.
 func corpusSamples(t testing.TB, n int) []corpusFile {
 	t.Helper()
-	roots := []string{filepath.Join(runtime.GOROOT(), "src", "net", "http"), filepath.Join(runtime.GOROOT(), "src", "go", "types")}
-	if m, _ := filepath.Glob("/usr/lib/python3*/json"); len(m) > 0 {
-		roots = append(roots, m[0], filepath.Dir(m[0])+"/email")
-	}
-	var paths []string
-	for _, root := range roots {
-		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if !d.IsDir() && (strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".py")) {
-				paths = append(paths, p)
-			}
-			return nil
-		})
-	}
-	sort.Strings(paths)
-	if len(paths) == 0 {
-		t.Skip("no source corpus on this machine")
-	}
 	var out []corpusFile
-	step := max(1, len(paths)/n)
-	for i := 0; i < len(paths) && len(out) < n; i += step {
-		b, err := os.ReadFile(paths[i])
-		if err == nil {
-			out = append(out, corpusFile{detectLang(paths[i], ""), string(b)})
+	for _, f := range testcorpus.Samples(t, n) {
+		out = append(out, corpusFile{syntax.DetectLang(f.Path, ""), f.Text})
+	}
+	return out
+}
+
+// goldenSources returns the source files of the golden cases that are in
+// a language with a grammar.
+func goldenSources(t testing.TB) []corpusFile {
+	t.Helper()
+	var out []corpusFile
+	for _, f := range testcorpus.Golden(t, "testdata/golden") {
+		if lang := syntax.DetectLang(f.Path, ""); lang != syntax.LangPlain {
+			out = append(out, corpusFile{lang, f.Text})
 		}
 	}
 	return out

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // Exact counting by segments.
@@ -59,7 +61,7 @@ func blankLineAt(s string, off int) bool {
 	} else {
 		end += off
 	}
-	return isBlank(s[off:end])
+	return syntax.IsBlank(s[off:end])
 }
 
 // counter counts user text exactly (after Neutralize) with a cache of
@@ -139,7 +141,7 @@ func (c *counter) plain(s string) int { return c.segment(s) }
 // non-adjacent ones; lead (>= 0) is the line after preceding content, so
 // an elision goes first when ranges[0] starts later; trail (>= 0) is the
 // line where following content starts.
-func (c *counter) rangesTokens(a *analysis, rs []lineRange, lead, trail int32) int {
+func (c *counter) rangesTokens(a *syntax.Analysis, rs []lineRange, lead, trail int32) int {
 	if len(rs) == 0 {
 		return 0
 	}
@@ -160,8 +162,8 @@ func (c *counter) rangesTokens(a *analysis, rs []lineRange, lead, trail int32) i
 }
 
 // elisionLine marks left-out lines in the file's comment syntax.
-func elisionLine(a *analysis, indent string) string {
-	switch elisionKind(a.lang) {
+func elisionLine(a *syntax.Analysis, indent string) string {
+	switch elisionKind(a.Lang) {
 	case 1:
 		return indent + "# ...\n"
 	case 2:
@@ -170,11 +172,11 @@ func elisionLine(a *analysis, indent string) string {
 	return indent + "// ...\n"
 }
 
-func elisionKind(l langID) int {
+func elisionKind(l syntax.Lang) int {
 	switch l {
-	case langPython:
+	case syntax.LangPython:
 		return 1
-	case langPlain:
+	case syntax.LangPlain:
 		return 2
 	}
 	return 0
@@ -183,7 +185,7 @@ func elisionKind(l langID) int {
 // elisionTokens counts the elision line at line i's indentation. The
 // counts of indents of one kind of blank (tabs or spaces, fewer than 64)
 // are kept in a table: ranges with gaps ask for them at every keystroke.
-func (c *counter) elisionTokens(a *analysis, i int32) int {
+func (c *counter) elisionTokens(a *syntax.Analysis, i int32) int {
 	ind := lineIndent(a, i)
 	n := len(ind)
 	if n >= len(c.elision[0][0]) || strings.Count(ind, ind[:min(n, 1)]) != n && n > 0 {
@@ -193,7 +195,7 @@ func (c *counter) elisionTokens(a *analysis, i int32) int {
 	if n > 0 && ind[0] == ' ' {
 		w = 1
 	}
-	e := &c.elision[elisionKind(a.lang)][w][n]
+	e := &c.elision[elisionKind(a.Lang)][w][n]
 	if v := e.Load(); v > 0 {
 		return int(v - 1)
 	}
@@ -203,24 +205,24 @@ func (c *counter) elisionTokens(a *analysis, i int32) int {
 }
 
 // rangeTokens counts lines [s, e] of a (ending with a newline), cached.
-func (c *counter) rangeTokens(a *analysis, s, e int32) int {
-	if a.view != nil && (e < a.viewLine || s > a.viewLine) {
-		a = a.view // the same text, and counts kept across keystrokes
+func (c *counter) rangeTokens(a *syntax.Analysis, s, e int32) int {
+	if a.View != nil && (e < a.ViewLine || s > a.ViewLine) {
+		a = a.View // the same text, and counts kept across keystrokes
 	}
-	if tooLong(a.lineEnd(e)-int(a.lines[s]), c.maxTokens) {
+	if tooLong(a.LineEnd(e)-int(a.Lines[s]), c.maxTokens) {
 		return c.maxTokens + 1 // cannot fit any prompt; not counted
 	}
-	if n, ok := a.tokenCounts.get(s, e); ok {
+	if n, ok := a.TokenCounts.Get(s, e); ok {
 		return int(n)
 	}
 	n := int32(c.text(rangeTextNL(a, s, e)))
-	a.tokenCounts.put(s, e, n)
+	a.TokenCounts.Put(s, e, n)
 	return int(n)
 }
 
 // rangeTextNL is lines [s, e] with a final newline guaranteed.
-func rangeTextNL(a *analysis, s, e int32) string {
-	t := a.rangeText(s, e)
+func rangeTextNL(a *syntax.Analysis, s, e int32) string {
+	t := a.RangeText(s, e)
 	if !strings.HasSuffix(t, "\n") {
 		t += "\n"
 	}

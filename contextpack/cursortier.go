@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // packCursorTier fuses definitions, similar windows (from the memos'
@@ -169,27 +171,27 @@ func (as *assembly) picker(fused []*candidate) func() *candidate {
 			return fused[i-1]
 		}
 	}
-	as.sel.shown = map[term]bool{}
-	addText := func(s string, lang langID) {
-		scanIdents(s, lang, func(id string, _ int) bool {
-			as.sel.shown[hashIdent(id)] = true
+	as.sel.shown = map[syntax.Term]bool{}
+	addText := func(s string, lang syntax.Lang) {
+		syntax.ScanIdents(s, lang, func(id string, _ int) bool {
+			as.sel.shown[syntax.HashIdent(id)] = true
 			return true
 		})
 	}
-	addText(as.text.content[as.window.preStart:as.window.sufEnd], as.text.lang)
+	addText(as.text.Content[as.window.preStart:as.window.sufEnd], as.text.Lang)
 	for _, c := range as.sel.stable {
 		as.noteIncluded(c)
 	}
-	ids := make(map[*candidate][]term, len(fused))
+	ids := make(map[*candidate][]syntax.Term, len(fused))
 	for _, c := range fused {
-		set := map[term]bool{}
+		set := map[syntax.Term]bool{}
 		for _, r := range c.ranges {
-			scanIdents(c.sl.an.rangeText(r.s, r.e), c.sl.an.lang, func(id string, _ int) bool {
-				set[hashIdent(id)] = true
+			syntax.ScanIdents(c.sl.an.RangeText(r.s, r.e), c.sl.an.Lang, func(id string, _ int) bool {
+				set[syntax.HashIdent(id)] = true
 				return true
 			})
 		}
-		ts := make([]term, 0, len(set))
+		ts := make([]syntax.Term, 0, len(set))
 		for t := range set {
 			ts = append(ts, t)
 		}
@@ -226,8 +228,8 @@ func (as *assembly) noteIncluded(c *candidate) {
 		return
 	}
 	for _, r := range c.ranges {
-		scanIdents(c.sl.an.rangeText(r.s, r.e), c.sl.an.lang, func(id string, _ int) bool {
-			as.sel.shown[hashIdent(id)] = true
+		syntax.ScanIdents(c.sl.an.RangeText(r.s, r.e), c.sl.an.Lang, func(id string, _ int) bool {
+			as.sel.shown[syntax.HashIdent(id)] = true
 			return true
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // importHit is a repository file the cursor file depends on.
@@ -11,7 +13,7 @@ type importHit struct {
 	sl       *slot
 	explicit bool     // named by an import statement (not merely the same package)
 	order    int      // first import statement that resolved to it
-	used     []uint64 // set by rankImports: definitions the cursor file names (analysis.usedDefs)
+	used     []uint64 // set by rankImports: definitions the cursor file names (syntax.Analysis.UsedDefs)
 }
 
 // maxImportFiles bounds the files one cursor file is taken to import.
@@ -33,26 +35,26 @@ func (r *repoIndex) resolveImports(t *slot) []importHit {
 		hits = append(hits, importHit{sl: sl, explicit: explicit, order: len(hits)})
 	}
 	a := t.an
-	for _, im := range a.imports {
+	for _, im := range a.Imports {
 		for _, sl := range r.resolveOne(t, im) {
 			addSlot(sl, true)
 		}
 	}
 	switch t.lang {
-	case langGo:
+	case syntax.LangGo:
 		test := strings.HasSuffix(t.base, "_test.go")
 		for _, sl := range r.byDir[t.dir] {
-			if sl.lang == langGo && (test || !strings.HasSuffix(sl.base, "_test.go")) {
+			if sl.lang == syntax.LangGo && (test || !strings.HasSuffix(sl.base, "_test.go")) {
 				addSlot(sl, false)
 			}
 		}
-	case langJava:
+	case syntax.LangJava:
 		for _, sl := range r.byDir[t.dir] {
-			if sl.lang == langJava {
+			if sl.lang == syntax.LangJava {
 				addSlot(sl, false)
 			}
 		}
-	case langC, langCPP:
+	case syntax.LangC, syntax.LangCPP:
 		stem := strings.TrimSuffix(t.base, path.Ext(t.base))
 		for _, ext := range []string{".h", ".hpp", ".hh", ".hxx", ".c", ".cc", ".cpp", ".cxx"} {
 			addSlot(r.files[path.Join(t.dir, stem+ext)], false)
@@ -73,37 +75,37 @@ func (r *repoIndex) resolveImports(t *slot) []importHit {
 	return hits
 }
 
-func (r *repoIndex) resolveOne(t *slot, im importRef) []*slot {
-	switch im.kind {
-	case impPython:
-		return r.pyModule(t, im.spec)
-	case impPythonFrom:
-		out := r.pyModule(t, im.spec)
-		for _, n := range im.names {
+func (r *repoIndex) resolveOne(t *slot, im syntax.Import) []*slot {
+	switch im.Kind {
+	case syntax.ImportPython:
+		return r.pyModule(t, im.Spec)
+	case syntax.ImportPythonFrom:
+		out := r.pyModule(t, im.Spec)
+		for _, n := range im.Names {
 			sep := "."
-			if strings.HasSuffix(im.spec, ".") {
+			if strings.HasSuffix(im.Spec, ".") {
 				sep = ""
 			}
-			out = append(out, r.pyModule(t, im.spec+sep+n)...)
+			out = append(out, r.pyModule(t, im.Spec+sep+n)...)
 		}
 		return out
-	case impGo:
-		return r.goPackage(t, im.spec)
-	case impJS:
-		return one(r.jsModule(t, im.spec))
-	case impJava:
-		return r.javaImport(t, im.spec)
-	case impRustUse:
+	case syntax.ImportGo:
+		return r.goPackage(t, im.Spec)
+	case syntax.ImportJS:
+		return one(r.jsModule(t, im.Spec))
+	case syntax.ImportJava:
+		return r.javaImport(t, im.Spec)
+	case syntax.ImportRustUse:
 		return r.rustUse(t, im)
-	case impRustMod:
-		return one(r.rustFile(rustModDir(t), im.spec))
-	case impCQuote, impCSystem:
-		if im.kind == impCQuote {
-			if sl := r.files[path.Join(t.dir, im.spec)]; sl != nil {
+	case syntax.ImportRustMod:
+		return one(r.rustFile(rustModDir(t), im.Spec))
+	case syntax.ImportCQuote, syntax.ImportCSystem:
+		if im.Kind == syntax.ImportCQuote {
+			if sl := r.files[path.Join(t.dir, im.Spec)]; sl != nil {
 				return []*slot{sl}
 			}
 		}
-		return one(r.suffixMatch(path.Clean(im.spec), t.dir))
+		return one(r.suffixMatch(path.Clean(im.Spec), t.dir))
 	}
 	return nil
 }
@@ -237,7 +239,7 @@ func (r *repoIndex) goPackage(t *slot, imp string) []*slot {
 	}
 	var out []*slot
 	for _, sl := range r.byDir[dir] {
-		if sl.lang == langGo && !strings.HasSuffix(sl.base, "_test.go") {
+		if sl.lang == syntax.LangGo && !strings.HasSuffix(sl.base, "_test.go") {
 			out = append(out, sl)
 		}
 	}
@@ -283,7 +285,7 @@ func (r *repoIndex) javaImport(t *slot, spec string) []*slot {
 		}
 		var out []*slot
 		for _, sl := range r.byDir[ds[0]] {
-			if sl.lang == langJava {
+			if sl.lang == syntax.LangJava {
 				out = append(out, sl)
 			}
 		}
@@ -336,8 +338,8 @@ func (r *repoIndex) rustCrateRoot(t *slot) string {
 }
 
 // rustUse resolves crate::, self:: and super:: paths to module files.
-func (r *repoIndex) rustUse(t *slot, im importRef) []*slot {
-	parts := strings.Split(im.spec, "::")
+func (r *repoIndex) rustUse(t *slot, im syntax.Import) []*slot {
+	parts := strings.Split(im.Spec, "::")
 	var base string
 	switch {
 	case len(parts) > 0 && parts[0] == "crate":
@@ -357,9 +359,9 @@ func (r *repoIndex) rustUse(t *slot, im importRef) []*slot {
 		base = rustModDir(t) // a module declared in this one, if any
 	}
 	paths := [][]string{parts}
-	if len(im.names) > 0 {
+	if len(im.Names) > 0 {
 		paths = paths[:0]
-		for _, n := range im.names {
+		for _, n := range im.Names {
 			paths = append(paths, append(slices.Clip(parts), strings.Split(n, "::")...))
 		}
 	}

@@ -3,6 +3,8 @@ package contextpack
 import (
 	"slices"
 	"weak"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // The repository record: what the Builder keeps beside a repository's
@@ -21,7 +23,7 @@ type record struct {
 	searched  searchMemo
 	searches  int // searches run, not memoized
 	ranking   rankingMemo
-	outlines  map[weak.Pointer[analysis]]outlineMemo
+	outlines  map[weak.Pointer[syntax.Analysis]]outlineMemo
 	tails     [2]*walkTail // the last prefix and suffix tails of the typing view
 }
 
@@ -39,7 +41,7 @@ func (rec *record) bytes() int64 {
 // index's own; the file count is the index's.)
 type promptKey struct {
 	t            *slot
-	an           *analysis
+	an           *syntax.Analysis
 	real         *entry // the cursor file's text when an is its view's
 	version      uint64
 	off          int
@@ -148,13 +150,13 @@ func (rec *record) search(q searchQuery) *searchResult {
 // the candidates of that ranking for the cursor file's view at a version.
 type rankingMemo struct {
 	cursor     *slot
-	view       *analysis
+	view       *syntax.Analysis
 	lineIdents string
 	version    uint64
 	ranking    *importRanking
 
 	cands        []*candidate
-	candsView    *analysis
+	candsView    *syntax.Analysis
 	candsVersion uint64
 	candsIdents  string
 }
@@ -182,14 +184,15 @@ func (rec *record) importRanking(q rankingQuery) *importRanking {
 // what m.view did, and no identifier that appeared or disappeared with the
 // edit names a definition of a file the imports resolved to (so every
 // file's used definitions are as they were).
-func (m *rankingMemo) reusable(r *repoIndex, t *slot, a *analysis) bool {
+func (m *rankingMemo) reusable(r *repoIndex, t *slot, a *syntax.Analysis) bool {
+	from, flips := a.IdentFlips()
 	if m.cursor != t || m.view == nil || r.onlyEdited != t || m.version < r.onlySince ||
-		a.memo.flipsFrom != weak.Make(m.view) || !sameImports(m.view.imports, a.imports) {
+		from != weak.Make(m.view) || !sameImports(m.view.Imports, a.Imports) {
 		return false
 	}
-	for _, id := range a.memo.flips {
+	for _, id := range flips {
 		for _, sl := range m.ranking.resolved {
-			if sl.an.defines(id) {
+			if sl.an.Defines(id) {
 				return false
 			}
 		}
@@ -198,9 +201,9 @@ func (m *rankingMemo) reusable(r *repoIndex, t *slot, a *analysis) bool {
 }
 
 // sameImports compares import statements by what they import, not where.
-func sameImports(x, y []importRef) bool {
-	return slices.EqualFunc(x, y, func(p, q importRef) bool {
-		return p.kind == q.kind && p.spec == q.spec && slices.Equal(p.names, q.names)
+func sameImports(x, y []syntax.Import) bool {
+	return slices.EqualFunc(x, y, func(p, q syntax.Import) bool {
+		return p.Kind == q.Kind && p.Spec == q.Spec && slices.Equal(p.Names, q.Names)
 	})
 }
 
@@ -231,7 +234,7 @@ func (rec *record) outline(q outlineQuery) outline {
 	}
 	o := outlineOf(q)
 	if rec.outlines == nil || len(rec.outlines) >= maxOutlines {
-		rec.outlines = make(map[weak.Pointer[analysis]]outlineMemo)
+		rec.outlines = make(map[weak.Pointer[syntax.Analysis]]outlineMemo)
 	}
 	rec.outlines[key] = outlineMemo{usedDefs: q.usedDefs, limit: q.limit, outline: o}
 	return o

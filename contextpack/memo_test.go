@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 	"github.com/infill-dev/infill/contextpack/internal/synthrepo"
 )
 
@@ -39,13 +40,13 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 	}
 	// defNames returns names defined in f as the assembler sees them.
 	defNames := func(f File) []string {
-		a, err := analyze(context.Background(), warm.grammars, f.Content, detectLang(f.Path, ""), warm.aopt)
+		a, err := syntax.Analyze(context.Background(), warm.grammars, f.Content, syntax.DetectLang(f.Path, ""), warm.aopt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out []string
-		for _, d := range a.defs {
-			out = append(out, d.name)
+		for _, d := range a.Defs {
+			out = append(out, d.Name)
 		}
 		return out
 	}
@@ -77,7 +78,7 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 			// define a name the cursor file uses; the cursor file is unchanged
 			dir := path.Dir(files[cur].Path)
 			var used []string
-			scanIdents(files[cur].Content, detectLang(files[cur].Path, ""), func(id string, _ int) bool {
+			syntax.ScanIdents(files[cur].Content, syntax.DetectLang(files[cur].Path, ""), func(id string, _ int) bool {
 				used = append(used, id)
 				return true
 			})
@@ -171,7 +172,7 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		fmt.Fprintf(&sb, "def function_number_%d(first_argument, second_argument):\n    return first_argument\n\n", i)
 	}
-	a, err := analyze(context.Background(), b.grammars, sb.String(), langPython, b.aopt)
+	a, err := syntax.Analyze(context.Background(), b.grammars, sb.String(), syntax.LangPython, b.aopt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,13 +183,13 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 	if n := c.rangesTokens(a, all, -1, -1); len(all) == 0 || len(all) >= 200 {
 		t.Fatalf("outline of %d ranges, %d tokens: the test needs headers that do not all fit", len(all), n)
 	}
-	for _, used := range []identCounts{
+	for _, used := range []syntax.IdentCounts{
 		{"function_number_150": 1},
 		{"function_number_190": 2, "function_number_20": 1},
 		{"function_number_150": 1},
 		{},
 	} {
-		bits, _ := a.usedDefs(used)
+		bits, _ := a.UsedDefs(used)
 		o := rec.outline(outlineQuery{counter: c, file: a, used: used, usedDefs: bits, limit: limit})
 		got, n := o.ranges, o.tokens
 		want := outlineRanges(c, a, used, limit)
@@ -197,9 +198,9 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 		}
 		for name := range used {
 			var line int32 = -1
-			for _, d := range a.defs {
-				if d.name == name {
-					line = d.start
+			for _, d := range a.Defs {
+				if d.Name == name {
+					line = d.Start
 				}
 			}
 			if !overlaps(got, lineRange{line, line}) {

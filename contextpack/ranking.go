@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // rankingQuery asks for the order of the cursor file's imports.
@@ -13,7 +15,7 @@ type rankingQuery struct {
 	cursor *slot
 	// used are the cursor file's identifiers: its typing view's and the
 	// complete ones typed before the cursor on its line (lineIdents).
-	used       identCounts
+	used       syntax.IdentCounts
 	lineIdents string
 }
 
@@ -34,7 +36,7 @@ type importRanking struct {
 // ranks the file that defines it.
 func (as *assembly) rankImports() {
 	a := as.in.cursor.an // the view's: the same while the cursor stays on its line
-	as.sel.used = a.identSet()
+	as.sel.used = a.Identifiers()
 	if as.lineIdents != "" {
 		as.sel.used = maps.Clone(as.sel.used)
 		for _, id := range strings.Fields(as.lineIdents) {
@@ -63,7 +65,7 @@ func rankImportsFor(q rankingQuery) *importRanking {
 	}
 	rs := make([]scored, 0, len(hits))
 	for _, h := range hits {
-		bits, names := h.sl.an.usedDefs(q.used)
+		bits, names := h.sl.an.UsedDefs(q.used)
 		s := float64(names)
 		if h.explicit {
 			s += 0.5
@@ -98,7 +100,7 @@ type candidatesQuery struct {
 	cursor     *slot
 	lineIdents string
 	imports    []importHit
-	used       identCounts
+	used       syntax.IdentCounts
 }
 
 // importCandidates are the candidates of the ranked imports (at most
@@ -121,7 +123,7 @@ func importCandidate(q candidatesQuery, h importHit, rank int) *candidate {
 	c.rank[srcImp] = rank
 	// Code averages 3-4 bytes per token: a file over 5 bytes per allowed
 	// token is shown as its outline without counting it whole.
-	if len(a.content) <= 5*p.maxImportFileTokens {
+	if len(a.Content) <= 5*p.maxImportFileTokens {
 		if rs := wholeRanges(a); len(rs) > 0 {
 			if n := p.counter.rangesTokens(a, rs, -1, -1); n <= p.maxImportFileTokens {
 				c.ranges, c.whole, c.tokens, c.label = rs, true, n, "whole file"
@@ -140,9 +142,9 @@ func importCandidate(q candidatesQuery, h importHit, rank int) *candidate {
 // outlineQuery asks for an imported file's outline.
 type outlineQuery struct {
 	counter  *counter
-	file     *analysis
-	used     identCounts
-	usedDefs []uint64 // bit i: file.defs[i].name is in used (analysis.usedDefs)
+	file     *syntax.Analysis
+	used     syntax.IdentCounts
+	usedDefs []uint64 // bit i: file.defs[i].name is in used (syntax.Analysis.UsedDefs)
 	limit    int
 }
 
@@ -160,22 +162,22 @@ func outlineOf(q outlineQuery) outline {
 	return outline{ranges: rs, tokens: q.counter.rangesTokens(q.file, rs, -1, -1)}
 }
 
-func outlineRanges(c *counter, a *analysis, used identCounts, limit int) []lineRange {
+func outlineRanges(c *counter, a *syntax.Analysis, used syntax.IdentCounts, limit int) []lineRange {
 	type h struct {
 		r    lineRange
 		used bool
 	}
 	var hs []h
-	for i := range a.defs {
-		d := &a.defs[i]
-		if d.parent >= 0 && (a.defs[d.parent].parent >= 0 || d.kind != kindMethod && d.kind != kindFunction) {
+	for i := range a.Defs {
+		d := &a.Defs[i]
+		if d.Parent >= 0 && (a.Defs[d.Parent].Parent >= 0 || d.Kind != syntax.KindMethod && d.Kind != syntax.KindFunction) {
 			continue
 		}
-		s, e, ok := a.trim(d.start, d.headerEnd)
+		s, e, ok := a.Trim(d.Start, d.HeaderEnd)
 		if !ok {
 			continue
 		}
-		hs = append(hs, h{lineRange{s, e}, used.has(d.name)})
+		hs = append(hs, h{lineRange{s, e}, used.Has(d.Name)})
 	}
 	slices.SortStableFunc(hs, func(x, y h) int {
 		if x.used != y.used {

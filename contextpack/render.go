@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // asmResult is an assembled prompt: its text, exact token count and
@@ -118,7 +120,7 @@ func (as *assembly) render() (*asmResult, error) {
 	a := as.text
 	s := &as.sel
 	var sb strings.Builder
-	sb.Grow(len(a.content)/2 + 4096)
+	sb.Grow(len(a.Content)/2 + 4096)
 	res := &asmResult{tokenBudget: as.in.tokenBudget, generationTokens: as.in.maxNewTokens, contextBudget: as.contextBudget}
 	sb.WriteString(s.head)
 	tokens := s.headTokens
@@ -127,10 +129,10 @@ func (as *assembly) render() (*asmResult, error) {
 	sb.WriteString(FIMPrefix)
 	above := as.aboveRanges(s.above)
 	writeRanges(&sb, p.neutral, a, above, -1, psl)
-	pre := a.content[as.window.preStart:as.in.offset]
+	pre := a.Content[as.window.preStart:as.in.offset]
 	sb.WriteString(p.neutral(pre))
 	sb.WriteString(FIMSuffix)
-	sb.WriteString(p.neutral(a.content[as.in.offset:as.window.sufEnd]))
+	sb.WriteString(p.neutral(a.Content[as.in.offset:as.window.sufEnd]))
 	below := mergeRanges(s.below)
 	writeRanges(&sb, p.neutral, a, below, as.windowLines.e+1, -1)
 	sb.WriteString(FIMMiddle)
@@ -173,15 +175,15 @@ func (as *assembly) render() (*asmResult, error) {
 		}
 		res.sources = append(res.sources, src)
 	}
-	if a.note != "" {
-		res.warnings = append(res.warnings, fmt.Sprintf("%s: %s; no scope headers or definitions from it", t.path, a.note))
+	if a.Note != "" {
+		res.warnings = append(res.warnings, fmt.Sprintf("%s: %s; no scope headers or definitions from it", t.path, a.Note))
 	}
-	res.text, res.tokens, res.cursorText = sb.String(), tokens, a.content
+	res.text, res.tokens, res.cursorText = sb.String(), tokens, a.Content
 	return res, nil
 }
 
 // writeRanges renders what rangesTokens counts.
-func writeRanges(sb *strings.Builder, neutral func(string) string, a *analysis, rs []lineRange, lead, trail int32) {
+func writeRanges(sb *strings.Builder, neutral func(string) string, a *syntax.Analysis, rs []lineRange, lead, trail int32) {
 	if len(rs) == 0 {
 		return
 	}

@@ -5,6 +5,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // repoIndex is the state of one repository as the last request described
@@ -20,8 +22,8 @@ type repoIndex struct {
 
 	defs map[string][]defRef
 
-	post     map[term][]posting
-	df       map[term]uint32
+	post     map[syntax.Term][]posting
+	df       map[syntax.Term]uint32
 	chunks   []chunkRef
 	live     int   // live chunks
 	totalLen int64 // identifiers in live chunks
@@ -29,10 +31,10 @@ type repoIndex struct {
 	deadPost int
 	nDefRefs int
 
-	byBase map[string][]*slot // base name → files
-	byDir  map[string][]*slot // directory → files
-	goMods map[string]string  // directory of a go.mod → module path
-	fileDF map[term]int32     // files per term; nil until a baseline needs it
+	byBase map[string][]*slot    // base name → files
+	byDir  map[string][]*slot    // directory → files
+	goMods map[string]string     // directory of a go.mod → module path
+	fileDF map[syntax.Term]int32 // files per term; nil until a baseline needs it
 
 	scratch []float32
 	touched []uint32
@@ -54,9 +56,9 @@ type slot struct {
 	id        uint32
 	path      string
 	dir, base string
-	lang      langID
+	lang      syntax.Lang
 	e         *entry
-	an        *analysis
+	an        *syntax.Analysis
 	real      *entry // when e is a typing view: the file's content (the view empties line viewLine)
 	viewLine  int32
 	chunkIDs  []uint32 // an.chunks[i] is r.chunks[chunkIDs[i]]
@@ -82,8 +84,8 @@ type chunkRef struct {
 
 func newRepoIndex() *repoIndex {
 	return &repoIndex{
-		files: map[string]*slot{}, defs: map[string][]defRef{}, post: map[term][]posting{},
-		df: map[term]uint32{}, byBase: map[string][]*slot{}, byDir: map[string][]*slot{},
+		files: map[string]*slot{}, defs: map[string][]defRef{}, post: map[syntax.Term][]posting{},
+		df: map[syntax.Term]uint32{}, byBase: map[string][]*slot{}, byDir: map[string][]*slot{},
 		goMods: map[string]string{},
 	}
 }
@@ -93,9 +95,9 @@ func newRepoIndex() *repoIndex {
 // content.
 type reqFile struct {
 	path string
-	lang langID
+	lang syntax.Lang
 	e    *entry
-	an   *analysis
+	an   *syntax.Analysis
 	real *entry
 	line int32 // the line the view empties
 }
@@ -213,16 +215,16 @@ func (r *repoIndex) add(f *reqFile) *slot {
 }
 
 func (r *repoIndex) addDefs(sl *slot) {
-	for i := range sl.an.defs {
-		n := sl.an.defs[i].name
+	for i := range sl.an.Defs {
+		n := sl.an.Defs[i].Name
 		r.defs[n] = append(r.defs[n], defRef{sl.id, int32(i)})
 	}
-	r.nDefRefs += len(sl.an.defs)
+	r.nDefRefs += len(sl.an.Defs)
 }
 
 func (r *repoIndex) removeDefs(sl *slot) {
-	for i := range sl.an.defs {
-		n := sl.an.defs[i].name
+	for i := range sl.an.Defs {
+		n := sl.an.Defs[i].Name
 		refs := r.defs[n]
 		refs = slices.DeleteFunc(refs, func(d defRef) bool { return d.slot == sl.id })
 		if len(refs) == 0 {
@@ -231,45 +233,45 @@ func (r *repoIndex) removeDefs(sl *slot) {
 			r.defs[n] = refs
 		}
 	}
-	r.nDefRefs -= len(sl.an.defs)
+	r.nDefRefs -= len(sl.an.Defs)
 }
 
 func (r *repoIndex) indexChunks(sl *slot) {
-	sl.chunkIDs = make([]uint32, len(sl.an.chunks))
-	for i := range sl.an.chunks {
+	sl.chunkIDs = make([]uint32, len(sl.an.Chunks))
+	for i := range sl.an.Chunks {
 		sl.chunkIDs[i] = r.addChunk(sl, i)
 	}
 }
 
 // addChunk indexes window i of sl's analysis and returns its id.
 func (r *repoIndex) addChunk(sl *slot, i int) uint32 {
-	c := &sl.an.chunks[i]
+	c := &sl.an.Chunks[i]
 	id := uint32(len(r.chunks))
-	r.chunks = append(r.chunks, chunkRef{slot: sl.id, idx: uint32(i), length: c.length})
-	for _, t := range c.terms {
-		r.post[t.t] = append(r.post[t.t], posting{id, t.tf})
-		r.df[t.t]++
+	r.chunks = append(r.chunks, chunkRef{slot: sl.id, idx: uint32(i), length: c.Length})
+	for _, t := range c.Terms {
+		r.post[t.Term] = append(r.post[t.Term], posting{id, t.Count})
+		r.df[t.Term]++
 	}
-	r.livePost += len(c.terms)
-	r.totalLen += int64(c.length)
+	r.livePost += len(c.Terms)
+	r.totalLen += int64(c.Length)
 	r.live++
 	return id
 }
 
 // dropChunk marks chunk id (window c) dead; its postings go at the next
 // compaction or when a query finds a list mostly dead.
-func (r *repoIndex) dropChunk(id uint32, c *chunk) {
+func (r *repoIndex) dropChunk(id uint32, c *syntax.Chunk) {
 	r.chunks[id].dead = true
-	for _, t := range c.terms {
-		if r.df[t.t] <= 1 {
-			delete(r.df, t.t)
+	for _, t := range c.Terms {
+		if r.df[t.Term] <= 1 {
+			delete(r.df, t.Term)
 		} else {
-			r.df[t.t]--
+			r.df[t.Term]--
 		}
 	}
-	r.livePost -= len(c.terms)
-	r.deadPost += len(c.terms)
-	r.totalLen -= int64(c.length)
+	r.livePost -= len(c.Terms)
+	r.deadPost += len(c.Terms)
+	r.totalLen -= int64(c.Length)
 	r.live--
 }
 
@@ -290,15 +292,15 @@ func (r *repoIndex) replace(sl *slot, f *reqFile) {
 	if r.fileDF != nil {
 		r.fileDFAdd(sl.an, 1)
 	}
-	oc, nc := old.chunks, sl.an.chunks
-	same := func(a, b *chunk) bool {
-		return a.start == b.start && a.end == b.end && a.length == b.length && len(a.terms) == len(b.terms) &&
-			len(a.terms) > 0 && &a.terms[0] == &b.terms[0]
+	oc, nc := old.Chunks, sl.an.Chunks
+	same := func(a, b *syntax.Chunk) bool {
+		return a.Start == b.Start && a.End == b.End && a.Length == b.Length && len(a.Terms) == len(b.Terms) &&
+			len(a.Terms) > 0 && &a.Terms[0] == &b.Terms[0]
 	}
 	ids := make([]uint32, len(nc))
 	i := 0
 	for j := range nc {
-		for i < len(oc) && oc[i].start < nc[j].start {
+		for i < len(oc) && oc[i].Start < nc[j].Start {
 			r.dropChunk(oldIDs[i], &oc[i])
 			i++
 		}
@@ -308,7 +310,7 @@ func (r *repoIndex) replace(sl *slot, f *reqFile) {
 			i++
 			continue
 		}
-		if i < len(oc) && oc[i].start == nc[j].start {
+		if i < len(oc) && oc[i].Start == nc[j].Start {
 			r.dropChunk(oldIDs[i], &oc[i])
 			i++
 		}
@@ -353,10 +355,10 @@ func (r *repoIndex) removeAll(gone []*slot) {
 	names, bases, dirs := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, sl := range gone {
 		ids[sl.id] = true
-		for i := range sl.an.defs {
-			names[sl.an.defs[i].name] = true
+		for i := range sl.an.Defs {
+			names[sl.an.Defs[i].Name] = true
 		}
-		r.nDefRefs -= len(sl.an.defs)
+		r.nDefRefs -= len(sl.an.Defs)
 		bases[sl.base], dirs[sl.dir] = true, true
 	}
 	for n := range names {
@@ -381,8 +383,8 @@ func (r *repoIndex) removeAll(gone []*slot) {
 		if r.fileDF != nil {
 			r.fileDFAdd(sl.an, -1)
 		}
-		for i := range sl.an.chunks {
-			r.dropChunk(sl.chunkIDs[i], &sl.an.chunks[i])
+		for i := range sl.an.Chunks {
+			r.dropChunk(sl.chunkIDs[i], &sl.an.Chunks[i])
 		}
 		if sl.base == "go.mod" {
 			delete(r.goMods, sl.dir)
@@ -399,9 +401,9 @@ func (r *repoIndex) removeAll(gone []*slot) {
 // compact rebuilds the chunk table and postings from live files.
 func (r *repoIndex) compact() {
 	r.chunks = r.chunks[:0:0]
-	r.post = make(map[term][]posting, len(r.df))
+	r.post = make(map[syntax.Term][]posting, len(r.df))
 	r.livePost, r.deadPost, r.live, r.totalLen = 0, 0, 0, 0
-	r.df = make(map[term]uint32, len(r.df))
+	r.df = make(map[syntax.Term]uint32, len(r.df))
 	for _, sl := range r.slots {
 		if sl != nil {
 			r.indexChunks(sl)
@@ -442,7 +444,7 @@ type scoredChunk struct {
 // are broken by path and line so the result does not depend on the order
 // in which files were indexed. fileScore, when not nil, receives the sum
 // of each file's window scores (by slot id).
-func (r *repoIndex) bm25(q map[term]int, k int, keep func(sl *slot, c *chunk) bool, fileScore map[uint32]float64) []scoredChunk {
+func (r *repoIndex) bm25(q map[syntax.Term]int, k int, keep func(sl *slot, c *syntax.Chunk) bool, fileScore map[uint32]float64) []scoredChunk {
 	if r.live == 0 || len(q) == 0 {
 		return nil
 	}
@@ -461,14 +463,14 @@ func (r *repoIndex) bm25(q map[term]int, k int, keep func(sl *slot, c *chunk) bo
 	// more than a tenth of a large index, add little (low idf) but cost the
 	// most, and a postings budget bounds the
 	// work on repositories with a small vocabulary.
-	terms := make([]term, 0, len(q))
+	terms := make([]syntax.Term, 0, len(q))
 	for t := range q {
 		df := float64(r.df[t])
 		if df > 0 && df <= n/2 && (df <= n/10 || df <= 64) {
 			terms = append(terms, t)
 		}
 	}
-	slices.SortFunc(terms, func(x, y term) int {
+	slices.SortFunc(terms, func(x, y syntax.Term) int {
 		if dx, dy := r.df[x], r.df[y]; dx != dy {
 			return int(dx) - int(dy)
 		}
@@ -543,7 +545,7 @@ func (r *repoIndex) bm25(q map[term]int, k int, keep func(sl *slot, c *chunk) bo
 		}
 		c := r.chunks[id]
 		sl := r.slots[c.slot]
-		if !keep(sl, &sl.an.chunks[c.idx]) {
+		if !keep(sl, &sl.an.Chunks[c.idx]) {
 			continue
 		}
 		if len(h) < k {
@@ -571,4 +573,27 @@ func (r *repoIndex) bm25(q map[term]int, k int, keep func(sl *slot, c *chunk) bo
 		return 0
 	})
 	return h
+}
+
+// fileDocFreq is the number of files that contain each term, built on
+// first use and kept current by add/remove afterwards.
+func (r *repoIndex) fileDocFreq() map[syntax.Term]int32 {
+	if r.fileDF == nil {
+		r.fileDF = map[syntax.Term]int32{}
+		for _, sl := range r.slots {
+			if sl != nil {
+				r.fileDFAdd(sl.an, 1)
+			}
+		}
+	}
+	return r.fileDF
+}
+
+func (r *repoIndex) fileDFAdd(a *syntax.Analysis, d int32) {
+	for _, x := range a.FileTerms() {
+		r.fileDF[x.Term] += d
+		if r.fileDF[x.Term] <= 0 {
+			delete(r.fileDF, x.Term)
+		}
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // searchQuery asks for the cursor-dependent candidates: definitions of the
@@ -12,7 +14,7 @@ type searchQuery struct {
 	params      *asmParams
 	index       *repoIndex
 	cursor      *slot
-	text        *analysis // the cursor file with its own text
+	text        *syntax.Analysis // the cursor file with its own text
 	cursorLine  int32
 	windowLines lineRange // the prefix/suffix window's lines, whose hits are left out
 	strategy    asmStrategy
@@ -25,7 +27,7 @@ type searchQuery struct {
 // prefix/suffix window's lines.
 type searchKey struct {
 	cursor      *slot
-	view        *analysis
+	view        *syntax.Analysis
 	version     uint64
 	cursorLine  int32
 	windowLines lineRange
@@ -70,22 +72,22 @@ func search(q searchQuery) *searchResult {
 func (q *searchQuery) queryRegion() lineRange {
 	a, cl := q.text, q.cursorLine
 	ql := int32(q.params.queryLines)
-	var best *def
-	for i := range a.defs {
-		d := &a.defs[i]
-		if d.start > cl {
+	var best *syntax.Def
+	for i := range a.Defs {
+		d := &a.Defs[i]
+		if d.Start > cl {
 			break
 		}
-		if d.end >= cl && (d.kind == kindFunction || d.kind == kindMethod) {
+		if d.End >= cl && (d.Kind == syntax.KindFunction || d.Kind == syntax.KindMethod) {
 			best = d
 		}
 	}
-	if best != nil && best.end-best.start+1 <= 2*ql {
-		return lineRange{best.start, best.end}
+	if best != nil && best.End-best.Start+1 <= 2*ql {
+		return lineRange{best.Start, best.End}
 	}
 	const step = 8
 	base := cl / step * step
-	return lineRange{max(0, base-ql*3/4), min(a.numLines()-1, base+step-1+ql/4)}
+	return lineRange{max(0, base-ql*3/4), min(a.NumLines()-1, base+step-1+ql/4)}
 }
 
 // queryIdents weighs the identifiers of the query region, leaving out the
@@ -100,8 +102,8 @@ func (q *searchQuery) queryIdents(reg lineRange) map[string]float64 {
 		if i == q.cursorLine {
 			continue
 		}
-		line := a.lineText(i)
-		scanIdents(line, a.lang, func(id string, off int) bool {
+		line := a.LineText(i)
+		syntax.ScanIdents(line, a.Lang, func(id string, off int) bool {
 			w := 0.5
 			end := off + len(id)
 			switch {
@@ -116,10 +118,10 @@ func (q *searchQuery) queryIdents(reg lineRange) map[string]float64 {
 			return true
 		})
 	}
-	for i := range a.defs {
-		d := &a.defs[i]
-		if d.start > reg.s && d.start <= reg.e {
-			delete(ids, d.name)
+	for i := range a.Defs {
+		d := &a.Defs[i]
+		if d.Start > reg.s && d.Start <= reg.e {
+			delete(ids, d.Name)
 		}
 	}
 	return ids
@@ -127,22 +129,22 @@ func (q *searchQuery) queryIdents(reg lineRange) map[string]float64 {
 
 // localsIn is the set of parameters and local variables declared from the
 // start of the function enclosing the cursor to the end of reg.
-func (q *searchQuery) localsIn(reg lineRange) map[term]bool {
+func (q *searchQuery) localsIn(reg lineRange) map[syntax.Term]bool {
 	a := q.text
 	from := reg.s
-	for i := range a.defs {
-		d := &a.defs[i]
-		if d.start > q.cursorLine {
+	for i := range a.Defs {
+		d := &a.Defs[i]
+		if d.Start > q.cursorLine {
 			break
 		}
-		if d.end >= q.cursorLine && (d.kind == kindFunction || d.kind == kindMethod) {
-			from = min(from, d.start)
+		if d.End >= q.cursorLine && (d.Kind == syntax.KindFunction || d.Kind == syntax.KindMethod) {
+			from = min(from, d.Start)
 		}
 	}
-	out := map[term]bool{}
-	i, _ := slices.BinarySearchFunc(a.locals, from, func(l localRef, line int32) int { return int(l.line - line) })
-	for ; i < len(a.locals) && a.locals[i].line <= reg.e; i++ {
-		out[a.locals[i].t] = true
+	out := map[syntax.Term]bool{}
+	i, _ := slices.BinarySearchFunc(a.Locals, from, func(l syntax.Local, line int32) int { return int(l.Line - line) })
+	for ; i < len(a.Locals) && a.Locals[i].Line <= reg.e; i++ {
+		out[a.Locals[i].Term] = true
 	}
 	return out
 }
@@ -159,12 +161,12 @@ func isTestPath(p string) bool {
 
 // defCandidates looks up the region's identifiers (locals excluded) in the
 // definitions index.
-func (q *searchQuery) defCandidates(ids map[string]float64, locals map[term]bool) []*candidate {
+func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Term]bool) []*candidate {
 	r, t := q.index, q.cursor
 	testTarget := isTestPath(t.path)
 	names := make([]string, 0, len(ids))
 	for n := range ids {
-		if !locals[hashIdent(n)] {
+		if !locals[syntax.HashIdent(n)] {
 			names = append(names, n)
 		}
 	}
@@ -202,11 +204,11 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[term]bool
 		base := (1 + math.Log1p(ids[name])) / math.Sqrt(float64(len(refs)))
 		for _, ref := range refs {
 			sl := r.slots[ref.slot]
-			d := &sl.an.defs[ref.def]
-			if sl == t && d.start <= q.windowLines.e && d.end >= q.windowLines.s {
+			d := &sl.an.Defs[ref.def]
+			if sl == t && d.Start <= q.windowLines.e && d.End >= q.windowLines.s {
 				continue // visible in the window already
 			}
-			if d.kind.isMember() && (d.parent < 0 || !sl.an.defs[d.parent].kind.isScope()) {
+			if d.Kind.IsMember() && (d.Parent < 0 || !sl.an.Defs[d.Parent].Kind.IsScope()) {
 				continue // a field of an anonymous type: no context to show
 			}
 			loc := 1.0
@@ -240,7 +242,7 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[term]bool
 			break
 		}
 		sl := r.slots[h.ref.slot]
-		d := &sl.an.defs[h.ref.def]
+		d := &sl.an.Defs[h.ref.def]
 		rs := defRanges(q.params, sl.an, h.ref.def)
 		if len(rs) == 0 {
 			continue
@@ -251,7 +253,7 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[term]bool
 		}
 		seen[key] = true
 		out = append(out, &candidate{sl: sl, kind: srcKindDefinition, ranges: rs, key: key, score: h.score,
-			label: d.kind.String() + " " + d.name})
+			label: d.Kind.String() + " " + d.Name})
 	}
 	return out
 }
@@ -260,17 +262,17 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[term]bool
 // and, with a file weight, the files ranked by the summed similarity of
 // their windows.
 func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*slot]int) {
-	qt := make(map[term]int, len(ids))
+	qt := make(map[syntax.Term]int, len(ids))
 	for n, c := range ids {
-		qt[hashIdent(n)] += max(1, int(c+0.5))
+		qt[syntax.HashIdent(n)] += max(1, int(c+0.5))
 	}
 	wl, t := q.windowLines, q.cursor
 	var fileScore map[uint32]float64
 	if q.params.weights.file > 0 {
 		fileScore = map[uint32]float64{}
 	}
-	hits := q.index.bm25(qt, 2*q.params.maxCandidates, func(sl *slot, c *chunk) bool {
-		return sl != t || c.start > wl.e || c.end < wl.s
+	hits := q.index.bm25(qt, 2*q.params.maxCandidates, func(sl *slot, c *syntax.Chunk) bool {
+		return sl != t || c.Start > wl.e || c.End < wl.s
 	}, fileScore)
 	var fileRank map[*slot]int
 	if fileScore != nil {
@@ -284,8 +286,8 @@ func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*
 		}
 		cr := q.index.chunks[h.chunk]
 		sl := q.index.slots[cr.slot]
-		c := &sl.an.chunks[cr.idx]
-		s, e, ok := sl.an.trim(c.start, c.end)
+		c := &sl.an.Chunks[cr.idx]
+		s, e, ok := sl.an.Trim(c.Start, c.End)
 		if !ok {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 	"go.uber.org/zap"
 )
 
@@ -21,7 +22,7 @@ type entry struct {
 	removed bool          // evicted from the store
 
 	mu sync.Mutex // guards an; held while analysing
-	an [numLangs]*analysis
+	an [syntax.NumLangs]*syntax.Analysis
 }
 
 // store is the content store and cache: entries by digest and repository
@@ -257,7 +258,7 @@ const maxTreeBytes = 256 << 10
 // treeKey (repository and path) parses incrementally from the tree of the
 // path's previous version when the tree cache has it, and keeps the new
 // tree for the next version.
-func (b *Builder) analysisFor(ctx context.Context, e *entry, lang langID, treeKey string) (*analysis, error) {
+func (b *Builder) analysisFor(ctx context.Context, e *entry, lang syntax.Lang, treeKey string) (*syntax.Analysis, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if a := e.an[lang]; a != nil {
@@ -265,13 +266,13 @@ func (b *Builder) analysisFor(ctx context.Context, e *entry, lang langID, treeKe
 	}
 	opt := b.aopt
 	if len(e.content) <= maxTreeBytes {
-		opt.treeKey = treeKey
+		opt.TreeKey = treeKey
 	}
-	a, err := analyze(ctx, b.grammars, e.content, lang, opt)
+	a, err := syntax.Analyze(ctx, b.grammars, e.content, lang, opt)
 	if err != nil {
 		return nil, err
 	}
 	e.an[lang] = a
-	b.store.grow(e, a.bytes)
+	b.store.grow(e, a.Bytes)
 	return a, nil
 }

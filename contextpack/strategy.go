@@ -3,8 +3,6 @@ package contextpack
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 )
 
 // Strategy selects how context is chosen. Build uses StrategyFused; the
@@ -66,56 +64,4 @@ func (b *Builder) BuildStrategy(ctx context.Context, req Request, s Strategy) (*
 		return nil, &ArgumentError{Field: "strategy", Reason: fmt.Sprintf("unknown strategy %d", int(s))}
 	}
 	return b.build(ctx, req, s)
-}
-
-// fileTerms is the file's identifier frequencies (for whole-file BM25).
-func (a *analysis) fileTerms() []termTF {
-	a.ftOnce.Do(func() {
-		m := map[term]int{}
-		scanIdents(a.content, a.lang, func(id string, _ int) bool {
-			m[hashIdent(id)]++
-			a.ftLen++
-			return true
-		})
-		a.ft = make([]termTF, 0, len(m))
-		for t, n := range m {
-			a.ft = append(a.ft, termTF{t, uint16(min(n, 65535))})
-		}
-		slices.SortFunc(a.ft, func(x, y termTF) int { return int(x.t) - int(y.t) })
-	})
-	return a.ft
-}
-
-func (a *analysis) fileLen() int {
-	a.fileTerms()
-	return a.ftLen
-}
-
-// fileDocFreq is the number of files that contain each term, built on
-// first use and kept current by add/remove afterwards.
-func (r *repoIndex) fileDocFreq() map[term]int32 {
-	if r.fileDF == nil {
-		r.fileDF = map[term]int32{}
-		for _, sl := range r.slots {
-			if sl != nil {
-				r.fileDFAdd(sl.an, 1)
-			}
-		}
-	}
-	return r.fileDF
-}
-
-func (r *repoIndex) fileDFAdd(a *analysis, d int32) {
-	for _, x := range a.fileTerms() {
-		r.fileDF[x.t] += d
-		if r.fileDF[x.t] <= 0 {
-			delete(r.fileDF, x.t)
-		}
-	}
-}
-
-type fileTermsCache struct {
-	ftOnce sync.Once
-	ft     []termTF
-	ftLen  int
 }

@@ -117,21 +117,3 @@ type views struct {
 	mu   sync.Mutex
 	last map[string]string
 }
-
-// withText is the analysis the assembly reads for a cursor file whose
-// view v is (line emptied): the file's own text and line table, with v's
-// tags and windows, which hold for every other line. Token counts of line
-// ranges that leave the line out are v's (rangeTokens).
-func (v *analysis) withText(content string, line int32) *analysis {
-	a := &analysis{lang: v.lang, content: content, defs: v.defs, imports: v.imports, locals: v.locals,
-		pkg: v.pkg, pkgLine: v.pkgLine, partial: v.partial, chunks: v.chunks, note: v.note,
-		view: v, viewLine: line}
-	a.lines = make([]int32, len(v.lines))
-	copy(a.lines, v.lines)
-	if d := int32(len(content) - len(v.content)); d != 0 {
-		for i := int(line) + 1; i < len(a.lines); i++ {
-			a.lines[i] += d
-		}
-	}
-	return a
-}

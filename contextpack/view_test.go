@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // typingView is the view of content for a cursor at off, and its line; ok
@@ -86,7 +88,7 @@ func TestTypingOnALineKeepsTheIndex(t *testing.T) {
 	}
 	const text = "return helper_4(z, 1)\n    x"
 	var version uint64
-	var an *analysis
+	var an *syntax.Analysis
 	searches := 0
 	for i := range len(text) {
 		c := fs[cur].Content
@@ -242,10 +244,10 @@ func TestTypingLongLineMovesTheWindow(t *testing.T) {
 // before them.
 func TestWalkTailsMatchPlainWalk(t *testing.T) {
 	b := freshBuilder(t)
-	files := append(goldenSources(t), corpusFile{langPlain, "a\n\n\n  \nb\nc"}, corpusFile{langPlain, "\n\nx"})
-	files = append(files, corpusFile{langPlain, strings.Repeat("=", 20000) + "\nshort\n" + strings.Repeat("y ", 5000)})
+	files := append(goldenSources(t), corpusFile{syntax.LangPlain, "a\n\n\n  \nb\nc"}, corpusFile{syntax.LangPlain, "\n\nx"})
+	files = append(files, corpusFile{syntax.LangPlain, strings.Repeat("=", 20000) + "\nshort\n" + strings.Repeat("y ", 5000)})
 	r := rand.New(rand.NewPCG(3, 5))
-	views := map[string]*analysis{}
+	views := map[string]*syntax.Analysis{}
 	wk := walker{b.params.counter, newRecord()} // the walks of a view come from the record
 	for step := 0; step < 3000; step++ {
 		f := files[r.IntN(len(files))]
@@ -259,22 +261,22 @@ func TestWalkTailsMatchPlainWalk(t *testing.T) {
 			content = content[:off] + ins + content[off:]
 			off += len(ins)
 		}
-		plain := &analysis{lang: f.lang, content: content, lines: lineStarts(content)}
+		plain := &syntax.Analysis{Lang: f.lang, Content: content, Lines: syntax.LineStarts(content)}
 		view, line, ok := typingView(content, off)
 		if !ok {
 			continue
 		}
 		v := views[view] // one view analysis per view text, as the store keeps them
 		if v == nil {
-			v = &analysis{lang: f.lang, content: view, lines: lineStarts(view)}
+			v = &syntax.Analysis{Lang: f.lang, Content: view, Lines: syntax.LineStarts(view)}
 			views[view] = v
 		}
-		h := v.withText(content, line)
+		h := v.WithText(content, line)
 		for range 3 { // several limits at one cursor: the memoized tails are reused
 			limit := []int{0, 1, 7, 40, 300, 2000, 1 << 20}[r.IntN(7)]
 			for _, walk := range []struct {
 				name string
-				fn   func(a *analysis, off, limit int) segWalk
+				fn   func(a *syntax.Analysis, off, limit int) segWalk
 			}{{"prefix", wk.prefix}, {"suffix", wk.suffix}} {
 				got, want := walk.fn(h, off, limit), walk.fn(plain, off, limit)
 				if !reflect.DeepEqual(got, want) {

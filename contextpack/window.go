@@ -1,5 +1,7 @@
 package contextpack
 
+import "github.com/infill-dev/infill/contextpack/internal/syntax"
+
 // lineRange is an inclusive range of 0-based lines.
 type lineRange struct{ s, e int32 }
 
@@ -40,18 +42,18 @@ type walker struct {
 
 // prefix counts segments of content[:off] from the cursor backwards until
 // they exceed limit tokens.
-func (wk walker) prefix(a *analysis, off, limit int) segWalk {
+func (wk walker) prefix(a *syntax.Analysis, off, limit int) segWalk {
 	var w segWalk
 	end := off
 	used := 0
-	for i := a.lineOf(off); i >= 0; i-- {
-		if a.view != nil && end <= int(a.lines[a.viewLine]) {
+	for i := a.LineOf(off); i >= 0; i-- {
+		if a.View != nil && end <= int(a.Lines[a.ViewLine]) {
 			// The rest lies above the cursor's line: the view's text.
-			wk.prefixTail(a, a.lineOf(end), limit, used, &w)
+			wk.prefixTail(a, a.LineOf(end), limit, used, &w)
 			return w
 		}
-		ls := int(a.lines[i])
-		if i > 0 && isBlank(a.content[ls:min(a.lineEnd(i), off)]) {
+		ls := int(a.Lines[i])
+		if i > 0 && syntax.IsBlank(a.Content[ls:min(a.LineEnd(i), off)]) {
 			continue
 		}
 		if ls == end {
@@ -60,7 +62,7 @@ func (wk walker) prefix(a *analysis, off, limit int) segWalk {
 		if tooLong(end-ls, limit-used) {
 			used = limit + 1 // cannot fit; not worth counting
 		} else {
-			used += wk.counter.segment(a.content[ls:end])
+			used += wk.counter.segment(a.Content[ls:end])
 		}
 		w.bounds = append(w.bounds, ls)
 		w.cum = append(w.cum, used)
@@ -75,21 +77,21 @@ func (wk walker) prefix(a *analysis, off, limit int) segWalk {
 
 // suffix counts segments of content[off:] forwards until they exceed limit
 // tokens.
-func (wk walker) suffix(a *analysis, off, limit int) segWalk {
+func (wk walker) suffix(a *syntax.Analysis, off, limit int) segWalk {
 	var w segWalk
 	start := off
 	used := 0
-	n := a.numLines()
-	for i := a.lineOf(off) + 1; i <= n; i++ {
-		if a.view != nil && int(a.viewLine)+1 < len(a.lines) && start >= int(a.lines[a.viewLine+1]) {
+	n := a.NumLines()
+	for i := a.LineOf(off) + 1; i <= n; i++ {
+		if a.View != nil && int(a.ViewLine)+1 < len(a.Lines) && start >= int(a.Lines[a.ViewLine+1]) {
 			// The rest lies below the cursor's line: the view's text.
-			wk.suffixTail(a, a.lineOf(start), limit, used, &w)
+			wk.suffixTail(a, a.LineOf(start), limit, used, &w)
 			return w
 		}
-		next := len(a.content)
+		next := len(a.Content)
 		if i < n {
-			next = int(a.lines[i])
-			if isBlank(a.content[next:a.lineEnd(i)]) {
+			next = int(a.Lines[i])
+			if syntax.IsBlank(a.Content[next:a.LineEnd(i)]) {
 				continue // blank lines belong to the segment before them
 			}
 		}
@@ -99,7 +101,7 @@ func (wk walker) suffix(a *analysis, off, limit int) segWalk {
 		if tooLong(next-start, limit-used) {
 			used = limit + 1
 		} else {
-			used += wk.counter.segment(a.content[start:next])
+			used += wk.counter.segment(a.Content[start:next])
 		}
 		w.bounds = append(w.bounds, next)
 		w.cum = append(w.cum, used)
@@ -132,11 +134,11 @@ type window struct {
 }
 
 // startLine and endLine are the first and last lines of the window.
-func (w *window) lines(a *analysis, off int) lineRange {
-	s := a.lineOf(w.preStart)
-	e := a.lineOf(max(w.sufEnd-1, off))
+func (w *window) lines(a *syntax.Analysis, off int) lineRange {
+	s := a.LineOf(w.preStart)
+	e := a.LineOf(max(w.sufEnd-1, off))
 	if w.sufEnd <= off {
-		e = a.lineOf(off)
+		e = a.LineOf(off)
 	}
 	return lineRange{s, e}
 }
@@ -159,7 +161,7 @@ func (as *assembly) localWindow(limit int) window {
 		w.sufTotal = st
 	}
 	if pw.complete && sw.complete && pt+st <= limit {
-		w.preStart, w.sufEnd = 0, len(a.content)
+		w.preStart, w.sufEnd = 0, len(a.Content)
 		w.preTokens, w.sufTokens = pt, st
 		return w
 	}
@@ -196,14 +198,14 @@ func (as *assembly) cutPrefix(pw *segWalk, budget int, w *window) {
 		return
 	}
 	w.preCut = true
-	cl := a.lineOf(off)
+	cl := a.LineOf(off)
 	for iter := 0; iter < 6; iter++ {
 		k = as.quantize(pw, k)
 		start := off
 		if k > 0 {
 			start = pw.bounds[k-1]
 		}
-		hdr, ht := as.scopeHeaders(cl, a.lineOf(start), budget/2)
+		hdr, ht := as.scopeHeaders(cl, a.LineOf(start), budget/2)
 		if pw.tokensFor(k)+ht <= budget || k == 0 {
 			if pw.tokensFor(k)+ht > budget {
 				hdr, ht = nil, 0
@@ -229,12 +231,12 @@ func (as *assembly) quantize(pw *segWalk, k int) int {
 	if k == 0 {
 		return 0
 	}
-	line := a.lineOf(pw.bounds[k-1])
+	line := a.LineOf(pw.bounds[k-1])
 	full := pw.tokensFor(k)
 	for q := int32(as.params.prefixQuantumLines); q > 1; q /= 2 {
 		target := (line + q - 1) / q * q
 		j := k
-		for j > 0 && a.lineOf(pw.bounds[j-1]) < target {
+		for j > 0 && a.LineOf(pw.bounds[j-1]) < target {
 			j--
 		}
 		if j > 0 && 4*pw.tokensFor(j) >= 3*full {
@@ -251,15 +253,15 @@ func (as *assembly) quantize(pw *segWalk, k int) int {
 func (as *assembly) scopeHeaders(cl, first int32, limit int) ([]lineRange, int) {
 	a := as.text
 	var hdr []lineRange
-	for i := range a.defs {
-		d := &a.defs[i]
-		if d.start > cl {
+	for i := range a.Defs {
+		d := &a.Defs[i]
+		if d.Start > cl {
 			break
 		}
-		if d.end < cl || !d.kind.isScope() || d.start >= first {
+		if d.End < cl || !d.Kind.IsScope() || d.Start >= first {
 			continue
 		}
-		s, e, ok := a.trim(d.start, min(d.headerEnd, first-1))
+		s, e, ok := a.Trim(d.Start, min(d.HeaderEnd, first-1))
 		if !ok {
 			continue
 		}
@@ -287,7 +289,7 @@ func (as *assembly) scopeHeaders(cl, first int32, limit int) ([]lineRange, int) 
 // its first line; suffix: the line after it, numLines for the end), its
 // bytes and its tokens (-1: too long to count within the limit walked).
 type walkTail struct {
-	view     *analysis
+	view     *syntax.Analysis
 	suffix   bool
 	from     int32
 	lines    []int32
@@ -302,7 +304,7 @@ type walkTail struct {
 // exceeds limit tokens.
 type tailQuery struct {
 	counter *counter
-	view    *analysis
+	view    *syntax.Analysis
 	from    int32
 	limit   int
 	suffix  bool
@@ -320,33 +322,33 @@ func walkTailOf(q tailQuery) *walkTail {
 	v, from := q.view, q.from
 	t := &walkTail{view: v, suffix: q.suffix, from: from, limit: q.limit, complete: true}
 	if !q.suffix {
-		end, sum := int(v.lines[from]), 0
+		end, sum := int(v.Lines[from]), 0
 		for i := from - 1; i >= 0; i-- {
-			ls := int(v.lines[i])
-			if i > 0 && isBlank(v.content[ls:v.lineEnd(i)]) {
+			ls := int(v.Lines[i])
+			if i > 0 && syntax.IsBlank(v.Content[ls:v.LineEnd(i)]) {
 				continue
 			}
-			if !t.add(q.counter, i, v.content[ls:end], &sum) {
+			if !t.add(q.counter, i, v.Content[ls:end], &sum) {
 				break
 			}
 			end = ls
 		}
 		return t
 	}
-	n := v.numLines()
-	start, sum := int(v.lines[from]), 0
+	n := v.NumLines()
+	start, sum := int(v.Lines[from]), 0
 	for i := from + 1; i <= n; i++ {
-		next := len(v.content)
+		next := len(v.Content)
 		if i < n {
-			next = int(v.lines[i])
-			if isBlank(v.content[next:v.lineEnd(i)]) {
+			next = int(v.Lines[i])
+			if syntax.IsBlank(v.Content[next:v.LineEnd(i)]) {
 				continue
 			}
 		}
 		if next <= start {
 			continue
 		}
-		if !t.add(q.counter, i, v.content[start:next], &sum) {
+		if !t.add(q.counter, i, v.Content[start:next], &sum) {
 			break
 		}
 		start = next
@@ -356,21 +358,21 @@ func walkTailOf(q tailQuery) *walkTail {
 
 // prefixTail continues a prefix walk of a (whose view is a.view) at line
 // from, the start of the last segment, with used tokens of limit spent.
-func (wk walker) prefixTail(a *analysis, from int32, limit, used int, w *segWalk) {
-	t := wk.memos.walkTail(tailQuery{counter: wk.counter, view: a.view, from: from, limit: limit - used})
+func (wk walker) prefixTail(a *syntax.Analysis, from int32, limit, used int, w *segWalk) {
+	t := wk.memos.walkTail(tailQuery{counter: wk.counter, view: a.View, from: from, limit: limit - used})
 	// Lines above the cursor's have the view's offsets.
-	wk.replay(a, t, limit, used, w, func(i int32) int { return int(a.lines[i]) }, func(bound, _ int) int { return bound })
+	wk.replay(a, t, limit, used, w, func(i int32) int { return int(a.Lines[i]) }, func(bound, _ int) int { return bound })
 }
 
 // suffixTail continues a suffix walk of a at line from, the end of the
 // last segment, with used tokens of limit spent.
-func (wk walker) suffixTail(a *analysis, from int32, limit, used int, w *segWalk) {
-	t := wk.memos.walkTail(tailQuery{counter: wk.counter, view: a.view, from: from, limit: limit - used, suffix: true})
+func (wk walker) suffixTail(a *syntax.Analysis, from int32, limit, used int, w *segWalk) {
+	t := wk.memos.walkTail(tailQuery{counter: wk.counter, view: a.View, from: from, limit: limit - used, suffix: true})
 	end := func(i int32) int {
-		if i < a.numLines() {
-			return int(a.lines[i])
+		if i < a.NumLines() {
+			return int(a.Lines[i])
 		}
-		return len(a.content)
+		return len(a.Content)
 	}
 	wk.replay(a, t, limit, used, w, end, func(bound, n int) int { return bound - n })
 }
@@ -393,7 +395,7 @@ func (t *walkTail) add(c *counter, i int32, seg string, sum *int) bool {
 
 // replay appends t's segments to w, a walk of a with used tokens of limit
 // spent: bound is a segment's bound in a, start its first byte.
-func (wk walker) replay(a *analysis, t *walkTail, limit, used int, w *segWalk, bound func(i int32) int, start func(bound, n int) int) {
+func (wk walker) replay(a *syntax.Analysis, t *walkTail, limit, used int, w *segWalk, bound func(i int32) int, start func(bound, n int) int) {
 	for k, i := range t.lines {
 		at := bound(i)
 		switch {
@@ -401,7 +403,7 @@ func (wk walker) replay(a *analysis, t *walkTail, limit, used int, w *segWalk, b
 			used = limit + 1
 		case t.toks[k] < 0:
 			s := start(at, t.bytes[k])
-			used += wk.counter.segment(a.content[s : s+t.bytes[k]])
+			used += wk.counter.segment(a.Content[s : s+t.bytes[k]])
 		default:
 			used += t.toks[k]
 		}

@@ -1,18 +1,16 @@
-package contextpack
+package syntax
 
 import (
 	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	sitter "github.com/smacker/go-tree-sitter"
-	"golang.org/x/tools/txtar"
 )
 
 // Incremental analysis (parsing from a cached tree, querying the edited
@@ -34,7 +32,7 @@ func TestIncrementalParseMatchesFull(t *testing.T) {
 // sources from the module cache).
 func TestIncrementalAnalysisAllLanguages(t *testing.T) {
 	h := newEditHarness(t, 7, 3)
-	langs := map[langID]int{}
+	langs := map[Lang]int{}
 	var st editStats
 	for i, f := range goldenSources(t) {
 		if len(f.src) < 200 {
@@ -43,51 +41,28 @@ func TestIncrementalAnalysisAllLanguages(t *testing.T) {
 		st.add(h.editAndCompare(t, fmt.Sprintf("repo\x00golden%d", i), f.src, f.lang, 150))
 		langs[f.lang]++
 	}
-	if len(langs) != int(numLangs)-1 {
-		t.Fatalf("sources in %d languages, want all %d: %v", len(langs), numLangs-1, langs)
+	if len(langs) != int(NumLangs)-1 {
+		t.Fatalf("sources in %d languages, want all %d: %v", len(langs), NumLangs-1, langs)
 	}
 	// Small files where most edits leave an error: fewer take the
 	// incremental path than above.
 	st.check(t, 30, 5)
 }
 
-// goldenSources returns the source files of the golden cases that are in
-// a language with a grammar.
-func goldenSources(t *testing.T) []corpusFile {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", "golden", "*", "*.txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []corpusFile
-	for _, path := range paths {
-		ar, err := txtar.ParseFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range ar.Files {
-			if lang := detectLang(f.Name, ""); lang != langPlain {
-				out = append(out, corpusFile{lang, string(f.Data)})
-			}
-		}
-	}
-	return out
-}
-
 // editHarness analyses edited versions of files incrementally (with a
 // tree cache) and from scratch.
 type editHarness struct {
-	g   *grammars
-	opt analyzeOptions
+	g   *Grammars
+	opt Options
 	r   *rand.Rand
 }
 
 func newEditHarness(t *testing.T, seed1, seed2 uint64) *editHarness {
-	h := &editHarness{g: newGrammars(2), opt: testAnalyzeOptions(), r: rand.New(rand.NewPCG(seed1, seed2))}
-	h.opt.trees = newTreeCache(4)
+	h := &editHarness{g: NewGrammars(2), opt: testAnalyzeOptions(), r: rand.New(rand.NewPCG(seed1, seed2))}
+	h.opt.Trees = NewTreeCache(4)
 	t.Cleanup(func() {
-		h.opt.trees.close()
-		h.g.close()
+		h.opt.Trees.Close()
+		h.g.Close()
 	})
 	return h
 }
@@ -119,7 +94,7 @@ func (s editStats) check(t *testing.T, partial, segmented int) {
 // breaks the syntax, or going back to src), analysing each version incrementally (under
 // key) and from scratch; every result must be equal. It returns the
 // paths the incremental analyses took.
-func (h *editHarness) editAndCompare(t *testing.T, key, src string, lang langID, steps int) (st editStats) {
+func (h *editHarness) editAndCompare(t *testing.T, key, src string, lang Lang, steps int) (st editStats) {
 	t.Helper()
 	g, opt, r := h.g, h.opt, h.r
 	edits := []string{"", "x", "(", ")", "{", "}\n", "\n\n", "def ", "func f() {", "\"", "'", "`", "'''", "é",
@@ -156,8 +131,8 @@ func (h *editHarness) editAndCompare(t *testing.T, key, src string, lang langID,
 			cur = cur[:at] + edits[r.IntN(len(edits))] + cur[at+cut:]
 		}
 		o := opt
-		o.treeKey = key
-		inc, err := analyze(context.Background(), g, cur, lang, o)
+		o.TreeKey = key
+		inc, err := Analyze(context.Background(), g, cur, lang, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,23 +143,23 @@ func (h *editHarness) editAndCompare(t *testing.T, key, src string, lang langID,
 		if inc.segs != nil {
 			st.segmented++
 		}
-		o.treeKey = ""
-		full, err := analyze(context.Background(), g, cur, lang, o)
+		o.TreeKey = ""
+		full, err := Analyze(context.Background(), g, cur, lang, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The identifier counts too (the next step patches these).
-		if !reflect.DeepEqual(inc.identSet(), full.identSet()) {
+		if !reflect.DeepEqual(inc.Identifiers(), full.Identifiers()) {
 			t.Fatalf("%s step %d: identifier counts differ from a full scan", key, step)
 		}
-		if !reflect.DeepEqual(inc.defs, full.defs) || !reflect.DeepEqual(inc.imports, full.imports) ||
-			!reflect.DeepEqual(inc.locals, full.locals) || !reflect.DeepEqual(inc.chunks, full.chunks) ||
+		if !reflect.DeepEqual(inc.Defs, full.Defs) || !reflect.DeepEqual(inc.Imports, full.Imports) ||
+			!reflect.DeepEqual(inc.Locals, full.Locals) || !reflect.DeepEqual(inc.Chunks, full.Chunks) ||
 			inc.pkg != full.pkg || inc.pkgLine != full.pkgLine {
 			for _, part := range []struct {
 				name      string
 				inc, full any
-			}{{"defs", inc.defs, full.defs}, {"imports", inc.imports, full.imports}, {"locals", inc.locals, full.locals},
-				{"chunks", len(inc.chunks), len(full.chunks)}, {"package", inc.pkg, full.pkg}, {"package line", inc.pkgLine, full.pkgLine}} {
+			}{{"defs", inc.Defs, full.Defs}, {"imports", inc.Imports, full.Imports}, {"locals", inc.Locals, full.Locals},
+				{"chunks", len(inc.Chunks), len(full.Chunks)}, {"package", inc.pkg, full.pkg}, {"package line", inc.pkgLine, full.pkgLine}} {
 				if !reflect.DeepEqual(part.inc, part.full) {
 					t.Errorf("%s differ:\nincremental %v\nfull        %v", part.name, part.inc, part.full)
 				}
@@ -201,15 +176,15 @@ func (h *editHarness) editAndCompare(t *testing.T, key, src string, lang langID,
 // another seed: the incremental analysis had no such local, the full one
 // had one at the typed line).
 func TestAnalyzeSkipsMissingNames(t *testing.T) {
-	g := newGrammars(1)
-	defer g.close()
+	g := NewGrammars(1)
+	defer g.Close()
 	// Go-like text read as Python: the assignment target is made up.
 	src := "\tif err != nil {\n\t}\n\tn, err := res.Body.Read(buf)\n\t}\n"
-	a, err := analyze(context.Background(), g, src, langPython, testAnalyzeOptions())
+	a, err := Analyze(context.Background(), g, src, LangPython, testAnalyzeOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := g.acquire(langPython)
+	st, err := g.acquire(LangPython)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +199,9 @@ func TestAnalyzeSkipsMissingNames(t *testing.T) {
 	if !strings.Contains(tree.RootNode().String(), "(MISSING identifier)") {
 		t.Fatalf("the sample no longer makes up a name: %s", tree.RootNode())
 	}
-	for _, l := range a.locals {
-		if l.t == hashIdent("") {
-			t.Fatalf("a local without a name at line %d: %v", l.line, a.locals)
+	for _, l := range a.Locals {
+		if l.Term == HashIdent("") {
+			t.Fatalf("a local without a name at line %d: %v", l.Line, a.Locals)
 		}
 	}
 }
@@ -234,13 +209,13 @@ func TestAnalyzeSkipsMissingNames(t *testing.T) {
 // Patterns anchored at the root are found, so that a region holding such a
 // top-level node is queried from the root.
 func TestRootedKinds(t *testing.T) {
-	g := newGrammars(1)
-	defer g.close()
-	for lang, want := range map[langID][]string{
-		langGo:     {"const_declaration", "var_declaration"},
-		langPython: {"expression_statement"},
-		langJS:     {"lexical_declaration", "variable_declaration", "export_statement"},
-		langRust:   nil,
+	g := NewGrammars(1)
+	defer g.Close()
+	for lang, want := range map[Lang][]string{
+		LangGo:     {"const_declaration", "var_declaration"},
+		LangPython: {"expression_statement"},
+		LangJS:     {"lexical_declaration", "variable_declaration", "export_statement"},
+		LangRust:   nil,
 	} {
 		st, err := g.acquire(lang)
 		if err != nil {
@@ -259,7 +234,7 @@ func TestRootedKinds(t *testing.T) {
 		}
 	}
 	// A pattern over several lines, with an anchor; a commented-out one.
-	st, err := g.acquire(langGo)
+	st, err := g.acquire(LangGo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,8 +248,8 @@ func TestRootedKinds(t *testing.T) {
 
 // testAnalyzeOptions are the analysis options the tests and benchmarks use:
 // generous limits, 20-line windows every 10 lines.
-func testAnalyzeOptions() analyzeOptions {
-	return analyzeOptions{maxParseBytes: 1 << 20, parseTimeoutUS: 1e6, windowLines: 20, windowStride: 10}
+func testAnalyzeOptions() Options {
+	return Options{MaxParseBytes: 1 << 20, ParseTimeoutUS: 1e6, WindowLines: 20, WindowStride: 10}
 }
 
 // TestEditBetween checks the chunked prefix/suffix scan against the

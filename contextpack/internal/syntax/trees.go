@@ -1,4 +1,4 @@
-package contextpack
+package syntax
 
 import (
 	"container/list"
@@ -8,12 +8,12 @@ import (
 	sitter "github.com/smacker/go-tree-sitter"
 )
 
-// treeCache keeps the syntax trees of the few files edited most recently,
+// TreeCache keeps the syntax trees of the few files edited most recently,
 // keyed by repository and path, so that the next version of such a file
 // (the next keystroke) is parsed incrementally from its old tree. A tree
 // is taken out while one goroutine uses it (trees are not safe for
 // concurrent use) and closed when it falls out of the cache.
-type treeCache struct {
+type TreeCache struct {
 	max int
 
 	mu    sync.Mutex
@@ -24,19 +24,20 @@ type treeCache struct {
 
 type cachedTree struct {
 	key     string
-	lang    langID
+	lang    Lang
 	content string
 	tree    *sitter.Tree
-	an      *analysis // of content, complete (for incremental analysis); nil when tree has an error
+	an      *Analysis // of content, complete (for incremental analysis); nil when tree has an error
 	top     []span    // the tree's top-level nodes (without node pointers)
-	seg     *analysis // the file's last version, when it has a syntax error (segmented)
+	seg     *Analysis // the file's last version, when it has a syntax error (segmented)
 }
 
-func newTreeCache(max int) *treeCache {
-	return &treeCache{max: max, m: map[string]*list.Element{}}
+// NewTreeCache keeps the trees of up to max files; 0 keeps none.
+func NewTreeCache(max int) *TreeCache {
+	return &TreeCache{max: max, m: map[string]*list.Element{}}
 }
 
-func (c *treeCache) take(key string) *cachedTree {
+func (c *TreeCache) take(key string) *cachedTree {
 	if c == nil || c.max <= 0 {
 		return nil
 	}
@@ -51,7 +52,7 @@ func (c *treeCache) take(key string) *cachedTree {
 	return el.Value.(*cachedTree)
 }
 
-func (c *treeCache) put(t *cachedTree) {
+func (c *TreeCache) put(t *cachedTree) {
 	if c == nil || c.max <= 0 {
 		t.tree.Close()
 		return
@@ -76,7 +77,8 @@ func (c *treeCache) put(t *cachedTree) {
 	}
 }
 
-func (c *treeCache) close() {
+// Close frees every tree kept; trees put afterwards are freed at once.
+func (c *TreeCache) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.done = true

@@ -1,4 +1,4 @@
-package contextpack
+package syntax
 
 import (
 	"math"
@@ -176,38 +176,38 @@ func (r *region) moved(line int32) (int32, bool) {
 
 // splice completes a's tags, queried in r only, with prev's outside r, in
 // document order (before r, r, after r).
-func (a *analysis) splice(prev *analysis, r *region) {
-	var defs []def
-	var imports []importRef
-	var locals []localRef
+func (a *Analysis) splice(prev *Analysis, r *region) {
+	var defs []Def
+	var imports []Import
+	var locals []Local
 	for pass := 0; pass < 2; pass++ { // 0: before r, 1: after r
 		in := func(line int32) bool { return pass == 0 && line <= r.keepTo || pass == 1 && line >= r.shiftFrom }
 		if pass == 1 {
-			defs, imports, locals = append(defs, a.defs...), append(imports, a.imports...), append(locals, a.locals...)
+			defs, imports, locals = append(defs, a.Defs...), append(imports, a.Imports...), append(locals, a.Locals...)
 		}
-		for _, d := range prev.defs {
-			if in(d.start) {
-				d.start, _ = r.moved(d.start)
-				d.end, _ = r.moved(d.end)
-				d.headerEnd, _ = r.moved(d.headerEnd)
-				d.parent = -1
+		for _, d := range prev.Defs {
+			if in(d.Start) {
+				d.Start, _ = r.moved(d.Start)
+				d.End, _ = r.moved(d.End)
+				d.HeaderEnd, _ = r.moved(d.HeaderEnd)
+				d.Parent = -1
 				defs = append(defs, d)
 			}
 		}
-		for _, im := range prev.imports {
-			if in(im.line) {
-				im.line, _ = r.moved(im.line)
+		for _, im := range prev.Imports {
+			if in(im.Line) {
+				im.Line, _ = r.moved(im.Line)
 				imports = append(imports, im)
 			}
 		}
-		for _, l := range prev.locals {
-			if in(l.line) {
-				l.line, _ = r.moved(l.line)
+		for _, l := range prev.Locals {
+			if in(l.Line) {
+				l.Line, _ = r.moved(l.Line)
 				locals = append(locals, l)
 			}
 		}
 	}
-	a.defs, a.imports, a.locals = defs, imports, locals
+	a.Defs, a.Imports, a.Locals = defs, imports, locals
 	if a.pkg == "" && prev.pkg != "" {
 		if line, ok := r.moved(prev.pkgLine); ok {
 			a.pkg, a.pkgLine = prev.pkg, line

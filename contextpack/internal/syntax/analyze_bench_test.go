@@ -1,4 +1,4 @@
-package contextpack
+package syntax
 
 import (
 	"context"
@@ -11,21 +11,22 @@ import (
 	sitter "github.com/smacker/go-tree-sitter"
 
 	"github.com/infill-dev/infill/contextpack/internal/synthrepo"
+	"github.com/infill-dev/infill/contextpack/internal/testcorpus"
 )
 
 // BenchmarkAnalyze measures parsing plus tag extraction of one generated
 // ~10 KB file per language (the per-keystroke cost for the cursor file).
 func BenchmarkAnalyze(b *testing.B) {
 	files := synthrepo.Generate(synthrepo.Options{Files: 5})
-	g := newGrammars(1)
-	defer g.close()
+	g := NewGrammars(1)
+	defer g.Close()
 	opt := testAnalyzeOptions()
 	for _, f := range files[:5] {
-		lang := detectLang(f.Path, "")
+		lang := DetectLang(f.Path, "")
 		b.Run(lang.String()+"/full", func(b *testing.B) {
 			b.SetBytes(int64(len(f.Content)))
 			for i := 0; i < b.N; i++ {
-				if _, err := analyze(context.Background(), g, f.Content, lang, opt); err != nil {
+				if _, err := Analyze(context.Background(), g, f.Content, lang, opt); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -85,21 +86,21 @@ func BenchmarkAnalyzeTyping(b *testing.B) {
 	}
 	for _, mode := range []string{"incremental", "scratch"} {
 		b.Run(mode, func(b *testing.B) {
-			g := newGrammars(1)
-			defer g.close()
+			g := NewGrammars(1)
+			defer g.Close()
 			opt := testAnalyzeOptions()
-			opt.trees = newTreeCache(4)
-			defer opt.trees.close()
+			opt.Trees = NewTreeCache(4)
+			defer opt.Trees.Close()
 			if mode == "incremental" {
-				opt.treeKey = "repo\x00client.go"
+				opt.TreeKey = "repo\x00client.go"
 			}
 			content := string(raw)
 			off := strings.Index(content, anchor) + len(anchor)
-			if _, err := analyze(context.Background(), g, content, langGo, opt); err != nil {
+			if _, err := Analyze(context.Background(), g, content, LangGo, opt); err != nil {
 				b.Fatal(err)
 			}
-			typeKeys(b, content, off, "resp, err := c.send(req, deadline)\n\t\t", func(content string, _ int) error {
-				_, err := analyze(context.Background(), g, content, langGo, opt)
+			testcorpus.TypeKeys(b, content, off, "resp, err := c.send(req, deadline)\n\t\t", func(content string, _ int) error {
+				_, err := Analyze(context.Background(), g, content, LangGo, opt)
 				return err
 			})
 		})

@@ -1,4 +1,4 @@
-package contextpack
+package syntax
 
 import (
 	"context"
@@ -18,19 +18,19 @@ import (
 func TestSegmentStarts(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		lang langID
+		lang Lang
 		src  string
 	}{
-		{"go", langGo, "package p\n\n‸import \"fmt\"\n\n‸func a() {\n\tx := `\nfunc notACut() {\n`\n\t_ = '{'\n\t_ = \"}\"\n}\n\n// doc\n‸func b() {}\n‸var (\n\tv = 1\n)\n‸type T struct {\n}\n/*\nfunc c() {}\n*/\n"},
-		{"go unbalanced brace", langGo, "package p\n‸func a() {\n\tif x {\nfunc b() {}\nfunc c() {}\n"},
-		{"go unterminated string ends at its line", langGo, "package p\n‸func a() {\n\ts := \"abc\n}\n‸func b() {}\n"},
-		{"python", langPython, "import os\n\n‸def a():\n    s = '''\ndef not_a_cut():\n'''\n    return s\n\n‸@dec(\n    x,\n)\n@other\ndef b():\n    pass\n\nif __name__ == '__main__':\n    b()\n‸class C:  # def d():\n    def m(self): pass\n‸async def e(): pass\n"},
-		{"javascript", langJS, "import x from 'x';\n‸const a = `\n${`nested ${1}`}\nfunction notACut() {}\n`;\n‸function b() {\n}\n‸export class C {\n  m() {}\n}\n‸@dec\nexport class D {}\n"},
-		{"typescript", langTS, "‸interface I {\n  a: string;\n}\n‸type T = {\n};\n‸export function f(): void {}\n"},
-		{"java", langJava, "package p;\n\n‸import java.util.List;\n\n‸@Deprecated\npublic class A {\n    public void m() {}\n}\n‸@interface Ann {}\n"},
-		{"rust", langRust, "‸use std::io;\n\n‸#[derive(Debug)]\n#[allow(x)]\npub struct S<'a> {\n    s: &'a str,\n}\n‸fn a() {\n    let c = '{';\n    let r = r#\"\nfn not_a_cut() {\n\"#;\n    /* /* nested */\nfn still_comment() {}\n */\n}\n‸impl S<'_> {}\n"},
-		{"c", langC, "#include <stdio.h>\n‸static int\nf(void)\n{\n\treturn '}';\n}\n‸int g(void) {\n#if X\n}\nint h(void) {\n#endif\n\treturn 0;\n}\n#ifdef Y\nint i;\n#endif\n‸struct s { int a; };\n"},
-		{"cpp raw string", langCPP, "‸int a() {\n\tauto s = R\"x(\n}\n)x\";\n}\n‸int b();\n"},
+		{"go", LangGo, "package p\n\n‸import \"fmt\"\n\n‸func a() {\n\tx := `\nfunc notACut() {\n`\n\t_ = '{'\n\t_ = \"}\"\n}\n\n// doc\n‸func b() {}\n‸var (\n\tv = 1\n)\n‸type T struct {\n}\n/*\nfunc c() {}\n*/\n"},
+		{"go unbalanced brace", LangGo, "package p\n‸func a() {\n\tif x {\nfunc b() {}\nfunc c() {}\n"},
+		{"go unterminated string ends at its line", LangGo, "package p\n‸func a() {\n\ts := \"abc\n}\n‸func b() {}\n"},
+		{"python", LangPython, "import os\n\n‸def a():\n    s = '''\ndef not_a_cut():\n'''\n    return s\n\n‸@dec(\n    x,\n)\n@other\ndef b():\n    pass\n\nif __name__ == '__main__':\n    b()\n‸class C:  # def d():\n    def m(self): pass\n‸async def e(): pass\n"},
+		{"javascript", LangJS, "import x from 'x';\n‸const a = `\n${`nested ${1}`}\nfunction notACut() {}\n`;\n‸function b() {\n}\n‸export class C {\n  m() {}\n}\n‸@dec\nexport class D {}\n"},
+		{"typescript", LangTS, "‸interface I {\n  a: string;\n}\n‸type T = {\n};\n‸export function f(): void {}\n"},
+		{"java", LangJava, "package p;\n\n‸import java.util.List;\n\n‸@Deprecated\npublic class A {\n    public void m() {}\n}\n‸@interface Ann {}\n"},
+		{"rust", LangRust, "‸use std::io;\n\n‸#[derive(Debug)]\n#[allow(x)]\npub struct S<'a> {\n    s: &'a str,\n}\n‸fn a() {\n    let c = '{';\n    let r = r#\"\nfn not_a_cut() {\n\"#;\n    /* /* nested */\nfn still_comment() {}\n */\n}\n‸impl S<'_> {}\n"},
+		{"c", LangC, "#include <stdio.h>\n‸static int\nf(void)\n{\n\treturn '}';\n}\n‸int g(void) {\n#if X\n}\nint h(void) {\n#endif\n\treturn 0;\n}\n#ifdef Y\nint i;\n#endif\n‸struct s { int a; };\n"},
+		{"cpp raw string", LangCPP, "‸int a() {\n\tauto s = R\"x(\n}\n)x\";\n}\n‸int b();\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var want []int32
@@ -70,16 +70,16 @@ func lineNumbers(src string, offs []int32) []int {
 // the module cache (about 4,800 files without errors in the nine
 // languages) gave the same.
 func TestSegmentsMatchWholeOnValidFiles(t *testing.T) {
-	g := newGrammars(2)
-	defer g.close()
+	g := NewGrammars(2)
+	defer g.Close()
 	files := append(corpusSamples(t, 300), goldenSources(t)...)
 	valid, cut := 0, 0
 	for _, f := range files {
-		whole, err := analyze(context.Background(), g, f.src, f.lang, testAnalyzeOptions())
+		whole, err := Analyze(context.Background(), g, f.src, f.lang, testAnalyzeOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if whole.segs != nil || whole.note != "" {
+		if whole.segs != nil || whole.Note != "" {
 			continue // has an error
 		}
 		valid++
@@ -88,7 +88,7 @@ func TestSegmentsMatchWholeOnValidFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := st.getParser()
-		seg := &analysis{lang: f.lang, content: f.src, lines: lineStarts(f.src)}
+		seg := &Analysis{Lang: f.lang, Content: f.src, Lines: LineStarts(f.src)}
 		errs, err := seg.parseSegments(context.Background(), st, p, nil)
 		st.putParser(p)
 		g.release()
@@ -105,8 +105,8 @@ func TestSegmentsMatchWholeOnValidFiles(t *testing.T) {
 				t.Fatalf("%s segment at line %d has a syntax error:\n%.300s", f.lang, s.line+1, s.text)
 			}
 		}
-		if errs || !reflect.DeepEqual(seg.defs, whole.defs) || !reflect.DeepEqual(seg.imports, whole.imports) ||
-			!reflect.DeepEqual(seg.locals, whole.locals) || seg.pkg != whole.pkg || seg.pkgLine != whole.pkgLine {
+		if errs || !reflect.DeepEqual(seg.Defs, whole.Defs) || !reflect.DeepEqual(seg.Imports, whole.Imports) ||
+			!reflect.DeepEqual(seg.Locals, whole.Locals) || seg.pkg != whole.pkg || seg.pkgLine != whole.pkgLine {
 			t.Fatalf("%s file of %d bytes: the segments' tags differ from the whole file's", f.lang, len(f.src))
 		}
 	}
@@ -122,8 +122,8 @@ func TestSegmentsMatchWholeOnValidFiles(t *testing.T) {
 // whole file loses 14 of its 50 definitions once "resp, err :=
 // c.send(req, d" is typed; the segmented analysis keeps them all.
 func TestSegmentsKeepDefinitionsAfterAnError(t *testing.T) {
-	g := newGrammars(1)
-	defer g.close()
+	g := NewGrammars(1)
+	defer g.Close()
 	const typed = "resp77, err := c.send(req, d"
 	var b strings.Builder
 	b.WriteString("package p\n\nfunc (c *Client) do(req *Request) error {\n\tswitch req.Method {\n\tcase \"GET\":\n\t\t‸\n\t\treturn nil\n\t}\n}\n")
@@ -143,11 +143,11 @@ func TestSegmentsKeepDefinitionsAfterAnError(t *testing.T) {
 		t.Fatal("GOROOT's net/http/client.go with \"case 307, 308:\" is missing")
 	}
 	for name, src := range files {
-		clean, err := analyze(context.Background(), g, strings.Replace(src, "‸", "", 1), langGo, testAnalyzeOptions())
+		clean, err := Analyze(context.Background(), g, strings.Replace(src, "‸", "", 1), LangGo, testAnalyzeOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := analyze(context.Background(), g, strings.Replace(src, "‸", typed, 1), langGo, testAnalyzeOptions())
+		a, err := Analyze(context.Background(), g, strings.Replace(src, "‸", typed, 1), LangGo, testAnalyzeOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,19 +162,19 @@ func TestSegmentsKeepDefinitionsAfterAnError(t *testing.T) {
 				bad = sg
 			}
 		}
-		in := func(d def) bool {
-			return d.start >= bad.line && d.start < bad.line+int32(strings.Count(bad.text, "\n"))
+		in := func(d Def) bool {
+			return d.Start >= bad.line && d.Start < bad.line+int32(strings.Count(bad.text, "\n"))
 		}
-		var got, want []def
-		for _, d := range a.defs {
+		var got, want []Def
+		for _, d := range a.Defs {
 			if !in(d) {
-				d.parent = 0 // indexes differ when the error's segment has other definitions
+				d.Parent = 0 // indexes differ when the error's segment has other definitions
 				got = append(got, d)
 			}
 		}
-		for _, d := range clean.defs {
+		for _, d := range clean.Defs {
 			if !in(d) {
-				d.parent = 0
+				d.Parent = 0
 				want = append(want, d)
 			}
 		}
@@ -189,12 +189,12 @@ func TestSegmentsKeepDefinitionsAfterAnError(t *testing.T) {
 func FuzzSegmentStarts(f *testing.F) {
 	for _, s := range []string{"func a() {}\nfunc b() {}\n", "x = `${`${'\n", "r#\"\nfn a", "#if\n#endif\nint a;\nint b;\n",
 		"@d\n@e\ndef f(): '''\ndef g\n", "/* /* */\nfn a() {}\n", "'\\", "R\"(\n"} {
-		for l := langID(0); l < numLangs; l++ {
+		for l := Lang(0); l < NumLangs; l++ {
 			f.Add(s, uint8(l))
 		}
 	}
 	f.Fuzz(func(t *testing.T, s string, l uint8) {
-		starts := segmentStarts(s, langID(l%uint8(numLangs)))
+		starts := segmentStarts(s, Lang(l%uint8(NumLangs)))
 		if len(starts) == 0 || starts[0] != 0 {
 			t.Fatalf("starts %v", starts)
 		}

@@ -1,9 +1,8 @@
-package contextpack
+package syntax
 
 import (
 	"embed"
 	"fmt"
-	"path"
 	"strings"
 	"sync"
 
@@ -19,116 +18,48 @@ import (
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
 )
 
-// langID identifies a supported language; langPlain is everything else.
-type langID uint8
-
-const (
-	langPlain langID = iota
-	langPython
-	langGo
-	langJS
-	langTS
-	langTSX
-	langJava
-	langRust
-	langC
-	langCPP
-	numLangs
-)
-
-var langNames = [numLangs]string{"plain", "python", "go", "javascript", "typescript", "tsx", "java", "rust", "c", "cpp"}
-
-func (l langID) String() string {
-	if l < numLangs {
-		return langNames[l]
-	}
-	return fmt.Sprintf("langID(%d)", int(l))
-}
-
-// languageIDs maps request language names (LSP language identifiers and
-// common aliases) to languages.
-var languageIDs = map[string]langID{
-	"python": langPython, "py": langPython,
-	"go": langGo, "golang": langGo,
-	"javascript": langJS, "js": langJS, "javascriptreact": langJS, "jsx": langJS,
-	"typescript": langTS, "ts": langTS,
-	"typescriptreact": langTSX, "tsx": langTSX,
-	"java": langJava,
-	"rust": langRust, "rs": langRust,
-	"c":   langC,
-	"cpp": langCPP, "c++": langCPP, "cuda-cpp": langCPP, "objective-cpp": langCPP,
-	"plaintext": langPlain, "plain": langPlain, "text": langPlain,
-}
-
-var extLangs = map[string]langID{
-	".py": langPython, ".pyi": langPython, ".pyw": langPython,
-	".go": langGo,
-	".js": langJS, ".mjs": langJS, ".cjs": langJS, ".jsx": langJS,
-	".ts": langTS, ".mts": langTS, ".cts": langTS,
-	".tsx":  langTSX,
-	".java": langJava,
-	".rs":   langRust,
-	".c":    langC, ".h": langC,
-	".cc": langCPP, ".cpp": langCPP, ".cxx": langCPP, ".c++": langCPP, ".hh": langCPP, ".hpp": langCPP,
-	".hxx": langCPP, ".h++": langCPP, ".ipp": langCPP, ".tpp": langCPP, ".cu": langCPP, ".cuh": langCPP,
-}
-
-// detectLang picks the language from the request's language name, else
-// from the file extension; anything unknown is plain text.
-func detectLang(p, language string) langID {
-	if language != "" {
-		if l, ok := languageIDs[strings.ToLower(language)]; ok {
-			return l
-		}
-	}
-	if l, ok := extLangs[strings.ToLower(path.Ext(p))]; ok {
-		return l
-	}
-	return langPlain
-}
-
 //go:embed queries/*.scm
 var queryFS embed.FS
 
-var queryFiles = [numLangs]string{
-	langPython: "python.scm", langGo: "go.scm", langJS: "javascript.scm", langTS: "typescript.scm",
-	langTSX: "typescript.scm", langJava: "java.scm", langRust: "rust.scm", langC: "c.scm", langCPP: "cpp.scm",
+var queryFiles = [NumLangs]string{
+	LangPython: "python.scm", LangGo: "go.scm", LangJS: "javascript.scm", LangTS: "typescript.scm",
+	LangTSX: "typescript.scm", LangJava: "java.scm", LangRust: "rust.scm", LangC: "c.scm", LangCPP: "cpp.scm",
 }
 
-func grammar(l langID) *sitter.Language {
+func grammar(l Lang) *sitter.Language {
 	switch l {
-	case langPython:
+	case LangPython:
 		return python.GetLanguage()
-	case langGo:
+	case LangGo:
 		return golang.GetLanguage()
-	case langJS:
+	case LangJS:
 		return javascript.GetLanguage()
-	case langTS:
+	case LangTS:
 		return typescript.GetLanguage()
-	case langTSX:
+	case LangTSX:
 		return tsx.GetLanguage()
-	case langJava:
+	case LangJava:
 		return java.GetLanguage()
-	case langRust:
+	case LangRust:
 		return rust.GetLanguage()
-	case langC:
+	case LangC:
 		return c.GetLanguage()
-	case langCPP:
+	case LangCPP:
 		return cpp.GetLanguage()
 	}
 	return nil
 }
 
-// grammars owns the tree-sitter state of one Builder: per language a
+// Grammars owns the tree-sitter state of one Builder: per language a
 // compiled tags query (immutable, shared by all goroutines) and a free list
 // of parsers (a parser is used by one goroutine at a time). Parsers beyond
 // the free list's capacity and everything at Close are freed explicitly
 // rather than left to finalizers.
-type grammars struct {
+type Grammars struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup
-	langs    [numLangs]*langState
+	langs    [NumLangs]*langState
 	poolN    int
 }
 
@@ -143,24 +74,26 @@ type langState struct {
 	rooted map[sitter.Symbol]bool
 }
 
-func newGrammars(poolN int) *grammars {
+// NewGrammars returns the tree-sitter state for up to poolN parsers per
+// language kept free.
+func NewGrammars(poolN int) *Grammars {
 	if poolN < 1 {
 		poolN = 1
 	}
-	return &grammars{poolN: poolN}
+	return &Grammars{poolN: poolN}
 }
 
 // acquire returns the compiled state for l (nil for plain text) and
 // registers one user of the C state; the caller must call release once it
 // no longer touches parsers, trees or queries.
-func (g *grammars) acquire(l langID) (*langState, error) {
-	if l == langPlain || l >= numLangs {
+func (g *Grammars) acquire(l Lang) (*langState, error) {
+	if l == LangPlain || l >= NumLangs {
 		return nil, nil
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return nil, errClosed
+		return nil, ErrClosed
 	}
 	s, err := g.stateLocked(l)
 	if err != nil {
@@ -170,15 +103,16 @@ func (g *grammars) acquire(l langID) (*langState, error) {
 	return s, nil
 }
 
-func (g *grammars) release() { g.inflight.Done() }
+func (g *Grammars) release() { g.inflight.Done() }
 
-func (g *grammars) isClosed() bool {
+// IsClosed reports whether Close was called.
+func (g *Grammars) IsClosed() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.closed
 }
 
-func (g *grammars) stateLocked(l langID) (*langState, error) {
+func (g *Grammars) stateLocked(l Lang) (*langState, error) {
 	if s := g.langs[l]; s != nil {
 		return s, nil
 	}
@@ -258,8 +192,8 @@ func (s *langState) putParser(p *sitter.Parser) {
 	}
 }
 
-// close waits for in-flight analyses, then frees every parser and query.
-func (g *grammars) close() {
+// Close waits for in-flight analyses, then frees every parser and query.
+func (g *Grammars) Close() {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()

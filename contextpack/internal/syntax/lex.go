@@ -1,16 +1,17 @@
-package contextpack
+package syntax
 
 import (
 	"unicode"
 	"unicode/utf8"
 )
 
-// term is a hashed identifier (FNV-1a, 32 bits). Collisions only blur
+// Term is a hashed identifier (FNV-1a, 32 bits). Collisions only blur
 // similarity scores slightly; identifiers themselves are compared as
 // strings wherever correctness matters (definitions, the quality metric).
-type term = uint32
+type Term = uint32
 
-func hashIdent(s string) term {
+// HashIdent is the term of identifier s.
+func HashIdent(s string) Term {
 	h := uint32(2166136261)
 	for i := 0; i < len(s); i++ {
 		h ^= uint32(s[i])
@@ -27,11 +28,11 @@ func isIdentByte(c byte) bool {
 	return isIdentStart(c) || c >= '0' && c <= '9'
 }
 
-// scanIdents calls fn for every identifier in s with its byte offset.
+// ScanIdents calls fn for every identifier in s with its byte offset.
 // Identifiers are ASCII letters, digits, '_' and '$' plus any Unicode
 // letter; they do not start with a digit. Identifiers shorter than two
 // bytes and keywords of lang are skipped. fn returns false to stop.
-func scanIdents(s string, lang langID, fn func(id string, off int) bool) {
+func ScanIdents(s string, lang Lang, fn func(id string, off int) bool) {
 	kw := keywords[lang]
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -80,24 +81,6 @@ func scanIdents(s string, lang langID, fn func(id string, off int) bool) {
 	}
 }
 
-// Identifiers returns the distinct identifiers of text as the assembler
-// sees them (keywords of the language named by path or language excluded),
-// in order of first appearance. The quality tool uses it so that its metric
-// and the retrieval agree on what an identifier is.
-func Identifiers(text, path, language string) []string {
-	lang := detectLang(path, language)
-	seen := map[string]bool{}
-	var out []string
-	scanIdents(text, lang, func(id string, _ int) bool {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-		return true
-	})
-	return out
-}
-
 func kwSet(words ...string) map[string]bool {
 	m := make(map[string]bool, len(words))
 	for _, w := range words {
@@ -122,33 +105,33 @@ var tsExtra = []string{"interface", "type", "enum", "implements", "private", "pr
 	"readonly", "abstract", "declare", "namespace", "module", "keyof", "any", "unknown", "never", "string",
 	"number", "boolean", "void", "is", "infer", "satisfies"}
 
-// keywords per language; langPlain uses a small cross-language set.
-var keywords = map[langID]map[string]bool{
-	langPlain: kwSet("if", "else", "for", "while", "return", "def", "class", "func", "function", "var",
+// keywords per language; LangPlain uses a small cross-language set.
+var keywords = map[Lang]map[string]bool{
+	LangPlain: kwSet("if", "else", "for", "while", "return", "def", "class", "func", "function", "var",
 		"let", "const", "import", "from", "package", "true", "false", "null", "nil", "None", "new", "in",
 		"and", "or", "not", "the", "is"),
-	langPython: kwSet("False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+	LangPython: kwSet("False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
 		"continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
 		"import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
 		"with", "yield", "self", "cls"),
-	langGo: kwSet("break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough",
+	LangGo: kwSet("break", "case", "chan", "const", "continue", "default", "defer", "else", "fallthrough",
 		"for", "func", "go", "goto", "if", "import", "interface", "map", "package", "range", "return",
 		"select", "struct", "switch", "type", "var", "nil", "true", "false", "iota"),
-	langJS:  kwSet(jsKeywords...),
-	langTS:  kwSet(append(append([]string{}, jsKeywords...), tsExtra...)...),
-	langTSX: kwSet(append(append([]string{}, jsKeywords...), tsExtra...)...),
-	langJava: kwSet("abstract", "assert", "boolean", "break", "byte", "case", "catch", "char", "class",
+	LangJS:  kwSet(jsKeywords...),
+	LangTS:  kwSet(append(append([]string{}, jsKeywords...), tsExtra...)...),
+	LangTSX: kwSet(append(append([]string{}, jsKeywords...), tsExtra...)...),
+	LangJava: kwSet("abstract", "assert", "boolean", "break", "byte", "case", "catch", "char", "class",
 		"const", "continue", "default", "do", "double", "else", "enum", "extends", "final", "finally",
 		"float", "for", "goto", "if", "implements", "import", "instanceof", "int", "interface", "long",
 		"native", "new", "package", "private", "protected", "public", "return", "short", "static",
 		"strictfp", "super", "switch", "synchronized", "this", "throw", "throws", "transient", "try", "void",
 		"volatile", "while", "var", "record", "yield", "null", "true", "false"),
-	langRust: kwSet("as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum",
+	LangRust: kwSet("as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum",
 		"extern", "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
 		"pub", "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
 		"unsafe", "use", "where", "while"),
-	langC: kwSet(cKeywords...),
-	langCPP: kwSet(append(append([]string{}, cKeywords...), "class", "namespace", "template", "typename",
+	LangC: kwSet(cKeywords...),
+	LangCPP: kwSet(append(append([]string{}, cKeywords...), "class", "namespace", "template", "typename",
 		"public", "private", "protected", "virtual", "override", "final", "new", "delete", "this",
 		"operator", "using", "try", "catch", "throw", "const_cast", "static_cast", "dynamic_cast",
 		"reinterpret_cast", "constexpr", "noexcept", "nullptr", "explicit", "friend", "mutable", "decltype",

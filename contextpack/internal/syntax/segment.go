@@ -1,4 +1,4 @@
-package contextpack
+package syntax
 
 import (
 	"context"
@@ -43,29 +43,29 @@ type segRules struct {
 	afterEnd bool     // C: a cut before a line starting with an identifier after a line ending in ';' or '}'
 }
 
-var segLangRules = [numLangs]*segRules{
-	langGo:     {slash: true, braces: true, keywords: []string{"func ", "type ", "var ", "const ", "import "}},
-	langPython: {hash: true, keywords: []string{"def ", "class ", "async def "}, deco: "@"},
-	langJS: {slash: true, braces: true, deco: "@", keywords: []string{"function ", "function*", "async function",
+var segLangRules = [NumLangs]*segRules{
+	LangGo:     {slash: true, braces: true, keywords: []string{"func ", "type ", "var ", "const ", "import "}},
+	LangPython: {hash: true, keywords: []string{"def ", "class ", "async def "}, deco: "@"},
+	LangJS: {slash: true, braces: true, deco: "@", keywords: []string{"function ", "function*", "async function",
 		"class ", "export ", "const ", "let ", "var ", "import "}},
-	langTS: {slash: true, braces: true, deco: "@", keywords: []string{"function ", "function*", "async function",
+	LangTS: {slash: true, braces: true, deco: "@", keywords: []string{"function ", "function*", "async function",
 		"class ", "abstract class", "export ", "const ", "let ", "var ", "import ", "interface ", "type ", "enum ",
 		"declare ", "namespace "}},
-	langJava: {slash: true, braces: true, deco: "@", keywords: []string{"public ", "protected ", "private ",
+	LangJava: {slash: true, braces: true, deco: "@", keywords: []string{"public ", "protected ", "private ",
 		"class ", "interface ", "enum ", "record ", "abstract ", "final ", "sealed ", "non-sealed ", "@interface",
 		"import ", "package "}},
-	langRust: {slash: true, nested: true, braces: true, deco: "#[", keywords: []string{"fn ", "pub ", "pub(",
+	LangRust: {slash: true, nested: true, braces: true, deco: "#[", keywords: []string{"fn ", "pub ", "pub(",
 		"impl", "struct ", "enum ", "union ", "trait ", "mod ", "use ", "const ", "static ", "type ", "macro_rules!",
 		"unsafe ", "async ", "extern "}},
-	langC:   {slash: true, braces: true, preproc: true, afterEnd: true},
-	langCPP: {slash: true, braces: true, preproc: true, afterEnd: true},
+	LangC:   {slash: true, braces: true, preproc: true, afterEnd: true},
+	LangCPP: {slash: true, braces: true, preproc: true, afterEnd: true},
 }
 
-func init() { segLangRules[langTSX] = segLangRules[langTS] }
+func init() { segLangRules[LangTSX] = segLangRules[LangTS] }
 
 // segmentStarts returns the byte offsets at which the segments of s begin;
 // the first is 0.
-func segmentStarts(s string, lang langID) []int32 {
+func segmentStarts(s string, lang Lang) []int32 {
 	starts := []int32{0}
 	r := segLangRules[lang]
 	if r == nil {
@@ -201,38 +201,38 @@ func skipBlockComment(s string, i int, nested bool) int {
 // starts at i, or i when none does. Literals that cannot span lines end
 // at the line's end when unterminated (an opening quote being typed does
 // not hide the rest of the file).
-func skipString(s string, i int, lang langID) int {
+func skipString(s string, i int, lang Lang) int {
 	c := s[i]
 	switch lang {
-	case langGo:
+	case LangGo:
 		switch c {
 		case '"', '\'':
 			return skipQuoted(s, i+1, c, false)
 		case '`':
 			return skipRaw(s, i+1, "`")
 		}
-	case langPython:
+	case LangPython:
 		switch {
 		case strings.HasPrefix(s[i:], `"""`), strings.HasPrefix(s[i:], `'''`):
 			return skipQuotedUntil(s, i+3, s[i:i+3])
 		case c == '"', c == '\'':
 			return skipQuoted(s, i+1, c, false)
 		}
-	case langJS, langTS, langTSX:
+	case LangJS, LangTS, LangTSX:
 		switch c {
 		case '"', '\'':
 			return skipQuoted(s, i+1, c, false)
 		case '`':
 			return skipTemplate(s, i+1, 0)
 		}
-	case langJava:
+	case LangJava:
 		switch {
 		case strings.HasPrefix(s[i:], `"""`):
 			return skipQuotedUntil(s, i+3, `"""`)
 		case c == '"', c == '\'':
 			return skipQuoted(s, i+1, c, false)
 		}
-	case langRust:
+	case LangRust:
 		switch {
 		case c == '"':
 			return skipQuoted(s, i+1, '"', true)
@@ -247,11 +247,11 @@ func skipString(s string, i int, lang langID) int {
 				return skipRaw(s, j+1, `"`+s[i+1:j])
 			}
 		}
-	case langC, langCPP:
+	case LangC, LangCPP:
 		switch {
 		case c == '"', c == '\'':
 			return skipQuoted(s, i+1, c, false)
-		case lang == langCPP && c == 'R' && i+1 < len(s) && s[i+1] == '"' && (i == 0 || !isIdentByte(s[i-1]) || strings.IndexByte("8uUL", s[i-1]) >= 0):
+		case lang == LangCPP && c == 'R' && i+1 < len(s) && s[i+1] == '"' && (i == 0 || !isIdentByte(s[i-1]) || strings.IndexByte("8uUL", s[i-1]) >= 0):
 			if k := strings.IndexByte(s[i+2:min(len(s), i+20)], '('); k >= 0 {
 				return skipRaw(s, i+3+k, ")"+s[i+2:i+2+k]+`"`)
 			}
@@ -375,9 +375,9 @@ type segment struct {
 	text    string
 	line    int32 // of its first line in the file
 	errs    bool  // its parse has a syntax error
-	defs    []def
-	imports []importRef
-	locals  []localRef
+	defs    []Def
+	imports []Import
+	locals  []Local
 	pkg     string
 	pkgLine int32
 }
@@ -385,12 +385,12 @@ type segment struct {
 // parseSegments fills a's tags from its segments, parsed one by one;
 // segments whose text is one of prev's (a previous version's segments,
 // may be nil) keep their tags. It reports whether a segment has an error.
-func (a *analysis) parseSegments(ctx context.Context, st *langState, p *sitter.Parser, prev []segment) (bool, error) {
+func (a *Analysis) parseSegments(ctx context.Context, st *langState, p *sitter.Parser, prev []segment) (bool, error) {
 	old := make(map[string]*segment, len(prev))
 	for i := range prev {
 		old[prev[i].text] = &prev[i]
 	}
-	starts := segmentStarts(a.content, a.lang)
+	starts := segmentStarts(a.Content, a.Lang)
 	a.segs = make([]segment, len(starts))
 	var qc *sitter.QueryCursor
 	defer func() {
@@ -400,19 +400,19 @@ func (a *analysis) parseSegments(ctx context.Context, st *langState, p *sitter.P
 	}()
 	errs := false
 	for k, s := range starts {
-		e := int32(len(a.content))
+		e := int32(len(a.Content))
 		if k+1 < len(starts) {
 			e = starts[k+1]
 		}
-		line := a.lineOf(int(s))
-		if o := old[a.content[s:e]]; o != nil {
+		line := a.LineOf(int(s))
+		if o := old[a.Content[s:e]]; o != nil {
 			a.segs[k] = *o
 			a.segs[k].line = line
 		} else {
 			if qc == nil {
 				qc = sitter.NewQueryCursor()
 			}
-			seg, err := parseSegment(ctx, st, p, qc, a.lang, a.content[s:e])
+			seg, err := parseSegment(ctx, st, p, qc, a.Lang, a.Content[s:e])
 			if err != nil {
 				return false, err
 			}
@@ -421,19 +421,19 @@ func (a *analysis) parseSegments(ctx context.Context, st *langState, p *sitter.P
 		}
 		errs = errs || a.segs[k].errs
 	}
-	a.defs, a.imports, a.locals, a.pkg, a.pkgLine = nil, nil, nil, "", 0
+	a.Defs, a.Imports, a.Locals, a.pkg, a.pkgLine = nil, nil, nil, "", 0
 	for _, sg := range a.segs {
 		for _, d := range sg.defs {
-			d.start, d.end, d.headerEnd = d.start+sg.line, d.end+sg.line, d.headerEnd+sg.line
-			a.defs = append(a.defs, d)
+			d.Start, d.End, d.HeaderEnd = d.Start+sg.line, d.End+sg.line, d.HeaderEnd+sg.line
+			a.Defs = append(a.Defs, d)
 		}
 		for _, im := range sg.imports {
-			im.line += sg.line
-			a.imports = append(a.imports, im)
+			im.Line += sg.line
+			a.Imports = append(a.Imports, im)
 		}
 		for _, l := range sg.locals {
-			l.line += sg.line
-			a.locals = append(a.locals, l)
+			l.Line += sg.line
+			a.Locals = append(a.Locals, l)
 		}
 		if sg.pkg != "" && a.pkg == "" {
 			a.pkg, a.pkgLine = sg.pkg, sg.pkgLine+sg.line
@@ -443,33 +443,33 @@ func (a *analysis) parseSegments(ctx context.Context, st *langState, p *sitter.P
 }
 
 // parseSegment parses and queries one segment's text.
-func parseSegment(ctx context.Context, st *langState, p *sitter.Parser, qc *sitter.QueryCursor, lang langID, text string) (segment, error) {
+func parseSegment(ctx context.Context, st *langState, p *sitter.Parser, qc *sitter.QueryCursor, lang Lang, text string) (segment, error) {
 	src := []byte(text)
 	tree, err := p.ParseCtx(ctx, nil, src)
 	if err != nil {
 		return segment{}, err
 	}
 	defer tree.Close()
-	sa := &analysis{lang: lang, content: text, lines: lineStarts(text)}
+	sa := &Analysis{Lang: lang, Content: text, Lines: LineStarts(text)}
 	root := tree.RootNode()
 	qc.Exec(st.query, root)
 	sa.collect(qc, st, src, nil, map[[2]uint32]bool{})
-	return segment{text: text, errs: root.HasError(), defs: sa.defs, imports: sa.imports, locals: sa.locals,
+	return segment{text: text, errs: root.HasError(), defs: sa.Defs, imports: sa.Imports, locals: sa.Locals,
 		pkg: sa.pkg, pkgLine: sa.pkgLine}, nil
 }
 
 // segmentsOfTags cuts the tags of a's whole-file analysis (of a file
 // without a syntax error) into its segments: what parsing each segment
 // finds (TestSegmentsMatchWholeOnValidFiles), without parsing.
-func (a *analysis) segmentsOfTags() []segment {
-	starts := segmentStarts(a.content, a.lang)
+func (a *Analysis) segmentsOfTags() []segment {
+	starts := segmentStarts(a.Content, a.Lang)
 	segs := make([]segment, len(starts))
 	for k, s := range starts {
-		e := len(a.content)
+		e := len(a.Content)
 		if k+1 < len(starts) {
 			e = int(starts[k+1])
 		}
-		segs[k] = segment{text: a.content[s:e], line: a.lineOf(int(s))}
+		segs[k] = segment{text: a.Content[s:e], line: a.LineOf(int(s))}
 	}
 	at := func(line int32) *segment {
 		k, _ := slices.BinarySearchFunc(segs, line, func(s segment, l int32) int { return int(s.line - l) })
@@ -478,19 +478,19 @@ func (a *analysis) segmentsOfTags() []segment {
 		}
 		return &segs[k]
 	}
-	for _, d := range a.defs {
-		sg := at(d.start)
-		d.start, d.end, d.headerEnd, d.parent = d.start-sg.line, d.end-sg.line, d.headerEnd-sg.line, -1
+	for _, d := range a.Defs {
+		sg := at(d.Start)
+		d.Start, d.End, d.HeaderEnd, d.Parent = d.Start-sg.line, d.End-sg.line, d.HeaderEnd-sg.line, -1
 		sg.defs = append(sg.defs, d)
 	}
-	for _, im := range a.imports {
-		sg := at(im.line)
-		im.line -= sg.line
+	for _, im := range a.Imports {
+		sg := at(im.Line)
+		im.Line -= sg.line
 		sg.imports = append(sg.imports, im)
 	}
-	for _, l := range a.locals {
-		sg := at(l.line)
-		l.line -= sg.line
+	for _, l := range a.Locals {
+		sg := at(l.Line)
+		l.Line -= sg.line
 		sg.locals = append(sg.locals, l)
 	}
 	if a.pkg != "" {
