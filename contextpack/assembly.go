@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
@@ -70,9 +71,9 @@ type asmInput struct {
 	// requestFiles counts the request's files: a lone file without a
 	// repository name gets the file-level format.
 	requestFiles int
-	cursor       *slot // the cursor file in the index (its view, while typing)
-	offset       int   // the cursor's byte offset in the cursor file's text
-	tokenBudget  int   // prompt and generation
+	cursor       *index.File // the cursor file in the index (its view, while typing)
+	offset       int         // the cursor's byte offset in the cursor file's text
+	tokenBudget  int         // prompt and generation
 	promptBudget int
 	maxNewTokens int
 	strategy     asmStrategy
@@ -87,7 +88,7 @@ type asmInput struct {
 type assembly struct {
 	in     asmInput
 	params *asmParams
-	index  *repoIndex
+	index  index.View
 	memos  asmMemos
 
 	text          *syntax.Analysis // the cursor file with its own text (view.go)
@@ -111,15 +112,15 @@ type assembly struct {
 // (useSelection); the maps are read only once made.
 type selection struct {
 	used         syntax.IdentCounts // identifiers of the cursor file
-	imports      []importHit
-	importRank   map[*slot]int
-	fileRank     map[*slot]int // files by summed window similarity
-	stable       []*candidate  // stable tier, most relevant first
-	stableWhole  map[*slot]bool
-	stableRanges map[*slot][]lineRange
+	imports      []index.ImportHit
+	importRank   map[*index.File]int
+	fileRank     map[*index.File]int // files by summed window similarity
+	stable       []*candidate        // stable tier, most relevant first
+	stableWhole  map[*index.File]bool
+	stableRanges map[*index.File][]lineRange
 	considered   []*candidate
 	shown        map[syntax.Term]bool // identifiers the prompt shows (Diversity only)
-	blocks       map[*slot]*block
+	blocks       map[*index.File]*block
 	above        []lineRange // same-file context above the window
 	below        []lineRange // and below it
 	extraTokens  int         // tokens of above and below (beyond the headers)
@@ -146,7 +147,7 @@ func (s *selection) clone() *selection {
 	for i, x := range s.stable {
 		c.stable[i] = c.considered[at[x]]
 	}
-	c.blocks = make(map[*slot]*block, len(s.blocks))
+	c.blocks = make(map[*index.File]*block, len(s.blocks))
 	for sl, bl := range s.blocks {
 		v := *bl
 		c.blocks[sl] = &v
@@ -157,7 +158,7 @@ func (s *selection) clone() *selection {
 
 // block is the cursor-dependent context from one file.
 type block struct {
-	file       *slot
+	file       *index.File
 	ranges     []lineRange
 	tokens     int // content
 	headTokens int // file separator and path line
@@ -167,17 +168,14 @@ type block struct {
 
 // newAssembly places the cursor and cuts the cursor file's window within
 // the local budget.
-func newAssembly(in asmInput, p *asmParams, r *repoIndex, m asmMemos) *assembly {
+func newAssembly(in asmInput, p *asmParams, r index.View, m asmMemos) *assembly {
 	as := &assembly{in: in, params: p, index: r, memos: m}
 	t := in.cursor
-	as.text = t.an
-	if t.real != nil {
-		as.text = t.an.WithText(t.real.content, t.viewLine)
-	}
+	as.text = t.WithText()
 	as.cursorLine = as.text.LineOf(in.offset)
 	as.repoLevel = (in.repoName != "" || in.requestFiles > 1) && in.strategy != asmNone
 	if as.repoLevel {
-		as.overhead = 1 + p.counter.plain(t.path+"\n") + 3
+		as.overhead = 1 + p.counter.plain(t.Path+"\n") + 3
 		if in.repoName != "" {
 			as.overhead += 1 + p.counter.plain(in.repoName+"\n")
 		}
@@ -189,7 +187,7 @@ func newAssembly(in asmInput, p *asmParams, r *repoIndex, m asmMemos) *assembly 
 		as.overhead = 3
 	}
 	as.available = in.promptBudget - as.overhead
-	others := as.repoLevel && len(r.files) > 1
+	others := as.repoLevel && r.NumFiles() > 1
 	as.localLimit = as.available
 	if others {
 		as.localLimit = int(float64(as.available) * p.localShare)
@@ -201,8 +199,8 @@ func newAssembly(in asmInput, p *asmParams, r *repoIndex, m asmMemos) *assembly 
 		q := p.contextQuantum
 		as.contextBudget = max(0, (as.available-local)/q*q)
 	}
-	as.sel = selection{blocks: map[*slot]*block{}, stableWhole: map[*slot]bool{},
-		stableRanges: map[*slot][]lineRange{}, importRank: map[*slot]int{}}
+	as.sel = selection{blocks: map[*index.File]*block{}, stableWhole: map[*index.File]bool{},
+		stableRanges: map[*index.File][]lineRange{}, importRank: map[*index.File]int{}}
 	if as.contextBudget > 0 && in.strategy.selects() {
 		as.lineIdents = as.lineIdentsOf()
 	}
@@ -287,7 +285,7 @@ func (as *assembly) finish() (*asmResult, error) {
 // them), which the typing view leaves out. They change a few times per
 // line, not at every keystroke.
 func (as *assembly) lineIdentsOf() string {
-	if as.in.cursor.real == nil {
+	if !as.in.cursor.Viewed() {
 		return "" // the line is empty
 	}
 	a := as.text
@@ -323,4 +321,4 @@ func (as *assembly) extrasTokens(above, below []lineRange) int {
 	return n
 }
 
-func (as *assembly) headTokens(sl *slot) int { return 1 + as.params.counter.plain(sl.path+"\n") }
+func (as *assembly) headTokens(sl *index.File) int { return 1 + as.params.counter.plain(sl.Path+"\n") }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
@@ -15,40 +16,38 @@ import (
 // boundary.
 func (as *assembly) packExecRepoBench() {
 	r, t := as.index, as.in.cursor
-	explicit := map[*slot]bool{}
-	for _, h := range r.resolveImports(t) {
-		if h.explicit {
-			explicit[h.sl] = true
+	explicit := map[*index.File]bool{}
+	for _, h := range r.ResolveImports(t) {
+		if h.Explicit {
+			explicit[h.File] = true
 		}
 	}
-	q := t.an.FileTerms()
+	q := t.Analysis.FileTerms()
 	qm := make(map[syntax.Term]int, len(q))
 	for _, x := range q {
 		qm[x.Term] = int(x.Count)
 	}
-	df := r.fileDocFreq()
-	n := float64(len(r.files))
+	df := r.FileDocFreq()
+	n := float64(r.NumFiles())
 	var avgdl float64
-	for _, sl := range r.slots {
-		if sl != nil {
-			avgdl += float64(sl.an.FileLength())
-		}
+	for sl := range r.AllFiles() {
+		avgdl += float64(sl.Analysis.FileLength())
 	}
 	avgdl = max(1, avgdl/n)
 	type scored struct {
-		sl    *slot
+		sl    *index.File
 		bm25  float64
 		score float64
 	}
 	var ss []scored
 	maxBM := 0.0
-	for _, sl := range r.slots {
-		if sl == nil || sl == t {
+	for sl := range r.AllFiles() {
+		if sl == t {
 			continue
 		}
 		s := 0.0
-		dl := float64(sl.an.FileLength())
-		for _, x := range sl.an.FileTerms() {
+		dl := float64(sl.Analysis.FileLength())
+		for _, x := range sl.Analysis.FileTerms() {
 			qtf, ok := qm[x.Term]
 			if !ok {
 				continue
@@ -76,27 +75,27 @@ func (as *assembly) packExecRepoBench() {
 			}
 			return 1
 		}
-		return strings.Compare(x.sl.path, y.sl.path)
+		return strings.Compare(x.sl.Path, y.sl.Path)
 	})
 	remaining := as.contextBudget
 	for i, s := range ss {
 		if i >= as.params.maxCandidates || remaining < 16 {
 			break
 		}
-		rs := wholeRanges(s.sl.an)
+		rs := wholeRanges(s.sl.Analysis)
 		if len(rs) == 0 || s.score == 0 {
 			continue
 		}
 		c := &candidate{sl: s.sl, kind: srcKindSimilar, ranges: rs, whole: true, score: s.score,
 			label: fmt.Sprintf("whole file, import hit + normalised BM25 %.3f", s.score)}
 		head := as.headTokens(s.sl)
-		cost := head + as.params.counter.rangesTokens(s.sl.an, rs, -1, -1)
+		cost := head + as.params.counter.rangesTokens(s.sl.Analysis, rs, -1, -1)
 		if cost > remaining {
 			// The first file that does not fit is cut at a line boundary.
 			end := rs[0].s - 1
 			used := head
 			for end+1 <= rs[0].e {
-				n := as.params.counter.rangeTokens(s.sl.an, rs[0].s, end+1)
+				n := as.params.counter.rangeTokens(s.sl.Analysis, rs[0].s, end+1)
 				if head+n > remaining {
 					break
 				}
@@ -139,17 +138,17 @@ func (as *assembly) packJaccard() {
 	if len(q) == 0 {
 		return
 	}
-	best := map[*slot]scoredChunk{}
-	for id := range r.chunks {
-		cr := &r.chunks[id]
-		if cr.dead {
+	best := map[*index.File]index.ScoredChunk{}
+	for id := range r.NumChunks() {
+		cr := r.Chunk(uint32(id))
+		if cr.Dead {
 			continue
 		}
-		sl := r.slots[cr.slot]
+		sl := r.FileByID(cr.File)
 		if sl == t {
 			continue
 		}
-		c := &sl.an.Chunks[cr.idx]
+		c := &sl.Analysis.Chunks[cr.Chunk]
 		inter := 0
 		for _, x := range c.Terms {
 			if q[x.Term] {
@@ -160,40 +159,40 @@ func (as *assembly) packJaccard() {
 			continue
 		}
 		j := float64(inter) / float64(len(c.Terms)+len(q)-inter)
-		if b, ok := best[sl]; !ok || j > b.score {
-			best[sl] = scoredChunk{uint32(id), j}
+		if b, ok := best[sl]; !ok || j > b.Score {
+			best[sl] = index.ScoredChunk{Chunk: uint32(id), Score: j}
 		}
 	}
-	hits := make([]scoredChunk, 0, len(best))
+	hits := make([]index.ScoredChunk, 0, len(best))
 	for _, h := range best {
 		hits = append(hits, h)
 	}
-	slices.SortFunc(hits, func(x, y scoredChunk) int {
-		if x.score != y.score {
-			if x.score > y.score {
+	slices.SortFunc(hits, func(x, y index.ScoredChunk) int {
+		if x.Score != y.Score {
+			if x.Score > y.Score {
 				return -1
 			}
 			return 1
 		}
-		return strings.Compare(r.slots[r.chunks[x.chunk].slot].path, r.slots[r.chunks[y.chunk].slot].path)
+		return strings.Compare(r.FileByID(r.Chunk(x.Chunk).File).Path, r.FileByID(r.Chunk(y.Chunk).File).Path)
 	})
 	remaining := as.contextBudget
 	for i, h := range hits {
 		if i >= as.params.maxCandidates {
 			break
 		}
-		cr := r.chunks[h.chunk]
-		sl := r.slots[cr.slot]
-		ch := &sl.an.Chunks[cr.idx]
-		s, e, ok := sl.an.Trim(ch.Start, ch.End)
+		cr := r.Chunk(h.Chunk)
+		sl := r.FileByID(cr.File)
+		ch := &sl.Analysis.Chunks[cr.Chunk]
+		s, e, ok := sl.Analysis.Trim(ch.Start, ch.End)
 		if !ok {
 			continue
 		}
 		rs := []lineRange{{s, e}}
-		c := &candidate{sl: sl, kind: srcKindSimilar, ranges: rs, score: h.score,
-			label: fmt.Sprintf("best Jaccard window %.3f", h.score)}
+		c := &candidate{sl: sl, kind: srcKindSimilar, ranges: rs, score: h.Score,
+			label: fmt.Sprintf("best Jaccard window %.3f", h.Score)}
 		head := as.headTokens(sl)
-		n := as.params.counter.rangesTokens(sl.an, rs, -1, -1)
+		n := as.params.counter.rangesTokens(sl.Analysis, rs, -1, -1)
 		c.tokens = head + n
 		as.sel.considered = append(as.sel.considered, c)
 		if head+n > remaining {
@@ -201,7 +200,7 @@ func (as *assembly) packJaccard() {
 			continue
 		}
 		c.included, c.reason = true, c.label
-		as.sel.blocks[sl] = &block{file: sl, ranges: rs, tokens: n, headTokens: head, best: h.score}
+		as.sel.blocks[sl] = &block{file: sl, ranges: rs, tokens: n, headTokens: head, best: h.Score}
 		remaining -= head + n
 		as.sel.contextUsed += head + n
 	}

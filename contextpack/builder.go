@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"github.com/infill-dev/infill/internal/logctx"
@@ -49,7 +50,7 @@ type Builder struct {
 	cfg      Config
 	log      *zap.Logger
 	grammars *syntax.Grammars
-	store    *store
+	store    *index.Store[*record]
 	params   asmParams // the assembly's, made from cfg
 	aopt     syntax.Options
 	snaps    *snapshots // nil: snapshots off
@@ -84,7 +85,7 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 		cfg:      cfg,
 		log:      log,
 		grammars: syntax.NewGrammars(cfg.Workers),
-		store:    newStore(cfg.CacheBytes, cfg.MaxRepositories, log),
+		store:    index.NewStore[*record](cfg.CacheBytes, cfg.MaxRepositories, log),
 		params:   assemblyParams(cfg, newCounter(tok, neutral, cfg.CountCacheSegments, cfg.ContextTokens), neutral),
 		aopt: syntax.Options{
 			MaxParseBytes:  cfg.MaxParseBytes,
@@ -209,14 +210,15 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (_ 
 // analyses or index update, only its cursor. ok is false when the index
 // holds another list.
 func (b *Builder) buildListed(ctx context.Context, req *Request, list *fileList, strategy Strategy) (p *Prompt, memo, ok bool, err error) {
-	b.inRepo(ctx, req.RepoName, func(r *repository) {
-		if ok = r.record.listed == list; !ok {
+	b.inRepo(ctx, req.RepoName, func(r *index.Repository[*record]) {
+		if ok = r.Record.listed == list; !ok {
 			return
 		}
-		t := r.index.files[req.Cursor.Path]
+		t := r.Index.File(req.Cursor.Path)
 		var c cursorBudget
-		if c, err = b.cursorBudget(t.text().content, req); err == nil {
-			if ok = (r.index.view == nil || r.index.view == t) && t.holdsView(c.off); !ok {
+		if c, err = b.cursorBudget(t.Text().Text, req); err == nil {
+			v := r.Index.Viewing()
+			if ok = (v == nil || v == t) && t.HoldsViewFor(c.off); !ok {
 				return // another line: the update makes its view
 			}
 			p, memo, err = b.promptIn(ctx, r, t, req, c, strategy)
@@ -244,7 +246,7 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 	ds := make([]string, len(idx))
 	contents := make([]string, len(idx))
 	has := make([]bool, len(idx))
-	files := make([]reqFile, len(idx))
+	files := make([]index.RequestFile, len(idx))
 	cur := 0
 	for k, i := range idx {
 		f := &req.Files[i]
@@ -253,15 +255,15 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 			cur = k
 		}
 	}
-	es, missing := b.store.resolve(ds, contents, has)
+	es, missing := b.store.Resolve(ds, contents, has)
 	if len(missing) > 0 {
 		return nil, false, 0, false, nil
 	}
-	defer b.store.unpin(es, logctx.Fields(ctx))
+	defer b.store.Unpin(es, logctx.Fields(ctx))
 	for k, i := range idx {
-		files[k] = reqFile{path: req.Files[i].Path, lang: list.ids[i], e: es[k]}
+		files[k] = index.RequestFile{Path: req.Files[i].Path, Lang: list.ids[i], Indexed: es[k]}
 	}
-	c, cerr := b.cursorBudget(es[cur].content, req)
+	c, cerr := b.cursorBudget(es[cur].Text, req)
 	if cerr == nil {
 		defer b.useView(ctx, req.RepoName, &files[cur], c.off)()
 		if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
@@ -272,15 +274,16 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 		}
 	}
 
-	b.inRepo(ctx, req.RepoName, func(r *repository) {
+	b.inRepo(ctx, req.RepoName, func(r *index.Repository[*record]) {
 		// The index must hold no view but the cursor file's: an earlier
 		// cursor file's goes back to its text on the whole path.
-		if ok = r.record.listed == prev && (r.index.view == nil || r.index.view.path == files[cur].path); !ok {
+		v := r.Index.Viewing()
+		if ok = r.Record.listed == prev && (v == nil || v.Path == files[cur].Path); !ok {
 			return
 		}
 		if err = cerr; err == nil {
 			changed = b.reindex(r, files, false, list)
-			p, memo, err = b.promptIn(ctx, r, r.index.files[files[cur].path], req, c, strategy)
+			p, memo, err = b.promptIn(ctx, r, r.Index.File(files[cur].Path), req, c, strategy)
 		}
 	})
 	return p, memo, changed, ok, err
@@ -296,41 +299,41 @@ func (b *Builder) buildResolved(ctx context.Context, req *Request, ti int, diges
 	for i := range req.Files {
 		contents[i], has[i] = req.Files[i].Content, req.Files[i].HasContent
 	}
-	es, missing := b.store.resolve(digests, contents, has)
+	es, missing := b.store.Resolve(digests, contents, has)
 	if len(missing) > 0 {
 		return nil, false, 0, missingContent(req.Files, missing)
 	}
-	defer b.store.unpin(es, logctx.Fields(ctx))
-	c, err := b.cursorBudget(es[ti].content, req)
+	defer b.store.Unpin(es, logctx.Fields(ctx))
+	c, err := b.cursorBudget(es[ti].Text, req)
 	if err != nil {
 		return nil, false, 0, err
 	}
-	files := make([]reqFile, len(req.Files))
+	files := make([]index.RequestFile, len(req.Files))
 	for i := range req.Files {
-		files[i] = reqFile{path: req.Files[i].Path, lang: list.ids[i], e: es[i]}
+		files[i] = index.RequestFile{Path: req.Files[i].Path, Lang: list.ids[i], Indexed: es[i]}
 	}
 	defer b.useView(ctx, req.RepoName, &files[ti], c.off)()
 	if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
 		return nil, false, 0, err
 	}
 
-	b.inRepo(ctx, req.RepoName, func(r *repository) {
+	b.inRepo(ctx, req.RepoName, func(r *index.Repository[*record]) {
 		changed = b.reindex(r, files, true, list)
-		p, memo, err = b.promptIn(ctx, r, r.index.files[files[ti].path], req, c, strategy)
+		p, memo, err = b.promptIn(ctx, r, r.Index.File(files[ti].Path), req, c, strategy)
 	})
 	return p, memo, changed, err
 }
 
 // inRepo runs fn with the repository (its index and record) locked and
 // kept from eviction, then accounts their new size.
-func (b *Builder) inRepo(ctx context.Context, name string, fn func(r *repository)) {
+func (b *Builder) inRepo(ctx context.Context, name string, fn func(r *index.Repository[*record])) {
 	fields := logctx.Fields(ctx)
-	r := b.store.repo(name, newRecord, fields)
-	r.mu.Lock()
+	r := b.store.Acquire(name, newRecord, fields)
+	r.Lock()
 	defer func() {
-		size := r.index.memBytes() + r.record.bytes()
-		r.mu.Unlock()
-		b.store.releaseRepo(r, size, fields)
+		size := r.Index.MemBytes() + r.Record.bytes()
+		r.Unlock()
+		b.store.Release(r, size, fields)
 	}()
 	fn(r)
 }
@@ -338,10 +341,10 @@ func (b *Builder) inRepo(ctx context.Context, name string, fn func(r *repository
 // reindex brings r's index (locked) to list: from files, the whole list,
 // or only the files that changed since the list the index holds. It moves
 // the store's pins with it.
-func (b *Builder) reindex(r *repository, files []reqFile, whole bool, list *fileList) int {
-	add, drop, changed := r.index.update(files, whole)
-	r.record.listed = list
-	b.store.repin(add, drop)
+func (b *Builder) reindex(r *index.Repository[*record], files []index.RequestFile, whole bool, list *fileList) int {
+	add, drop, changed := r.Index.Update(files, whole)
+	r.Record.listed = list
+	b.store.Repin(add, drop)
 	return changed
 }
 
@@ -470,7 +473,7 @@ func (b *Builder) own(files []File, mine bool, digests []string, prev *fileList,
 			o.Digest = digests[i]
 		}
 		if f.HasContent && !f.ownText {
-			if t, ok := b.store.text(digests[i]); ok {
+			if t, ok := b.store.Text(digests[i]); ok {
 				o.Content = t
 			} else {
 				o.Content = strings.Clone(f.Content)
@@ -577,17 +580,33 @@ func (b *Builder) parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
+// maxTreeBytes bounds the files whose syntax trees are kept for
+// incremental parsing (a tree takes roughly ten times its file's size).
+const maxTreeBytes = 256 << 10
+
+// analysisFor returns e's analysis in lang, computing it once. A non-empty
+// treeKey (repository and path) parses incrementally from the tree of the
+// path's previous version when the tree cache has it, and keeps the new
+// tree for the next version.
+func (b *Builder) analysisFor(ctx context.Context, e *index.Content, lang syntax.Lang, treeKey string) (*syntax.Analysis, error) {
+	return b.store.Analysis(e, lang, func(text string) (*syntax.Analysis, error) {
+		opt := b.aopt
+		if len(text) <= maxTreeBytes {
+			opt.TreeKey = treeKey
+		}
+		return syntax.Analyze(ctx, b.grammars, text, lang, opt)
+	})
+}
+
 // analyzeAll fills in the analyses, parsing what the cache lacks. When few
 // files are new (edits, keystrokes) their trees are kept for incremental
 // parsing of their next versions.
-func (b *Builder) analyzeAll(ctx context.Context, repo string, files []reqFile) error {
+func (b *Builder) analyzeAll(ctx context.Context, repo string, files []index.RequestFile) error {
 	var todo []int
 	for i := range files {
 		f := &files[i]
-		f.e.mu.Lock()
-		f.an = f.e.an[f.lang]
-		f.e.mu.Unlock()
-		if f.an == nil {
+		f.Analysis = f.Indexed.Analysis(f.Lang)
+		if f.Analysis == nil {
 			todo = append(todo, i)
 		}
 	}
@@ -600,9 +619,9 @@ func (b *Builder) analyzeAll(ctx context.Context, repo string, files []reqFile) 
 		f := &files[todo[k]]
 		key := ""
 		if len(todo) <= b.cfg.EditTrees {
-			key = repo + "\x00" + f.path
+			key = repo + "\x00" + f.Path
 		}
-		a, err := b.analysisFor(ctx, f.e, f.lang, key)
+		a, err := b.analysisFor(ctx, f.Indexed, f.Lang, key)
 		if err != nil {
 			mu.Lock()
 			if first == nil {
@@ -611,7 +630,7 @@ func (b *Builder) analyzeAll(ctx context.Context, repo string, files []reqFile) 
 			mu.Unlock()
 			return
 		}
-		f.an = a
+		f.Analysis = a
 	})
 	if first != nil {
 		return first

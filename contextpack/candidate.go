@@ -4,12 +4,13 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // candidate is one piece of context considered for the prompt.
 type candidate struct {
-	sl      *slot
+	sl      *index.File
 	kind    srcKind
 	ranges  []lineRange // sorted, disjoint, without blank edges
 	whole   bool
@@ -47,9 +48,9 @@ const (
 
 // rangesKey identifies a candidate's text: its path and line ranges
 // ("a.go:3-9:12-20").
-func rangesKey(sl *slot, rs []lineRange) string {
-	b := make([]byte, 0, len(sl.path)+12*len(rs))
-	b = append(b, sl.path...)
+func rangesKey(sl *index.File, rs []lineRange) string {
+	b := make([]byte, 0, len(sl.Path)+12*len(rs))
+	b = append(b, sl.Path...)
 	for _, r := range rs {
 		b = append(b, ':')
 		b = strconv.AppendInt(b, int64(r.s), 10)

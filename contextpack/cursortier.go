@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
@@ -56,13 +57,13 @@ func (as *assembly) packCursorTier(pool []*candidate) {
 			}
 			return 1
 		}
-		if c := strings.Compare(x.sl.path, y.sl.path); c != 0 {
+		if c := strings.Compare(x.sl.Path, y.sl.Path); c != 0 {
 			return c
 		}
 		return int(x.ranges[0].s - y.ranges[0].s)
 	})
 	remaining := as.contextBudget - as.sel.contextUsed
-	perFile := map[*slot]int{}
+	perFile := map[*index.File]int{}
 	next := as.picker(fused)
 	for {
 		c := next()
@@ -71,11 +72,11 @@ func (as *assembly) packCursorTier(pool []*candidate) {
 		}
 		as.sel.considered = append(as.sel.considered, c)
 		why := c.fusedWhy()
-		if tooLong(rangesBytes(c.sl.an, c.ranges), remaining) {
+		if tooLong(rangesBytes(c.sl.Analysis, c.ranges), remaining) {
 			c.reason = "dropped: far larger than the budget left (not counted); " + why
 			continue
 		}
-		c.tokens = as.params.counter.rangesTokens(c.sl.an, c.ranges, -1, -1)
+		c.tokens = as.params.counter.rangesTokens(c.sl.Analysis, c.ranges, -1, -1)
 		switch {
 		case c.sl == as.in.cursor && overlaps(c.ranges, as.windowLines):
 			c.reason = "dropped: inside the prefix/suffix window; " + why
@@ -110,7 +111,7 @@ func (as *assembly) packCursorTier(pool []*candidate) {
 				bl = &block{file: c.sl, headTokens: as.headTokens(c.sl)}
 			}
 			rs := mergeRanges(append(slices.Clone(bl.ranges), c.ranges...))
-			n := as.params.counter.rangesTokens(c.sl.an, rs, -1, -1)
+			n := as.params.counter.rangesTokens(c.sl.Analysis, rs, -1, -1)
 			cost = n - bl.tokens
 			if nb {
 				cost += bl.headTokens
@@ -186,7 +187,7 @@ func (as *assembly) picker(fused []*candidate) func() *candidate {
 	for _, c := range fused {
 		set := map[syntax.Term]bool{}
 		for _, r := range c.ranges {
-			syntax.ScanIdents(c.sl.an.RangeText(r.s, r.e), c.sl.an.Lang, func(id string, _ int) bool {
+			syntax.ScanIdents(c.sl.Analysis.RangeText(r.s, r.e), c.sl.Analysis.Lang, func(id string, _ int) bool {
 				set[syntax.HashIdent(id)] = true
 				return true
 			})
@@ -228,7 +229,7 @@ func (as *assembly) noteIncluded(c *candidate) {
 		return
 	}
 	for _, r := range c.ranges {
-		syntax.ScanIdents(c.sl.an.RangeText(r.s, r.e), c.sl.an.Lang, func(id string, _ int) bool {
+		syntax.ScanIdents(c.sl.Analysis.RangeText(r.s, r.e), c.sl.Analysis.Lang, func(id string, _ int) bool {
 			as.sel.shown[syntax.HashIdent(id)] = true
 			return true
 		})
@@ -253,10 +254,10 @@ func (as *assembly) expandBlocks() {
 			}
 			return 1
 		}
-		return strings.Compare(x.file.path, y.file.path)
+		return strings.Compare(x.file.Path, y.file.Path)
 	})
 	for _, bl := range bls {
-		a := bl.file.an
+		a := bl.file.Analysis
 		whole := wholeRanges(a)
 		// Code averages 3-4 bytes per token; a file over 6 bytes per token
 		// of room is not worth counting.

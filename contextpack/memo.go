@@ -4,6 +4,7 @@ import (
 	"slices"
 	"weak"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
@@ -36,13 +37,13 @@ func (rec *record) bytes() int64 {
 }
 
 // promptKey is everything an assembly reads besides the index's state,
-// which version stands for: the cursor file's slot and analysis, the
+// which version stands for: the cursor file and its analysis, the
 // cursor offset, the budgets and the strategy. (The repository name is the
 // index's own; the file count is the index's.)
 type promptKey struct {
-	t            *slot
+	t            *index.File
 	an           *syntax.Analysis
-	real         *entry // the cursor file's text when an is its view's
+	text         *index.Content // the cursor file's text (an may be its view's)
 	version      uint64
 	off          int
 	budget       int
@@ -149,7 +150,7 @@ func (rec *record) search(q searchQuery) *searchResult {
 // rankingMemo is rankImportsFor for one cursor file, view and version, and
 // the candidates of that ranking for the cursor file's view at a version.
 type rankingMemo struct {
-	cursor     *slot
+	cursor     *index.File
 	view       *syntax.Analysis
 	lineIdents string
 	version    uint64
@@ -167,7 +168,7 @@ type rankingMemo struct {
 // changed (reusable).
 func (rec *record) importRanking(q rankingQuery) *importRanking {
 	m := &rec.ranking
-	a, version := q.cursor.an, q.index.version
+	a, version := q.cursor.Analysis, q.index.Version()
 	switch {
 	case m.cursor == q.cursor && m.view == a && m.lineIdents == q.lineIdents && m.version == version:
 	case m.lineIdents == q.lineIdents && m.reusable(q.index, q.cursor, a):
@@ -184,15 +185,16 @@ func (rec *record) importRanking(q rankingQuery) *importRanking {
 // what m.view did, and no identifier that appeared or disappeared with the
 // edit names a definition of a file the imports resolved to (so every
 // file's used definitions are as they were).
-func (m *rankingMemo) reusable(r *repoIndex, t *slot, a *syntax.Analysis) bool {
+func (m *rankingMemo) reusable(r index.View, t *index.File, a *syntax.Analysis) bool {
 	from, flips := a.IdentFlips()
-	if m.cursor != t || m.view == nil || r.onlyEdited != t || m.version < r.onlySince ||
+	edited, since := r.OnlyEdited()
+	if m.cursor != t || m.view == nil || edited != t || m.version < since ||
 		from != weak.Make(m.view) || !sameImports(m.view.Imports, a.Imports) {
 		return false
 	}
 	for _, id := range flips {
 		for _, sl := range m.ranking.resolved {
-			if sl.an.Defines(id) {
+			if sl.Analysis.Defines(id) {
 				return false
 			}
 		}
@@ -211,8 +213,8 @@ func sameImports(x, y []syntax.Import) bool {
 // file's view (the same on one line), version and line identifiers.
 func (rec *record) importCandidates(q candidatesQuery) []*candidate {
 	m := &rec.ranking
-	if m.cands == nil || m.candsView != q.cursor.an || m.candsVersion != q.index.version || m.candsIdents != q.lineIdents {
-		m.cands, m.candsView, m.candsVersion, m.candsIdents = importCandidates(q), q.cursor.an, q.index.version, q.lineIdents
+	if m.cands == nil || m.candsView != q.cursor.Analysis || m.candsVersion != q.index.Version() || m.candsIdents != q.lineIdents {
+		m.cands, m.candsView, m.candsVersion, m.candsIdents = importCandidates(q), q.cursor.Analysis, q.index.Version(), q.lineIdents
 	}
 	return cloneCandidates(m.cands)
 }

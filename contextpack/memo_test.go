@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 	"github.com/infill-dev/infill/contextpack/internal/synthrepo"
 )
@@ -231,14 +232,14 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 	}
 	defer warm.Close()
 	ranked := func() *importRanking {
-		for _, r := range warm.store.repos {
-			return r.record.ranking.ranking
+		r := warm.store.Held("m")
+		if r == nil {
+			t.Fatal("no repository index")
 		}
-		t.Fatal("no repository index")
-		return nil
+		return r.Record.ranking.ranking
 	}
 	hasC := func(m *importRanking) bool {
-		return slices.ContainsFunc(m.imports, func(h importHit) bool { return h.sl.path == "p/c.go" })
+		return slices.ContainsFunc(m.imports, func(h index.ImportHit) bool { return h.File.Path == "p/c.go" })
 	}
 	build := func(typed string) {
 		t.Helper()

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/internal/logctx"
 )
 
@@ -37,16 +38,16 @@ func assemblyParams(cfg Config, c *counter, neutral func(string) string) asmPara
 // front of the assembly: a prompt already built for the same inputs is
 // copied (memo), and a context selection made for the same inputs is
 // reused (a keystroke on the same line).
-func (b *Builder) promptIn(ctx context.Context, r *repository, t *slot, req *Request, c cursorBudget, strategy Strategy) (*Prompt, bool, error) {
-	rec := r.record
-	key := promptKey{t: t, an: t.an, real: t.real, version: r.index.version, off: c.off, budget: c.budget,
+func (b *Builder) promptIn(ctx context.Context, r *index.Repository[*record], t *index.File, req *Request, c cursorBudget, strategy Strategy) (*Prompt, bool, error) {
+	rec, view := r.Record, r.Index.View()
+	key := promptKey{t: t, an: t.Analysis, text: t.Text(), version: view.Version(), off: c.off, budget: c.budget,
 		promptBudget: c.promptBudget, maxNew: req.MaxNewTokens, strategy: strategy}
 	if p := rec.prompts.get(key); p != nil {
 		return p, true, nil
 	}
 	as := newAssembly(asmInput{repoName: req.RepoName, requestFiles: len(req.Files), cursor: t, offset: c.off,
 		tokenBudget: c.budget, promptBudget: c.promptBudget, maxNewTokens: req.MaxNewTokens,
-		strategy: asmStrategies[strategy]}, &b.params, r.index, rec)
+		strategy: asmStrategies[strategy]}, &b.params, view, rec)
 	if k, ok := as.selectionKey(); ok {
 		if s := rec.selection.get(k); s != nil {
 			as.useSelection(s)
@@ -67,7 +68,7 @@ func (b *Builder) promptIn(ctx context.Context, r *repository, t *slot, req *Req
 		}
 		return nil, false, err
 	}
-	p := promptOf(res, t.path, c.off)
+	p := promptOf(res, t.Path, c.off)
 	rec.prompts.put(key, p)
 	return p, false, nil
 }

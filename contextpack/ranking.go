@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // rankingQuery asks for the order of the cursor file's imports.
 type rankingQuery struct {
-	index  *repoIndex
-	cursor *slot
+	index  index.View
+	cursor *index.File
 	// used are the cursor file's identifiers: its typing view's and the
 	// complete ones typed before the cursor on its line (lineIdents).
 	used       syntax.IdentCounts
@@ -22,8 +23,8 @@ type rankingQuery struct {
 // importRanking is the cursor file's imports in rank order; resolved are
 // all the files its imports resolved to, ranked or not.
 type importRanking struct {
-	imports  []importHit
-	resolved []*slot
+	imports  []index.ImportHit
+	resolved []*index.File
 }
 
 // rankImports orders the imported files by how many of their definitions
@@ -35,7 +36,7 @@ type importRanking struct {
 // typed before the cursor on its line (lineIdents): a call being typed
 // ranks the file that defines it.
 func (as *assembly) rankImports() {
-	a := as.in.cursor.an // the view's: the same while the cursor stays on its line
+	a := as.in.cursor.Analysis // the view's: the same while the cursor stays on its line
 	as.sel.used = a.Identifiers()
 	if as.lineIdents != "" {
 		as.sel.used = maps.Clone(as.sel.used)
@@ -46,7 +47,7 @@ func (as *assembly) rankImports() {
 	rk := as.memos.importRanking(rankingQuery{index: as.index, cursor: as.in.cursor, used: as.sel.used, lineIdents: as.lineIdents})
 	as.sel.imports = rk.imports
 	for i, h := range as.sel.imports {
-		as.sel.importRank[h.sl] = i + 1
+		as.sel.importRank[h.File] = i + 1
 	}
 }
 
@@ -54,25 +55,25 @@ func (as *assembly) rankImports() {
 // many distinct definition names the cursor file uses, explicit imports
 // first on ties.
 func rankImportsFor(q rankingQuery) *importRanking {
-	hits := q.index.resolveImports(q.cursor)
-	resolved := make([]*slot, len(hits))
+	hits := q.index.ResolveImports(q.cursor)
+	resolved := make([]*index.File, len(hits))
 	for i, h := range hits {
-		resolved[i] = h.sl
+		resolved[i] = h.File
 	}
 	type scored struct {
-		h     importHit
+		h     index.ImportHit
 		score float64
 	}
 	rs := make([]scored, 0, len(hits))
 	for _, h := range hits {
-		bits, names := h.sl.an.UsedDefs(q.used)
+		bits, names := h.File.Analysis.UsedDefs(q.used)
 		s := float64(names)
-		if h.explicit {
+		if h.Explicit {
 			s += 0.5
 		} else if s == 0 {
 			continue // same package, nothing used from it
 		}
-		h.used = bits
+		h.Used = bits
 		rs = append(rs, scored{h, s})
 	}
 	slices.SortStableFunc(rs, func(x, y scored) int {
@@ -82,9 +83,9 @@ func rankImportsFor(q rankingQuery) *importRanking {
 			}
 			return 1
 		}
-		return x.h.order - y.h.order
+		return x.h.Order - y.h.Order
 	})
-	ranked := make([]importHit, len(rs))
+	ranked := make([]index.ImportHit, len(rs))
 	for i, x := range rs {
 		ranked[i] = x.h
 	}
@@ -96,10 +97,10 @@ func rankImportsFor(q rankingQuery) *importRanking {
 type candidatesQuery struct {
 	params     *asmParams
 	memos      asmMemos
-	index      *repoIndex
-	cursor     *slot
+	index      index.View
+	cursor     *index.File
 	lineIdents string
-	imports    []importHit
+	imports    []index.ImportHit
 	used       syntax.IdentCounts
 }
 
@@ -116,10 +117,10 @@ func importCandidates(q candidatesQuery) []*candidate {
 
 // importCandidate shows an imported file whole when it is small enough,
 // else as an outline of its definitions.
-func importCandidate(q candidatesQuery, h importHit, rank int) *candidate {
+func importCandidate(q candidatesQuery, h index.ImportHit, rank int) *candidate {
 	p := q.params
-	a := h.sl.an
-	c := &candidate{sl: h.sl, kind: srcKindImport}
+	a := h.File.Analysis
+	c := &candidate{sl: h.File, kind: srcKindImport}
 	c.rank[srcImp] = rank
 	// Code averages 3-4 bytes per token: a file over 5 bytes per allowed
 	// token is shown as its outline without counting it whole.
@@ -131,11 +132,11 @@ func importCandidate(q candidatesQuery, h importHit, rank int) *candidate {
 		}
 	}
 	if !c.whole {
-		o := q.memos.outline(outlineQuery{counter: p.counter, file: a, used: q.used, usedDefs: h.used, limit: p.maxImportFileTokens})
+		o := q.memos.outline(outlineQuery{counter: p.counter, file: a, used: q.used, usedDefs: h.Used, limit: p.maxImportFileTokens})
 		c.ranges, c.tokens = o.ranges, o.tokens
 		c.outline, c.label = true, "outline"
 	}
-	c.key = rangesKey(h.sl, c.ranges)
+	c.key = rangesKey(h.File, c.ranges)
 	return c
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
@@ -71,12 +72,12 @@ func (as *assembly) renderHead() {
 		sb.WriteString("\n")
 		tokens += 1 + p.counter.plain(as.in.repoName+"\n")
 	}
-	writeBlock := func(sl *slot, rs []lineRange) {
+	writeBlock := func(sl *index.File, rs []lineRange) {
 		sb.WriteString(FileSep)
-		sb.WriteString(p.neutral(sl.path))
+		sb.WriteString(p.neutral(sl.Path))
 		sb.WriteString("\n")
-		writeRanges(&sb, p.neutral, sl.an, rs, -1, -1)
-		n := as.headTokens(sl) + p.counter.rangesTokens(sl.an, rs, -1, -1)
+		writeRanges(&sb, p.neutral, sl.Analysis, rs, -1, -1)
+		n := as.headTokens(sl) + p.counter.rangesTokens(sl.Analysis, rs, -1, -1)
 		tokens += n
 		context += n
 	}
@@ -94,13 +95,13 @@ func (as *assembly) renderHead() {
 			}
 			return 1
 		}
-		return strings.Compare(x.file.path, y.file.path)
+		return strings.Compare(x.file.Path, y.file.Path)
 	})
 	for _, bl := range bls {
 		writeBlock(bl.file, bl.ranges)
 	}
 	sb.WriteString(FileSep)
-	sb.WriteString(p.neutral(as.in.cursor.path))
+	sb.WriteString(p.neutral(as.in.cursor.Path))
 	sb.WriteString("\n")
 	tokens += as.headTokens(as.in.cursor)
 	s.head, s.headTokens, s.headContext = sb.String(), tokens, context
@@ -148,7 +149,7 @@ func (as *assembly) render() (*asmResult, error) {
 
 	// Manifest.
 	t := as.in.cursor
-	pre0 := asmSource{kind: srcKindPrefix, path: t.path, startLine: int(psl) + 1, endLine: int(as.cursorLine) + 1,
+	pre0 := asmSource{kind: srcKindPrefix, path: t.Path, startLine: int(psl) + 1, endLine: int(as.cursorLine) + 1,
 		tokens: as.window.preTokens, included: true, reason: "cursor file"}
 	if as.window.preCut {
 		pre0.reason = fmt.Sprintf("cursor file, cut at line %d to fit the local budget of %d tokens", psl+1, as.localLimit)
@@ -156,7 +157,7 @@ func (as *assembly) render() (*asmResult, error) {
 			pre0.reason += fmt.Sprintf(" (whole prefix %d tokens)", as.window.preTotal)
 		}
 	}
-	suf0 := asmSource{kind: srcKindSuffix, path: t.path, startLine: int(as.cursorLine) + 1, endLine: int(as.windowLines.e) + 1,
+	suf0 := asmSource{kind: srcKindSuffix, path: t.Path, startLine: int(as.cursorLine) + 1, endLine: int(as.windowLines.e) + 1,
 		tokens: as.window.sufTokens, included: true, reason: "cursor file"}
 	if as.window.sufCut {
 		suf0.reason = fmt.Sprintf("cursor file, cut after line %d to fit the local budget", as.windowLines.e+1)
@@ -164,19 +165,19 @@ func (as *assembly) render() (*asmResult, error) {
 	res.sources = make([]asmSource, 0, 2+len(as.window.headers)+len(s.considered))
 	res.sources = append(res.sources, pre0, suf0)
 	for _, h := range as.window.headers {
-		res.sources = append(res.sources, asmSource{kind: srcKindScopeHeader, path: t.path, startLine: int(h.s) + 1,
+		res.sources = append(res.sources, asmSource{kind: srcKindScopeHeader, path: t.Path, startLine: int(h.s) + 1,
 			endLine: int(h.e) + 1, tokens: p.counter.rangeTokens(a, h.s, h.e), included: true,
 			reason: "header of an enclosing scope above the cut prefix"})
 	}
 	for _, c := range s.considered {
-		src := asmSource{kind: c.kind, path: c.sl.path, tokens: c.tokens, included: c.included, reason: c.reason, score: c.score}
+		src := asmSource{kind: c.kind, path: c.sl.Path, tokens: c.tokens, included: c.included, reason: c.reason, score: c.score}
 		if !c.whole && len(c.ranges) > 0 {
 			src.startLine, src.endLine = int(c.ranges[0].s)+1, int(c.ranges[len(c.ranges)-1].e)+1
 		}
 		res.sources = append(res.sources, src)
 	}
 	if a.Note != "" {
-		res.warnings = append(res.warnings, fmt.Sprintf("%s: %s; no scope headers or definitions from it", t.path, a.Note))
+		res.warnings = append(res.warnings, fmt.Sprintf("%s: %s; no scope headers or definitions from it", t.Path, a.Note))
 	}
 	res.text, res.tokens, res.cursorText = sb.String(), tokens, a.Content
 	return res, nil

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
@@ -12,21 +13,21 @@ import (
 // identifiers around the cursor and the windows most similar to that code.
 type searchQuery struct {
 	params      *asmParams
-	index       *repoIndex
-	cursor      *slot
+	index       index.View
+	cursor      *index.File
 	text        *syntax.Analysis // the cursor file with its own text
 	cursorLine  int32
 	windowLines lineRange // the prefix/suffix window's lines, whose hits are left out
 	strategy    asmStrategy
-	importRank  map[*slot]int // the ranked imports (read only)
+	importRank  map[*index.File]int // the ranked imports (read only)
 }
 
 // searchKey is everything a search reads besides the index's state, which
-// version stands for: the cursor file's slot and view analysis, the cursor
+// version stands for: the cursor file and its view's analysis, the cursor
 // line (which fixes the query region and leaves its own line out) and the
 // prefix/suffix window's lines.
 type searchKey struct {
-	cursor      *slot
+	cursor      *index.File
 	view        *syntax.Analysis
 	version     uint64
 	cursorLine  int32
@@ -35,7 +36,7 @@ type searchKey struct {
 }
 
 func (q searchQuery) key() searchKey {
-	return searchKey{cursor: q.cursor, view: q.cursor.an, version: q.index.version, cursorLine: q.cursorLine,
+	return searchKey{cursor: q.cursor, view: q.cursor.Analysis, version: q.index.Version(), cursorLine: q.cursorLine,
 		windowLines: q.windowLines, strategy: q.strategy}
 }
 
@@ -43,7 +44,7 @@ func (q searchQuery) key() searchKey {
 type searchResult struct {
 	definitions []*candidate
 	similar     []*candidate
-	fileRank    map[*slot]int // read only; nil unless the file weight is set
+	fileRank    map[*index.File]int // read only; nil unless the file weight is set
 }
 
 func (as *assembly) searchQuery() searchQuery {
@@ -163,7 +164,7 @@ func isTestPath(p string) bool {
 // definitions index.
 func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Term]bool) []*candidate {
 	r, t := q.index, q.cursor
-	testTarget := isTestPath(t.path)
+	testTarget := isTestPath(t.Path)
 	names := make([]string, 0, len(ids))
 	for n := range ids {
 		if !locals[syntax.HashIdent(n)] {
@@ -172,27 +173,27 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 	}
 	slices.Sort(names)
 	type hit struct {
-		ref   defRef
+		ref   index.DefRef
 		score float64
 	}
 	var hits []hit
 	const maxRefs = 6
 	for _, name := range names {
-		all := r.defs[name]
+		all := r.Definitions(name)
 		if len(all) == 0 {
 			continue
 		}
-		refs := make([]defRef, 0, len(all))
+		refs := make([]index.DefRef, 0, len(all))
 		for _, ref := range all {
-			if testTarget || !isTestPath(r.slots[ref.slot].path) {
+			if testTarget || !isTestPath(r.FileByID(ref.File).Path) {
 				refs = append(refs, ref)
 			}
 		}
 		if len(refs) > maxRefs {
-			var near []defRef
+			var near []index.DefRef
 			for _, ref := range refs {
-				sl := r.slots[ref.slot]
-				if q.importRank[sl] > 0 || sl.dir == t.dir {
+				sl := r.FileByID(ref.File)
+				if q.importRank[sl] > 0 || sl.Dir == t.Dir {
 					near = append(near, ref)
 				}
 			}
@@ -203,12 +204,12 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 		}
 		base := (1 + math.Log1p(ids[name])) / math.Sqrt(float64(len(refs)))
 		for _, ref := range refs {
-			sl := r.slots[ref.slot]
-			d := &sl.an.Defs[ref.def]
+			sl := r.FileByID(ref.File)
+			d := &sl.Analysis.Defs[ref.Def]
 			if sl == t && d.Start <= q.windowLines.e && d.End >= q.windowLines.s {
 				continue // visible in the window already
 			}
-			if d.Kind.IsMember() && (d.Parent < 0 || !sl.an.Defs[d.Parent].Kind.IsScope()) {
+			if d.Kind.IsMember() && (d.Parent < 0 || !sl.Analysis.Defs[d.Parent].Kind.IsScope()) {
 				continue // a field of an anonymous type: no context to show
 			}
 			loc := 1.0
@@ -216,7 +217,7 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 			case sl == t:
 			case q.importRank[sl] > 0:
 				loc *= 2
-			case sl.dir == t.dir:
+			case sl.Dir == t.Dir:
 				loc *= 1.5
 			}
 			hits = append(hits, hit{ref, base * loc})
@@ -229,11 +230,11 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 			}
 			return 1
 		}
-		px, py := r.slots[x.ref.slot].path, r.slots[y.ref.slot].path
+		px, py := r.FileByID(x.ref.File).Path, r.FileByID(y.ref.File).Path
 		if c := strings.Compare(px, py); c != 0 {
 			return c
 		}
-		return int(x.ref.def - y.ref.def)
+		return int(x.ref.Def - y.ref.Def)
 	})
 	var out []*candidate
 	seen := map[string]bool{}
@@ -241,9 +242,9 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 		if len(out) >= q.params.maxCandidates {
 			break
 		}
-		sl := r.slots[h.ref.slot]
-		d := &sl.an.Defs[h.ref.def]
-		rs := defRanges(q.params, sl.an, h.ref.def)
+		sl := r.FileByID(h.ref.File)
+		d := &sl.Analysis.Defs[h.ref.Def]
+		rs := defRanges(q.params, sl.Analysis, h.ref.Def)
 		if len(rs) == 0 {
 			continue
 		}
@@ -261,7 +262,7 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 // simCandidates are the windows most similar (BM25) to the query region,
 // and, with a file weight, the files ranked by the summed similarity of
 // their windows.
-func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*slot]int) {
+func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*index.File]int) {
 	qt := make(map[syntax.Term]int, len(ids))
 	for n, c := range ids {
 		qt[syntax.HashIdent(n)] += max(1, int(c+0.5))
@@ -271,23 +272,23 @@ func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*
 	if q.params.weights.file > 0 {
 		fileScore = map[uint32]float64{}
 	}
-	hits := q.index.bm25(qt, 2*q.params.maxCandidates, func(sl *slot, c *syntax.Chunk) bool {
+	hits := q.index.Similar(qt, 2*q.params.maxCandidates, func(sl *index.File, c *syntax.Chunk) bool {
 		return sl != t || c.Start > wl.e || c.End < wl.s
 	}, fileScore)
-	var fileRank map[*slot]int
+	var fileRank map[*index.File]int
 	if fileScore != nil {
 		fileRank = q.rankFiles(fileScore)
 	}
 	var out []*candidate
-	taken := map[*slot][]lineRange{}
+	taken := map[*index.File][]lineRange{}
 	for _, h := range hits {
 		if len(out) >= q.params.maxCandidates {
 			break
 		}
-		cr := q.index.chunks[h.chunk]
-		sl := q.index.slots[cr.slot]
-		c := &sl.an.Chunks[cr.idx]
-		s, e, ok := sl.an.Trim(c.Start, c.End)
+		cr := q.index.Chunk(h.Chunk)
+		sl := q.index.FileByID(cr.File)
+		c := &sl.Analysis.Chunks[cr.Chunk]
+		s, e, ok := sl.Analysis.Trim(c.Start, c.End)
 		if !ok {
 			continue
 		}
@@ -298,7 +299,7 @@ func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*
 		taken[sl] = append(taken[sl], rg)
 		rs := []lineRange{rg}
 		out = append(out, &candidate{sl: sl, kind: srcKindSimilar, ranges: rs, key: rangesKey(sl, rs),
-			score: h.score, label: "similar window"})
+			score: h.Score, label: "similar window"})
 	}
 	return out, fileRank
 }
@@ -306,14 +307,14 @@ func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*
 // rankFiles ranks the files other than the cursor file by the summed
 // similarity of their windows to the query (a file-level relevance signal
 // for the fusion, obtained from the same BM25 pass).
-func (q *searchQuery) rankFiles(score map[uint32]float64) map[*slot]int {
+func (q *searchQuery) rankFiles(score map[uint32]float64) map[*index.File]int {
 	type fs struct {
-		sl *slot
+		sl *index.File
 		s  float64
 	}
 	var xs []fs
 	for id, s := range score {
-		if sl := q.index.slots[id]; sl != nil && sl != q.cursor {
+		if sl := q.index.FileByID(id); sl != nil && sl != q.cursor {
 			xs = append(xs, fs{sl, s})
 		}
 	}
@@ -324,9 +325,9 @@ func (q *searchQuery) rankFiles(score map[uint32]float64) map[*slot]int {
 			}
 			return 1
 		}
-		return strings.Compare(x.sl.path, y.sl.path)
+		return strings.Compare(x.sl.Path, y.sl.Path)
 	})
-	rank := make(map[*slot]int, min(len(xs), 64))
+	rank := make(map[*index.File]int, min(len(xs), 64))
 	for i, x := range xs[:min(len(xs), 64)] {
 		rank[x.sl] = i + 1
 	}

@@ -62,9 +62,9 @@ func (c *counts) record(lookups int, base bool, memo bool, err error) {
 // Stats reports the cache's occupancy and how often requests found what
 // they referred to (digests, snapshots) and prompts in the memo.
 func (b *Builder) Stats() Stats {
-	s := b.store.stats()
+	s := b.store.Stats()
 	c := &b.counts
-	return Stats{Entries: s.entries, Repositories: s.repositories, Bytes: s.bytes, CapBytes: s.capBytes,
+	return Stats{Entries: s.Entries, Repositories: s.Repositories, Bytes: s.Bytes, CapBytes: s.CapBytes,
 		DigestHits: c.digestHits.Load(), DigestMisses: c.digestMisses.Load(),
 		SnapshotHits: c.snapshotHits.Load(), SnapshotMisses: c.snapshotMisses.Load(),
 		PromptMemoHits: c.memoHits.Load(), PromptsBuilt: c.built.Load()}

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // typingView is the view of content for a cursor at off, and its line; ok
 // is false when the line is empty (the view is content).
 func typingView(content string, off int) (view string, line int32, ok bool) {
-	ls, le, line := cursorLine(content, off)
+	ls, le, line := index.CursorLine(content, off)
 	return content[:ls] + content[le:], line, ls < le
 }
 
@@ -62,12 +63,12 @@ func TestTypingOnALineKeepsTheIndex(t *testing.T) {
 	off := len(fs[cur].Content)
 	fs[cur].Content += "\ndef typed(z):\n    \n"
 	off += len("\ndef typed(z):\n    ")
-	repo := func() *repository {
-		for _, r := range b.store.repos {
-			return r
+	repo := func() *index.Repository[*record] {
+		r := b.store.Held("r")
+		if r == nil {
+			t.Fatal("no repository index")
 		}
-		t.Fatal("no repository index")
-		return nil
+		return r
 	}
 	build := func(typed string) {
 		t.Helper()
@@ -96,25 +97,25 @@ func TestTypingOnALineKeepsTheIndex(t *testing.T) {
 		off++
 		build(text[:i+1])
 		rp := repo()
-		r, rec := rp.index, rp.record
-		sl := r.files[fs[cur].Path]
+		r, rec := rp.Index, rp.Record
+		sl := r.File(fs[cur].Path)
 		if _, _, ok := typingView(fs[cur].Content, off); !ok {
-			if sl.real != nil || sl.e.content != fs[cur].Content || r.view != nil {
-				t.Fatalf("after typing %q: the cursor's line is empty, but the slot holds a view", text[:i+1])
+			if sl.Viewed() || sl.Indexed().Text != fs[cur].Content || r.Viewing() != nil {
+				t.Fatalf("after typing %q: the cursor's line is empty, but the index file holds a view", text[:i+1])
 			}
-		} else if sl.real == nil || sl.real.content != fs[cur].Content || r.view != sl {
-			t.Fatalf("after typing %q: the slot holds no view of the text", text[:i+1])
+		} else if !sl.Viewed() || sl.Text().Text != fs[cur].Content || r.Viewing() != sl {
+			t.Fatalf("after typing %q: the index file holds no view of the text", text[:i+1])
 		}
 		line := strings.Count(text[:i+1], "\n")
 		switch {
 		case i == 0 || text[i] == '\n':
-			version, an, searches = r.version, sl.an, rec.searches
-		case r.version != version || sl.an != an || rec.searches != searches:
+			version, an, searches = r.View().Version(), sl.Analysis, rec.searches
+		case r.View().Version() != version || sl.Analysis != an || rec.searches != searches:
 			t.Fatalf("after typing %q (line %d of the text): version %d → %d, analysis changed %v, searches %d → %d",
-				text[:i+1], line, version, r.version, sl.an != an, searches, rec.searches)
+				text[:i+1], line, version, r.View().Version(), sl.Analysis != an, searches, rec.searches)
 		}
-		if v, _, _ := typingView(fs[cur].Content, off); sl.e.content != v {
-			t.Fatalf("after typing %q: the slot holds another view", text[:i+1])
+		if v, _, _ := typingView(fs[cur].Content, off); sl.Indexed().Text != v {
+			t.Fatalf("after typing %q: the index file holds another view", text[:i+1])
 		}
 	}
 }

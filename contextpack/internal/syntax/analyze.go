@@ -42,9 +42,9 @@ func Analyze(ctx context.Context, g *Grammars, content string, lang Lang, opt Op
 	var edit sitter.EditInput // prev's content → content
 	lastEdit := false         // whether edit is also last's content → content
 	if prev != nil {
-		last, lastEdit = prev.an, true
-		if prev.seg != nil {
-			last, lastEdit = prev.seg, false
+		last, lastEdit = prev.analysis, true
+		if prev.segmented != nil {
+			last, lastEdit = prev.segmented, false
 		}
 		edit = editBetween(prev.content, content)
 	}
@@ -134,7 +134,7 @@ func (a *Analysis) parse(ctx context.Context, g *Grammars, opt Options, prev *ca
 		a.nestDefs()
 		a.cleanLocals()
 		if prev == nil && opt.TreeKey != "" && tree != nil {
-			return &cachedTree{key: opt.TreeKey, lang: a.Lang, content: a.Content, tree: tree, seg: a}
+			return &cachedTree{key: opt.TreeKey, lang: a.Lang, content: a.Content, tree: tree, segmented: a}
 		}
 		if tree != nil {
 			tree.Close()
@@ -142,12 +142,12 @@ func (a *Analysis) parse(ctx context.Context, g *Grammars, opt Options, prev *ca
 		if prev == nil {
 			return nil
 		}
-		prev.seg = a
+		prev.segmented = a
 		return prev
 	}
-	if prev != nil && prev.seg != nil {
+	if prev != nil && prev.segmented != nil {
 		// While the file has an error, only the segments are parsed.
-		errs, err := a.parseSegments(ctx, st, p, prev.seg.segs)
+		errs, err := a.parseSegments(ctx, st, p, prev.segmented.segs)
 		if err != nil {
 			return nil, err
 		}
@@ -169,10 +169,10 @@ func (a *Analysis) parse(ctx context.Context, g *Grammars, opt Options, prev *ca
 	if tree.RootNode().HasError() {
 		if a.segs == nil {
 			var segs []segment
-			if prev != nil && prev.an != nil && prev.an.Note == "" {
+			if prev != nil && prev.analysis != nil && prev.analysis.Note == "" {
 				// The first error after a version without one: that
 				// version's segments are its tags, cut.
-				segs = prev.an.segmentsOfTags()
+				segs = prev.analysis.segmentsOfTags()
 			}
 			if _, err := a.parseSegments(ctx, st, p, segs); err != nil {
 				tree.Close()
@@ -191,7 +191,7 @@ func (a *Analysis) parse(ctx context.Context, g *Grammars, opt Options, prev *ca
 	// After an edit inside one part of the file, only that part is
 	// queried; the tags of the rest come from the previous analysis.
 	var reg *region
-	if old != nil && prev.an != nil && prev.an.Note == "" && old.RootNode().Symbol() == tree.RootNode().Symbol() {
+	if old != nil && prev.analysis != nil && prev.analysis.Note == "" && old.RootNode().Symbol() == tree.RootNode().Symbol() {
 		oldTop := prev.top
 		if oldTop == nil {
 			oldTop = topLevel(old) // already edited
@@ -216,7 +216,7 @@ func (a *Analysis) parse(ctx context.Context, g *Grammars, opt Options, prev *ca
 		a.collect(qc, st, src, reg, seen)
 	}
 	if reg != nil {
-		a.splice(prev.an, reg)
+		a.splice(prev.analysis, reg)
 		a.partial = true
 	}
 	a.nestDefs()
@@ -226,9 +226,9 @@ func (a *Analysis) parse(ctx context.Context, g *Grammars, opt Options, prev *ca
 		return nil, nil
 	}
 	for i := range top {
-		top[i].n = nil // nodes belong to this parse
+		top[i].node = nil // nodes belong to this parse
 	}
-	return &cachedTree{key: opt.TreeKey, lang: a.Lang, content: a.Content, tree: tree, an: a, top: top}, nil
+	return &cachedTree{key: opt.TreeKey, lang: a.Lang, content: a.Content, tree: tree, analysis: a, top: top}, nil
 }
 
 // collect adds the tags of the query cursor's matches to a; with a region,

@@ -39,7 +39,7 @@ func (r *region) queryRoots(rooted map[sitter.Symbol]bool) []*sitter.Node {
 		if rooted[s.sym] {
 			return nil
 		}
-		out = append(out, s.n)
+		out = append(out, s.node)
 	}
 	return out
 }
@@ -49,15 +49,15 @@ func (r *region) queryRoots(rooted map[sitter.Symbol]bool) []*sitter.Node {
 type span struct {
 	sym        sitter.Symbol
 	start, end uint32
-	n          *sitter.Node
+	node          *sitter.Node
 }
 
-func (s span) startRow() int32 { return int32(s.n.StartPoint().Row) }
+func (s span) startRow() int32 { return int32(s.node.StartPoint().Row) }
 
 // lastRow is the last line a node covers (a node ending with a newline
 // ends at column 0 of the next line).
 func (s span) lastRow() int32 {
-	ep := s.n.EndPoint()
+	ep := s.node.EndPoint()
 	r := int32(ep.Row)
 	if ep.Column == 0 && r > s.startRow() {
 		r--
@@ -73,7 +73,7 @@ func topLevel(t *sitter.Tree) []span {
 	var out []span
 	for ok := c.GoToFirstChild(); ok; ok = c.GoToNextSibling() {
 		n := c.CurrentNode()
-		out = append(out, span{sym: n.Symbol(), start: n.StartByte(), end: n.EndByte(), n: n})
+		out = append(out, span{sym: n.Symbol(), start: n.StartByte(), end: n.EndByte(), node: n})
 	}
 	return out
 }
@@ -90,7 +90,7 @@ func editSpans(spans []span, e sitter.EditInput) []span {
 		if s.start >= e.OldEndIndex {
 			s.start, s.end = uint32(int64(s.start)+d), uint32(int64(s.end)+d)
 		}
-		s.n = nil
+		s.node = nil
 		out[i] = s
 	}
 	return out
@@ -132,7 +132,7 @@ func changedRegion(os, ns []span, e sitter.EditInput) *region {
 		}
 	}
 	f, l := ns[first], ns[last]
-	r := &region{from: f.n.StartPoint(), to: l.n.EndPoint(), fromByte: f.start, toByte: l.end,
+	r := &region{from: f.node.StartPoint(), to: l.node.EndPoint(), fromByte: f.start, toByte: l.end,
 		keepTo: -1, shiftFrom: math.MaxInt32, dl: int32(e.NewEndPoint.Row) - int32(e.OldEndPoint.Row),
 		spans: ns[first : last+1]}
 	if before > 0 {

@@ -27,9 +27,9 @@ type cachedTree struct {
 	lang    Lang
 	content string
 	tree    *sitter.Tree
-	an      *Analysis // of content, complete (for incremental analysis); nil when tree has an error
+	analysis      *Analysis // of content, complete (for incremental analysis); nil when tree has an error
 	top     []span    // the tree's top-level nodes (without node pointers)
-	seg     *Analysis // the file's last version, when it has a syntax error (segmented)
+	segmented     *Analysis // the file's last version, when it has a syntax error (segmented)
 }
 
 // NewTreeCache keeps the trees of up to max files; 0 keeps none.

@@ -1,4 +1,4 @@
-package contextpack
+package index
 
 import (
 	"path"
@@ -8,12 +8,12 @@ import (
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
-// importHit is a repository file the cursor file depends on.
-type importHit struct {
-	sl       *slot
-	explicit bool     // named by an import statement (not merely the same package)
-	order    int      // first import statement that resolved to it
-	used     []uint64 // set by rankImports: definitions the cursor file names (syntax.Analysis.UsedDefs)
+// ImportHit is a repository file the cursor file depends on.
+type ImportHit struct {
+	File     *File
+	Explicit bool     // named by an import statement (not merely the same package)
+	Order    int      // first import statement that resolved to it
+	Used     []uint64 // set by the ranking: definitions the cursor file names (syntax.Analysis.UsedDefs)
 }
 
 // maxImportFiles bounds the files one cursor file is taken to import.
@@ -24,50 +24,50 @@ const maxImportFiles = 96
 // package (Go, Java) or the matching header (C, C++) follow as implicit
 // imports. Unresolvable imports (the standard library, third-party
 // packages absent from the request) are skipped.
-func (r *repoIndex) resolveImports(t *slot) []importHit {
-	var hits []importHit
-	seen := map[*slot]bool{t: true}
-	addSlot := func(sl *slot, explicit bool) {
+func (r *Index) resolveImports(t *File) []ImportHit {
+	var hits []ImportHit
+	seen := map[*File]bool{t: true}
+	addSlot := func(sl *File, explicit bool) {
 		if sl == nil || seen[sl] || len(hits) >= maxImportFiles {
 			return
 		}
 		seen[sl] = true
-		hits = append(hits, importHit{sl: sl, explicit: explicit, order: len(hits)})
+		hits = append(hits, ImportHit{File: sl, Explicit: explicit, Order: len(hits)})
 	}
-	a := t.an
+	a := t.Analysis
 	for _, im := range a.Imports {
 		for _, sl := range r.resolveOne(t, im) {
 			addSlot(sl, true)
 		}
 	}
-	switch t.lang {
+	switch t.Lang {
 	case syntax.LangGo:
-		test := strings.HasSuffix(t.base, "_test.go")
-		for _, sl := range r.byDir[t.dir] {
-			if sl.lang == syntax.LangGo && (test || !strings.HasSuffix(sl.base, "_test.go")) {
+		test := strings.HasSuffix(t.Base, "_test.go")
+		for _, sl := range r.byDir[t.Dir] {
+			if sl.Lang == syntax.LangGo && (test || !strings.HasSuffix(sl.Base, "_test.go")) {
 				addSlot(sl, false)
 			}
 		}
 	case syntax.LangJava:
-		for _, sl := range r.byDir[t.dir] {
-			if sl.lang == syntax.LangJava {
+		for _, sl := range r.byDir[t.Dir] {
+			if sl.Lang == syntax.LangJava {
 				addSlot(sl, false)
 			}
 		}
 	case syntax.LangC, syntax.LangCPP:
-		stem := strings.TrimSuffix(t.base, path.Ext(t.base))
+		stem := strings.TrimSuffix(t.Base, path.Ext(t.Base))
 		for _, ext := range []string{".h", ".hpp", ".hh", ".hxx", ".c", ".cc", ".cpp", ".cxx"} {
-			addSlot(r.files[path.Join(t.dir, stem+ext)], false)
+			addSlot(r.files[path.Join(t.Dir, stem+ext)], false)
 		}
 	}
 	// Same-package files arrive in map-independent slice order but that
 	// order depends on request history; sort the implicit tail by path.
 	for i := range hits {
-		if !hits[i].explicit {
+		if !hits[i].Explicit {
 			tail := hits[i:]
-			slices.SortFunc(tail, func(x, y importHit) int { return strings.Compare(x.sl.path, y.sl.path) })
+			slices.SortFunc(tail, func(x, y ImportHit) int { return strings.Compare(x.File.Path, y.File.Path) })
 			for j := range tail {
-				tail[j].order = i + j
+				tail[j].Order = i + j
 			}
 			break
 		}
@@ -75,7 +75,7 @@ func (r *repoIndex) resolveImports(t *slot) []importHit {
 	return hits
 }
 
-func (r *repoIndex) resolveOne(t *slot, im syntax.Import) []*slot {
+func (r *Index) resolveOne(t *File, im syntax.Import) []*File {
 	switch im.Kind {
 	case syntax.ImportPython:
 		return r.pyModule(t, im.Spec)
@@ -101,34 +101,34 @@ func (r *repoIndex) resolveOne(t *slot, im syntax.Import) []*slot {
 		return one(r.rustFile(rustModDir(t), im.Spec))
 	case syntax.ImportCQuote, syntax.ImportCSystem:
 		if im.Kind == syntax.ImportCQuote {
-			if sl := r.files[path.Join(t.dir, im.Spec)]; sl != nil {
-				return []*slot{sl}
+			if sl := r.files[path.Join(t.Dir, im.Spec)]; sl != nil {
+				return []*File{sl}
 			}
 		}
-		return one(r.suffixMatch(path.Clean(im.Spec), t.dir))
+		return one(r.suffixMatch(path.Clean(im.Spec), t.Dir))
 	}
 	return nil
 }
 
-func one(sl *slot) []*slot {
+func one(sl *File) []*File {
 	if sl == nil {
 		return nil
 	}
-	return []*slot{sl}
+	return []*File{sl}
 }
 
 // suffixMatch finds the file whose path is rel or ends with "/"+rel,
 // preferring the one nearest to dir.
-func (r *repoIndex) suffixMatch(rel, dir string) *slot {
-	var best *slot
+func (r *Index) suffixMatch(rel, dir string) *File {
+	var best *File
 	bestScore := -1
 	for _, sl := range r.byBase[path.Base(rel)] {
-		if sl.path != rel && !strings.HasSuffix(sl.path, "/"+rel) {
+		if sl.Path != rel && !strings.HasSuffix(sl.Path, "/"+rel) {
 			continue
 		}
-		s := commonPrefixDirs(sl.dir, dir)
-		if s > bestScore || s == bestScore && (len(sl.path) < len(best.path) ||
-			len(sl.path) == len(best.path) && sl.path < best.path) {
+		s := commonPrefixDirs(sl.Dir, dir)
+		if s > bestScore || s == bestScore && (len(sl.Path) < len(best.Path) ||
+			len(sl.Path) == len(best.Path) && sl.Path < best.Path) {
 			best, bestScore = sl, s
 		}
 	}
@@ -137,7 +137,7 @@ func (r *repoIndex) suffixMatch(rel, dir string) *slot {
 
 // dirSuffixMatch lists the directories equal to rel or ending in "/"+rel,
 // nearest to dir first.
-func (r *repoIndex) dirSuffixMatch(rel, dir string) []string {
+func (r *Index) dirSuffixMatch(rel, dir string) []string {
 	var ds []string
 	for d := range r.byDir {
 		if d == rel || strings.HasSuffix(d, "/"+rel) {
@@ -189,10 +189,10 @@ func joinDir(dir, rel string) string {
 
 // pyModule resolves a Python module name (absolute "a.b" or relative
 // "..a.b") to its file: a/b.py or a/b/__init__.py.
-func (r *repoIndex) pyModule(t *slot, mod string) []*slot {
+func (r *Index) pyModule(t *File, mod string) []*File {
 	if strings.HasPrefix(mod, ".") {
 		level := len(mod) - len(strings.TrimLeft(mod, "."))
-		base := t.dir
+		base := t.Dir
 		for i := 1; i < level; i++ {
 			if base == "" || base == "." {
 				return nil
@@ -207,22 +207,22 @@ func (r *repoIndex) pyModule(t *slot, mod string) []*slot {
 			return one(r.files[joinDir(base, "__init__.py")])
 		}
 		if sl := r.files[joinDir(base, rel+".py")]; sl != nil {
-			return []*slot{sl}
+			return []*File{sl}
 		}
 		return one(r.files[joinDir(base, rel+"/__init__.py")])
 	}
 	rel := strings.ReplaceAll(mod, ".", "/")
-	if sl := r.suffixMatch(rel+".py", t.dir); sl != nil {
-		return []*slot{sl}
+	if sl := r.suffixMatch(rel+".py", t.Dir); sl != nil {
+		return []*File{sl}
 	}
-	return one(r.suffixMatch(rel+"/__init__.py", t.dir))
+	return one(r.suffixMatch(rel+"/__init__.py", t.Dir))
 }
 
 // goPackage resolves a Go import path to the non-test files of the package
 // directory: through a go.mod module path when the request has one, else
 // by the longest directory suffix (which also finds standard library
 // packages when the repository is GOROOT/src).
-func (r *repoIndex) goPackage(t *slot, imp string) []*slot {
+func (r *Index) goPackage(t *File, imp string) []*File {
 	dir, ok := "", false
 	bestLen := -1
 	for d, m := range r.goMods {
@@ -231,30 +231,30 @@ func (r *repoIndex) goPackage(t *slot, imp string) []*slot {
 		}
 	}
 	if !ok {
-		ds := r.dirSuffixMatch(imp, t.dir)
+		ds := r.dirSuffixMatch(imp, t.Dir)
 		if len(ds) == 0 {
 			return nil
 		}
 		dir = ds[0]
 	}
-	var out []*slot
+	var out []*File
 	for _, sl := range r.byDir[dir] {
-		if sl.lang == syntax.LangGo && !strings.HasSuffix(sl.base, "_test.go") {
+		if sl.Lang == syntax.LangGo && !strings.HasSuffix(sl.Base, "_test.go") {
 			out = append(out, sl)
 		}
 	}
-	slices.SortFunc(out, func(x, y *slot) int { return strings.Compare(x.path, y.path) })
+	slices.SortFunc(out, func(x, y *File) int { return strings.Compare(x.Path, y.Path) })
 	return out
 }
 
 var jsExts = []string{".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts"}
 
 // jsModule resolves a relative JavaScript/TypeScript module specifier.
-func (r *repoIndex) jsModule(t *slot, spec string) *slot {
+func (r *Index) jsModule(t *File, spec string) *File {
 	if !strings.HasPrefix(spec, "./") && !strings.HasPrefix(spec, "../") && spec != "." && spec != ".." {
 		return nil // a package; not in the repository
 	}
-	p := joinDir(t.dir, spec)
+	p := joinDir(t.Dir, spec)
 	if sl := r.files[p]; sl != nil {
 		return sl
 	}
@@ -276,25 +276,25 @@ func (r *repoIndex) jsModule(t *slot, spec string) *slot {
 }
 
 // javaImport resolves a.b.C, a.b.* and static a.b.C.member.
-func (r *repoIndex) javaImport(t *slot, spec string) []*slot {
+func (r *Index) javaImport(t *File, spec string) []*File {
 	rel := strings.ReplaceAll(spec, ".", "/")
 	if strings.HasSuffix(rel, "/*") {
-		ds := r.dirSuffixMatch(strings.TrimSuffix(rel, "/*"), t.dir)
+		ds := r.dirSuffixMatch(strings.TrimSuffix(rel, "/*"), t.Dir)
 		if len(ds) == 0 {
 			return nil
 		}
-		var out []*slot
+		var out []*File
 		for _, sl := range r.byDir[ds[0]] {
-			if sl.lang == syntax.LangJava {
+			if sl.Lang == syntax.LangJava {
 				out = append(out, sl)
 			}
 		}
-		slices.SortFunc(out, func(x, y *slot) int { return strings.Compare(x.path, y.path) })
+		slices.SortFunc(out, func(x, y *File) int { return strings.Compare(x.Path, y.Path) })
 		return out
 	}
 	for rel != "" {
-		if sl := r.suffixMatch(rel+".java", t.dir); sl != nil {
-			return []*slot{sl}
+		if sl := r.suffixMatch(rel+".java", t.Dir); sl != nil {
+			return []*File{sl}
 		}
 		i := strings.LastIndexByte(rel, '/')
 		if i < 0 {
@@ -306,15 +306,15 @@ func (r *repoIndex) javaImport(t *slot, spec string) []*slot {
 }
 
 // rustModDir is the directory holding the submodules of t's module.
-func rustModDir(t *slot) string {
-	switch t.base {
+func rustModDir(t *File) string {
+	switch t.Base {
 	case "mod.rs", "lib.rs", "main.rs":
-		return t.dir
+		return t.Dir
 	}
-	return joinDir(t.dir, strings.TrimSuffix(t.base, ".rs"))
+	return joinDir(t.Dir, strings.TrimSuffix(t.Base, ".rs"))
 }
 
-func (r *repoIndex) rustFile(dir, name string) *slot {
+func (r *Index) rustFile(dir, name string) *File {
 	if sl := r.files[joinDir(dir, name+".rs")]; sl != nil {
 		return sl
 	}
@@ -322,13 +322,13 @@ func (r *repoIndex) rustFile(dir, name string) *slot {
 }
 
 // rustCrateRoot is the directory of the nearest lib.rs or main.rs above t.
-func (r *repoIndex) rustCrateRoot(t *slot) string {
-	for d := t.dir; ; {
+func (r *Index) rustCrateRoot(t *File) string {
+	for d := t.Dir; ; {
 		if r.files[joinDir(d, "lib.rs")] != nil || r.files[joinDir(d, "main.rs")] != nil {
 			return d
 		}
 		if d == "" || d == "." || d == "/" {
-			return t.dir
+			return t.Dir
 		}
 		d = path.Dir(d)
 		if d == "." {
@@ -338,7 +338,7 @@ func (r *repoIndex) rustCrateRoot(t *slot) string {
 }
 
 // rustUse resolves crate::, self:: and super:: paths to module files.
-func (r *repoIndex) rustUse(t *slot, im syntax.Import) []*slot {
+func (r *Index) rustUse(t *File, im syntax.Import) []*File {
 	parts := strings.Split(im.Spec, "::")
 	var base string
 	switch {
@@ -365,7 +365,7 @@ func (r *repoIndex) rustUse(t *slot, im syntax.Import) []*slot {
 			paths = append(paths, append(slices.Clip(parts), strings.Split(n, "::")...))
 		}
 	}
-	var out []*slot
+	var out []*File
 	for _, p := range paths {
 		// The longest prefix of the path that is a module file.
 		for k := len(p); k > 0; k-- {
