@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/infill-dev/infill/contextpack/internal/assemble"
 	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
@@ -21,11 +22,11 @@ import (
 
 // Qwen2.5-Coder control tokens used in prompts.
 const (
-	FIMPrefix = "<|fim_prefix|>"
-	FIMSuffix = "<|fim_suffix|>"
-	FIMMiddle = "<|fim_middle|>"
-	RepoName  = "<|repo_name|>"
-	FileSep   = "<|file_sep|>"
+	FIMPrefix = assemble.FIMPrefix
+	FIMSuffix = assemble.FIMSuffix
+	FIMMiddle = assemble.FIMMiddle
+	RepoName  = assemble.RepoName
+	FileSep   = assemble.FileSep
 )
 
 // Tokenizer counts tokens exactly as the model does (*tokenizer.Tokenizer
@@ -51,7 +52,7 @@ type Builder struct {
 	log      *zap.Logger
 	grammars *syntax.Grammars
 	store    *index.Store[*record]
-	params   asmParams // the assembly's, made from cfg
+	params   assemble.Params // the assembly's, made from cfg
 	aopt     syntax.Options
 	snaps    *snapshots // nil: snapshots off
 	lists    *listMemo
@@ -86,7 +87,7 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 		log:      log,
 		grammars: syntax.NewGrammars(cfg.Workers),
 		store:    index.NewStore[*record](cfg.CacheBytes, cfg.MaxRepositories, log),
-		params:   assemblyParams(cfg, newCounter(tok, neutral, cfg.CountCacheSegments, cfg.ContextTokens), neutral),
+		params:   assemblyParams(cfg, assemble.NewCounter(tok, neutral, cfg.CountCacheSegments, cfg.ContextTokens), neutral),
 		aopt: syntax.Options{
 			MaxParseBytes:  cfg.MaxParseBytes,
 			ParseTimeoutUS: int(cfg.ParseTimeout.Microseconds()),

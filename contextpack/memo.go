@@ -4,6 +4,7 @@ import (
 	"slices"
 	"weak"
 
+	"github.com/infill-dev/infill/contextpack/internal/assemble"
 	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
@@ -11,8 +12,8 @@ import (
 // The repository record: what the Builder keeps beside a repository's
 // index between requests, besides the index itself. It holds the file
 // list the index was last updated from and the memos in front of the
-// assembly (assembly.go): the last few prompts, the last context
-// selection, and the lookups an assembly makes through asmMemos (the
+// assembly (internal/assemble): the last few prompts, the last context
+// selection, and the lookups an assembly makes through assemble.Memos (the
 // import ranking and its candidates, the last search, import outlines,
 // the typing view's walks). A memo is valid while everything its key names
 // is; the index's version stands for the index's state. Guarded by the
@@ -25,15 +26,18 @@ type record struct {
 	searches  int // searches run, not memoized
 	ranking   rankingMemo
 	outlines  map[weak.Pointer[syntax.Analysis]]outlineMemo
-	tails     [2]*walkTail // the last prefix and suffix tails of the typing view
+	tails     [2]*assemble.WalkTail // the last prefix and suffix tails of the typing view
 }
 
 func newRecord() *record { return &record{} }
 
 // bytes estimates the memos' memory.
 func (rec *record) bytes() int64 {
-	return rec.prompts.bytes + int64(len(rec.selection.sel.head)) +
-		int64(len(rec.selection.sel.considered)+len(rec.searched.found.definitions)+len(rec.searched.found.similar))*160
+	n := rec.prompts.bytes + rec.selection.sel.MemBytes()
+	if rec.searched.found != nil {
+		n += rec.searched.found.MemBytes()
+	}
+	return n
 }
 
 // promptKey is everything an assembly reads besides the index's state,
@@ -108,12 +112,12 @@ func copyPrompt(p *Prompt) *Prompt {
 // selectionMemo is the repository's last context selection: keystrokes on
 // one line repeat it, and only the window and the rendering are new.
 type selectionMemo struct {
-	key selectionKey
+	key assemble.SelectionKey
 	ok  bool
-	sel selection
+	sel assemble.Selection
 }
 
-func (m *selectionMemo) get(k selectionKey) *selection {
+func (m *selectionMemo) get(k assemble.SelectionKey) *assemble.Selection {
 	if m.ok && m.key == k {
 		return &m.sel
 	}
@@ -121,30 +125,27 @@ func (m *selectionMemo) get(k selectionKey) *selection {
 }
 
 // put keeps a copy of s for k.
-func (m *selectionMemo) put(k selectionKey, s *selection) {
-	*m = selectionMemo{key: k, ok: true, sel: *s.clone()}
+func (m *selectionMemo) put(k assemble.SelectionKey, s *assemble.Selection) {
+	*m = selectionMemo{key: k, ok: true, sel: *s.Clone()}
 }
 
 // searchMemo is the repository's last search: keystrokes on one line
 // repeat it (the typing view and the index do not change). Candidates are
 // copied in and out: the packing writes to them.
 type searchMemo struct {
-	key   searchKey
-	ok    bool
-	found searchResult
+	key   assemble.SearchKey
+	found *assemble.SearchResult // nil: none yet
 }
 
-func (rec *record) search(q searchQuery) *searchResult {
+func (rec *record) Search(q assemble.SearchQuery) *assemble.SearchResult {
 	m := &rec.searched
-	if key := q.key(); !m.ok || m.key != key {
-		found := search(q)
+	if key := q.Key(); m.found == nil || m.key != key {
+		found := assemble.Search(q)
 		rec.searches++
-		*m = searchMemo{key: key, ok: true, found: searchResult{definitions: cloneCandidates(found.definitions),
-			similar: cloneCandidates(found.similar), fileRank: found.fileRank}}
+		*m = searchMemo{key: key, found: found.Clone()}
 		return found
 	}
-	return &searchResult{definitions: cloneCandidates(m.found.definitions), similar: cloneCandidates(m.found.similar),
-		fileRank: m.found.fileRank}
+	return m.found.Clone()
 }
 
 // rankingMemo is rankImportsFor for one cursor file, view and version, and
@@ -154,27 +155,27 @@ type rankingMemo struct {
 	view       *syntax.Analysis
 	lineIdents string
 	version    uint64
-	ranking    *importRanking
+	ranking    *assemble.Ranking
 
-	cands        []*candidate
+	cands        []*assemble.Candidate
 	candsView    *syntax.Analysis
 	candsVersion uint64
 	candsIdents  string
 }
 
-// importRanking memoizes the order until a file changes or the cursor
+// ImportRanking memoizes the order until a file changes or the cursor
 // moves to another file; while the cursor file alone is typed in, it
 // carries over to the new version when nothing the order depends on
 // changed (reusable).
-func (rec *record) importRanking(q rankingQuery) *importRanking {
+func (rec *record) ImportRanking(q assemble.RankingQuery) *assemble.Ranking {
 	m := &rec.ranking
-	a, version := q.cursor.Analysis, q.index.Version()
+	a, version := q.Cursor.Analysis, q.Index.Version()
 	switch {
-	case m.cursor == q.cursor && m.view == a && m.lineIdents == q.lineIdents && m.version == version:
-	case m.lineIdents == q.lineIdents && m.reusable(q.index, q.cursor, a):
+	case m.cursor == q.Cursor && m.view == a && m.lineIdents == q.LineIdents && m.version == version:
+	case m.lineIdents == q.LineIdents && m.reusable(q.Index, q.Cursor, a):
 		m.view, m.version = a, version
 	default:
-		*m = rankingMemo{cursor: q.cursor, view: a, lineIdents: q.lineIdents, version: version, ranking: rankImportsFor(q)}
+		*m = rankingMemo{cursor: q.Cursor, view: a, lineIdents: q.LineIdents, version: version, ranking: assemble.RankImports(q)}
 	}
 	return m.ranking
 }
@@ -193,7 +194,7 @@ func (m *rankingMemo) reusable(r index.View, t *index.File, a *syntax.Analysis) 
 		return false
 	}
 	for _, id := range flips {
-		for _, sl := range m.ranking.resolved {
+		for _, sl := range m.ranking.Resolved {
 			if sl.Analysis.Defines(id) {
 				return false
 			}
@@ -209,14 +210,14 @@ func sameImports(x, y []syntax.Import) bool {
 	})
 }
 
-// importCandidates memoizes the candidates of the ranking for the cursor
+// ImportCandidates memoizes the candidates of the ranking for the cursor
 // file's view (the same on one line), version and line identifiers.
-func (rec *record) importCandidates(q candidatesQuery) []*candidate {
+func (rec *record) ImportCandidates(q assemble.CandidatesQuery) []*assemble.Candidate {
 	m := &rec.ranking
-	if m.cands == nil || m.candsView != q.cursor.Analysis || m.candsVersion != q.index.Version() || m.candsIdents != q.lineIdents {
-		m.cands, m.candsView, m.candsVersion, m.candsIdents = importCandidates(q), q.cursor.Analysis, q.index.Version(), q.lineIdents
+	if m.cands == nil || m.candsView != q.Cursor.Analysis || m.candsVersion != q.Index.Version() || m.candsIdents != q.LineIdents {
+		m.cands, m.candsView, m.candsVersion, m.candsIdents = assemble.ImportCandidates(q), q.Cursor.Analysis, q.Index.Version(), q.LineIdents
 	}
-	return cloneCandidates(m.cands)
+	return assemble.CloneCandidates(m.cands)
 }
 
 // maxOutlines bounds the files whose last outline is kept.
@@ -226,33 +227,33 @@ const maxOutlines = 512
 type outlineMemo struct {
 	usedDefs []uint64
 	limit    int
-	outline  outline
+	outline  assemble.Outline
 }
 
-func (rec *record) outline(q outlineQuery) outline {
-	key := weak.Make(q.file)
-	if m, ok := rec.outlines[key]; ok && m.limit == q.limit && m.usedDefs != nil && slices.Equal(m.usedDefs, q.usedDefs) {
+func (rec *record) Outline(q assemble.OutlineQuery) assemble.Outline {
+	key := weak.Make(q.File)
+	if m, ok := rec.outlines[key]; ok && m.limit == q.Limit && m.usedDefs != nil && slices.Equal(m.usedDefs, q.UsedDefs) {
 		return m.outline
 	}
-	o := outlineOf(q)
+	o := assemble.OutlineOf(q)
 	if rec.outlines == nil || len(rec.outlines) >= maxOutlines {
 		rec.outlines = make(map[weak.Pointer[syntax.Analysis]]outlineMemo)
 	}
-	rec.outlines[key] = outlineMemo{usedDefs: q.usedDefs, limit: q.limit, outline: o}
+	rec.outlines[key] = outlineMemo{usedDefs: q.UsedDefs, limit: q.Limit, outline: o}
 	return o
 }
 
-// walkTail keeps the typing view's last walk each way: the keystrokes of
+// WalkTail keeps the typing view's last walk each way: the keystrokes of
 // one line walk the same view from the same line.
-func (rec *record) walkTail(q tailQuery) *walkTail {
+func (rec *record) WalkTail(q assemble.TailQuery) *assemble.WalkTail {
 	i := 0
-	if q.suffix {
+	if q.Suffix {
 		i = 1
 	}
-	if t := rec.tails[i]; t.covers(q) {
+	if t := rec.tails[i]; t.Covers(q) {
 		return t
 	}
-	t := walkTailOf(q)
+	t := assemble.WalkTailOf(q)
 	rec.tails[i] = t
 	return t
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/infill-dev/infill/contextpack/internal/index"
+	"github.com/infill-dev/infill/contextpack/internal/assemble"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 	"github.com/infill-dev/infill/contextpack/internal/synthrepo"
 )
@@ -178,11 +178,11 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	const limit = 300
-	c := b.params.counter
+	c := b.params.Counter
 	rec := newRecord()
-	all := outlineRanges(c, a, nil, limit)
-	if n := c.rangesTokens(a, all, -1, -1); len(all) == 0 || len(all) >= 200 {
-		t.Fatalf("outline of %d ranges, %d tokens: the test needs headers that do not all fit", len(all), n)
+	all := assemble.OutlineOf(assemble.OutlineQuery{Counter: c, File: a, Limit: limit})
+	if len(all.Ranges) == 0 || len(all.Ranges) >= 200 {
+		t.Fatalf("outline of %d ranges, %d tokens: the test needs headers that do not all fit", len(all.Ranges), all.Tokens)
 	}
 	for _, used := range []syntax.IdentCounts{
 		{"function_number_150": 1},
@@ -191,11 +191,12 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 		{},
 	} {
 		bits, _ := a.UsedDefs(used)
-		o := rec.outline(outlineQuery{counter: c, file: a, used: used, usedDefs: bits, limit: limit})
-		got, n := o.ranges, o.tokens
-		want := outlineRanges(c, a, used, limit)
-		if !slices.Equal(got, want) || n != c.rangesTokens(a, want, -1, -1) {
-			t.Fatalf("used %v: memo gave %v (%d tokens), want %v", used, got, n, want)
+		q := assemble.OutlineQuery{Counter: c, File: a, Used: used, UsedDefs: bits, Limit: limit}
+		o := rec.Outline(q)
+		got, n := o.Ranges, o.Tokens
+		want := assemble.OutlineOf(q)
+		if !slices.Equal(got, want.Ranges) || n != want.Tokens {
+			t.Fatalf("used %v: memo gave %v (%d tokens), want %v", used, got, n, want.Ranges)
 		}
 		for name := range used {
 			var line int32 = -1
@@ -204,7 +205,7 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 					line = d.Start
 				}
 			}
-			if !overlaps(got, lineRange{line, line}) {
+			if !slices.ContainsFunc(got, func(r assemble.LineRange) bool { return r.First <= line && line <= r.Last }) {
 				t.Fatalf("used %v: the outline leaves out %s", used, name)
 			}
 		}
@@ -231,15 +232,15 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer warm.Close()
-	ranked := func() *importRanking {
+	ranked := func() *assemble.Ranking {
 		r := warm.store.Held("m")
 		if r == nil {
 			t.Fatal("no repository index")
 		}
 		return r.Record.ranking.ranking
 	}
-	hasC := func(m *importRanking) bool {
-		return slices.ContainsFunc(m.imports, func(h index.ImportHit) bool { return h.File.Path == "p/c.go" })
+	hasC := func(m *assemble.Ranking) bool {
+		return slices.ContainsFunc(m.Imports, func(h assemble.RankedImport) bool { return h.File.Path == "p/c.go" })
 	}
 	build := func(typed string) {
 		t.Helper()
@@ -258,16 +259,16 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 	const text = "_ = Gamma() // go\n\t"
 	for i := range len(text) {
 		before := ranked()
-		was, wasC := before.resolved, hasC(before)
+		was, wasC := before.Resolved, hasC(before)
 		c := files[cur].Content
 		files[cur].Content = c[:off] + text[i:i+1] + c[off:]
 		off++
 		build(text[:i+1])
 		m := ranked()
-		if len(m.resolved) == 0 || len(was) == 0 {
+		if len(m.Resolved) == 0 || len(was) == 0 {
 			t.Fatal("the imports resolved to no file")
 		}
-		if &m.resolved[0] == &was[0] {
+		if &m.Resolved[0] == &was[0] {
 			carried++
 			if hasC(m) != wasC {
 				t.Fatalf("after typing %q: the ranking carried over but p/c.go came or went", text[:i+1])

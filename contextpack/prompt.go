@@ -7,29 +7,30 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/infill-dev/infill/contextpack/internal/assemble"
 	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/internal/logctx"
 )
 
 // assemblyParams are the assembly's parameters from cfg.
-func assemblyParams(cfg Config, c *counter, neutral func(string) string) asmParams {
-	return asmParams{
-		minPromptTokens:     cfg.MinPromptTokens,
-		localShare:          cfg.LocalShare,
-		suffixShare:         cfg.SuffixShare,
-		importShare:         cfg.ImportShare,
-		contextQuantum:      cfg.ContextQuantum,
-		prefixQuantumLines:  cfg.PrefixQuantumLines,
-		queryLines:          cfg.QueryLines,
-		maxCandidates:       cfg.MaxCandidates,
-		maxSnippetsPerFile:  cfg.MaxSnippetsPerFile,
-		maxSnippetTokens:    cfg.MaxSnippetTokens,
-		maxImportFileTokens: cfg.MaxImportFileTokens,
-		weights: asmWeights{rrfK: cfg.RRFK, definition: cfg.DefinitionWeight, similar: cfg.SimilarWeight,
-			imports: cfg.ImportWeight, file: cfg.FileWeight},
-		diversity: cfg.Diversity,
-		counter:   c,
-		neutral:   neutral,
+func assemblyParams(cfg Config, c *assemble.Counter, neutral func(string) string) assemble.Params {
+	return assemble.Params{
+		MinPromptTokens:     cfg.MinPromptTokens,
+		LocalShare:          cfg.LocalShare,
+		SuffixShare:         cfg.SuffixShare,
+		ImportShare:         cfg.ImportShare,
+		ContextQuantum:      cfg.ContextQuantum,
+		PrefixQuantumLines:  cfg.PrefixQuantumLines,
+		QueryLines:          cfg.QueryLines,
+		MaxCandidates:       cfg.MaxCandidates,
+		MaxSnippetsPerFile:  cfg.MaxSnippetsPerFile,
+		MaxSnippetTokens:    cfg.MaxSnippetTokens,
+		MaxImportFileTokens: cfg.MaxImportFileTokens,
+		Weights: assemble.Weights{RRFK: cfg.RRFK, Definition: cfg.DefinitionWeight, Similar: cfg.SimilarWeight,
+			Imports: cfg.ImportWeight, File: cfg.FileWeight},
+		Diversity: cfg.Diversity,
+		Counter:   c,
+		Neutral:   neutral,
 	}
 }
 
@@ -45,25 +46,25 @@ func (b *Builder) promptIn(ctx context.Context, r *index.Repository[*record], t 
 	if p := rec.prompts.get(key); p != nil {
 		return p, true, nil
 	}
-	as := newAssembly(asmInput{repoName: req.RepoName, requestFiles: len(req.Files), cursor: t, offset: c.off,
-		tokenBudget: c.budget, promptBudget: c.promptBudget, maxNewTokens: req.MaxNewTokens,
-		strategy: asmStrategies[strategy]}, &b.params, view, rec)
-	if k, ok := as.selectionKey(); ok {
+	as := assemble.New(assemble.Input{RepoName: req.RepoName, RequestFiles: len(req.Files), Cursor: t, Offset: c.off,
+		TokenBudget: c.budget, PromptBudget: c.promptBudget, MaxNewTokens: req.MaxNewTokens,
+		Strategy: asmStrategies[strategy]}, &b.params, view, rec)
+	if k, ok := as.SelectionKey(); ok {
 		if s := rec.selection.get(k); s != nil {
-			as.useSelection(s)
+			as.UseSelection(s)
 		} else {
-			as.selectContext()
-			rec.selection.put(k, as.selection())
+			as.Select()
+			rec.selection.put(k, as.Selection())
 		}
 	} else {
-		as.selectContext()
+		as.Select()
 	}
-	res, err := as.finish()
+	res, err := as.Finish()
 	if err != nil {
-		var ob *overBudgetError
+		var ob *assemble.OverBudgetError
 		if errors.As(err, &ob) {
-			b.log.Error("contextpack: prompt over budget", append([]zap.Field{zap.Int("tokens", ob.tokens),
-				zap.Int("budget", ob.budget)}, logctx.Fields(ctx)...)...)
+			b.log.Error("contextpack: prompt over budget", append([]zap.Field{zap.Int("tokens", ob.Tokens),
+				zap.Int("budget", ob.Budget)}, logctx.Fields(ctx)...)...)
 			return nil, false, fmt.Errorf("%w: %v", ErrBudget, err)
 		}
 		return nil, false, err
@@ -74,27 +75,27 @@ func (b *Builder) promptIn(ctx context.Context, r *index.Repository[*record], t 
 }
 
 // asmStrategies translates the public strategies.
-var asmStrategies = map[Strategy]asmStrategy{
-	StrategyFused: asmFused, StrategyNone: asmNone, StrategyExecRepoBench: asmExecRepoBench, StrategyJaccard: asmJaccard,
-	StrategyImportsOnly: asmImportsOnly, StrategyDefinitionsOnly: asmDefinitionsOnly, StrategySimilarOnly: asmSimilarOnly,
+var asmStrategies = map[Strategy]assemble.Strategy{
+	StrategyFused: assemble.StrategyFused, StrategyNone: assemble.StrategyNone, StrategyExecRepoBench: assemble.StrategyExecRepoBench, StrategyJaccard: assemble.StrategyJaccard,
+	StrategyImportsOnly: assemble.StrategyImportsOnly, StrategyDefinitionsOnly: assemble.StrategyDefinitionsOnly, StrategySimilarOnly: assemble.StrategySimilarOnly,
 }
 
 // sourceKinds translates the assembly's source kinds.
 var sourceKinds = [...]SourceKind{
-	srcKindPrefix: SourcePrefix, srcKindSuffix: SourceSuffix, srcKindImport: SourceImport,
-	srcKindDefinition: SourceDefinition, srcKindSimilar: SourceSimilar, srcKindScopeHeader: SourceScopeHeader,
+	assemble.SourcePrefix: SourcePrefix, assemble.SourceSuffix: SourceSuffix, assemble.SourceImport: SourceImport,
+	assemble.SourceDefinition: SourceDefinition, assemble.SourceSimilar: SourceSimilar, assemble.SourceScopeHeader: SourceScopeHeader,
 }
 
 // promptOf is the public prompt of an assembly's result; path and off
 // are the cursor file's.
-func promptOf(res *asmResult, path string, off int) *Prompt {
-	m := Manifest{TokenBudget: res.tokenBudget, GenerationTokens: res.generationTokens, PromptTokens: res.tokens,
-		ContextBudget: res.contextBudget, ContextTokens: res.contextTokens, Warnings: res.warnings,
-		Sources: make([]Source, len(res.sources))}
-	for i, s := range res.sources {
-		m.Sources[i] = Source{Kind: sourceKinds[s.kind], Path: s.path, StartLine: s.startLine, EndLine: s.endLine,
-			Tokens: s.tokens, Included: s.included, Reason: s.reason, Score: s.score}
+func promptOf(res *assemble.Result, path string, off int) *Prompt {
+	m := Manifest{TokenBudget: res.TokenBudget, GenerationTokens: res.GenerationTokens, PromptTokens: res.Tokens,
+		ContextBudget: res.ContextBudget, ContextTokens: res.ContextTokens, Warnings: res.Warnings,
+		Sources: make([]Source, len(res.Sources))}
+	for i, s := range res.Sources {
+		m.Sources[i] = Source{Kind: sourceKinds[s.Kind], Path: s.Path, StartLine: s.StartLine, EndLine: s.EndLine,
+			Tokens: s.Tokens, Included: s.Included, Reason: s.Reason, Score: s.Score}
 	}
-	return &Prompt{Text: res.text, Tokens: res.tokens, Manifest: m,
-		Cursor: CursorText{Path: path, Text: res.cursorText, Offset: off}}
+	return &Prompt{Text: res.Text, Tokens: res.Tokens, Manifest: m,
+		Cursor: CursorText{Path: path, Text: res.CursorText, Offset: off}}
 }

@@ -11,9 +11,8 @@ import (
 // ImportHit is a repository file the cursor file depends on.
 type ImportHit struct {
 	File     *File
-	Explicit bool     // named by an import statement (not merely the same package)
-	Order    int      // first import statement that resolved to it
-	Used     []uint64 // set by the ranking: definitions the cursor file names (syntax.Analysis.UsedDefs)
+	Explicit bool // named by an import statement (not merely the same package)
+	Order    int  // first import statement that resolved to it
 }
 
 // maxImportFiles bounds the files one cursor file is taken to import.

@@ -49,7 +49,7 @@ func (r *region) queryRoots(rooted map[sitter.Symbol]bool) []*sitter.Node {
 type span struct {
 	sym        sitter.Symbol
 	start, end uint32
-	node          *sitter.Node
+	node       *sitter.Node
 }
 
 func (s span) startRow() int32 { return int32(s.node.StartPoint().Row) }

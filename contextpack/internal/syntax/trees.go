@@ -23,13 +23,13 @@ type TreeCache struct {
 }
 
 type cachedTree struct {
-	key     string
-	lang    Lang
-	content string
-	tree    *sitter.Tree
-	analysis      *Analysis // of content, complete (for incremental analysis); nil when tree has an error
-	top     []span    // the tree's top-level nodes (without node pointers)
-	segmented     *Analysis // the file's last version, when it has a syntax error (segmented)
+	key       string
+	lang      Lang
+	content   string
+	tree      *sitter.Tree
+	analysis  *Analysis // of content, complete (for incremental analysis); nil when tree has an error
+	top       []span    // the tree's top-level nodes (without node pointers)
+	segmented *Analysis // the file's last version, when it has a syntax error (segmented)
 }
 
 // NewTreeCache keeps the trees of up to max files; 0 keeps none.

@@ -1,9 +1,13 @@
-package contextpack
+package assemble
 
-import "github.com/infill-dev/infill/contextpack/internal/syntax"
+import (
+	"slices"
 
-// lineRange is an inclusive range of 0-based lines.
-type lineRange struct{ s, e int32 }
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
+)
+
+// LineRange is an inclusive range of 0-based lines.
+type LineRange struct{ First, Last int32 }
 
 // segWalk is a walk over the segments of a prefix (backwards from the
 // cursor) or a suffix (forwards from the cursor): bounds[j] is where the
@@ -32,12 +36,47 @@ func (w *segWalk) fit(limit int) int {
 	return k
 }
 
+// growWindow gives context budget that nothing used back to a cut
+// prefix/suffix window.
+func (as *Assembly) growWindow() {
+	if !as.window.preCut && !as.window.sufCut {
+		return
+	}
+	spare := as.contextBudget - as.sel.contextUsed
+	if spare < 16 {
+		return
+	}
+	limit := as.available - (as.sel.contextUsed - as.sel.extraTokens)
+	nw := as.localWindow(limit - as.sel.extraTokens)
+	as.window = nw
+	as.localLimit = limit - as.sel.extraTokens
+	as.windowLines = nw.lines(as.text, as.in.Offset)
+	keep := func(rs []LineRange) []LineRange {
+		return slices.DeleteFunc(rs, func(r LineRange) bool { return r.First <= as.windowLines.Last && r.Last >= as.windowLines.First })
+	}
+	above, below := keep(as.sel.above), keep(as.sel.below)
+	n := as.extrasTokens(above, below)
+	if nw.preTokens+nw.sufTokens+nw.headerTokens+n+(as.sel.contextUsed-as.sel.extraTokens) > as.available {
+		above, below, n = nil, nil, 0
+	}
+	if len(above)+len(below) < len(as.sel.above)+len(as.sel.below) {
+		for _, c := range as.sel.considered {
+			if c.included && c.file == as.in.Cursor && !overlapsAll(c.ranges, above, below) {
+				c.included = false
+				c.reason = "dropped: covered by the prefix/suffix window after it grew; " + c.reason
+			}
+		}
+	}
+	as.sel.contextUsed += n - as.sel.extraTokens
+	as.sel.above, as.sel.below, as.sel.extraTokens = above, below, n
+}
+
 // walker walks the segments of a cursor file's text, counting them; the
 // parts of a typing view's walks beyond the cursor's line come from the
-// memos (walkTailOf).
+// memos (WalkTailOf).
 type walker struct {
-	counter *counter
-	memos   asmMemos
+	counter *Counter
+	memos   Memos
 }
 
 // prefix counts segments of content[:off] from the cursor backwards until
@@ -126,7 +165,7 @@ type window struct {
 	preStart, sufEnd int // byte offsets of the kept prefix and suffix
 	preTokens        int // kept prefix text only
 	sufTokens        int
-	headers          []lineRange // enclosing scope headers above preStart
+	headers          []LineRange // enclosing scope headers above preStart
 	headerTokens     int         // headers plus the elision line after them
 	preCut, sufCut   bool
 	preTotal         int // tokens of the whole prefix, or -1 when not counted
@@ -134,22 +173,22 @@ type window struct {
 }
 
 // startLine and endLine are the first and last lines of the window.
-func (w *window) lines(a *syntax.Analysis, off int) lineRange {
+func (w *window) lines(a *syntax.Analysis, off int) LineRange {
 	s := a.LineOf(w.preStart)
 	e := a.LineOf(max(w.sufEnd-1, off))
 	if w.sufEnd <= off {
 		e = a.LineOf(off)
 	}
-	return lineRange{s, e}
+	return LineRange{s, e}
 }
 
 // localWindow cuts the prefix and suffix around the cursor so that they,
 // with the scope headers kept for a cut prefix, fit in limit tokens. The
 // suffix gets at most suffixShare of a tight budget unless the prefix
 // needs less.
-func (as *assembly) localWindow(limit int) window {
-	a, off := as.text, as.in.offset
-	wk := walker{as.params.counter, as.memos}
+func (as *Assembly) localWindow(limit int) window {
+	a, off := as.text, as.in.Offset
+	wk := walker{as.params.Counter, as.memos}
 	pw := wk.prefix(a, off, limit)
 	sw := wk.suffix(a, off, limit)
 	pt, st := pw.tokensFor(len(pw.cum)), sw.tokensFor(len(sw.cum))
@@ -165,7 +204,7 @@ func (as *assembly) localWindow(limit int) window {
 		w.preTokens, w.sufTokens = pt, st
 		return w
 	}
-	sufShare := int(float64(limit) * as.params.suffixShare)
+	sufShare := int(float64(limit) * as.params.SuffixShare)
 	if sw.complete && st < sufShare {
 		sufShare = st
 	}
@@ -187,8 +226,8 @@ func (as *assembly) localWindow(limit int) window {
 
 // cutPrefix chooses the prefix start within budget, keeping the headers of
 // the scopes that enclose the cursor when the cut removes them.
-func (as *assembly) cutPrefix(pw *segWalk, budget int, w *window) {
-	a, off := as.text, as.in.offset
+func (as *Assembly) cutPrefix(pw *segWalk, budget int, w *window) {
+	a, off := as.text, as.in.Offset
 	k := pw.fit(budget)
 	if k == len(pw.bounds) && pw.complete {
 		w.preStart, w.preTokens = 0, pw.tokensFor(k)
@@ -226,14 +265,14 @@ func (as *assembly) cutPrefix(pw *segWalk, budget int, w *window) {
 // line quantum (dropping segments), so that it stays put while the user
 // types. The quantum is the largest of PrefixQuantumLines, half of it, …,
 // 1 that keeps at least three quarters of the prefix's tokens.
-func (as *assembly) quantize(pw *segWalk, k int) int {
+func (as *Assembly) quantize(pw *segWalk, k int) int {
 	a := as.text
 	if k == 0 {
 		return 0
 	}
 	line := a.LineOf(pw.bounds[k-1])
 	full := pw.tokensFor(k)
-	for q := int32(as.params.prefixQuantumLines); q > 1; q /= 2 {
+	for q := int32(as.params.PrefixQuantumLines); q > 1; q /= 2 {
 		target := (line + q - 1) / q * q
 		j := k
 		for j > 0 && a.LineOf(pw.bounds[j-1]) < target {
@@ -250,9 +289,9 @@ func (as *assembly) quantize(pw *segWalk, k int) int {
 // that start above line first, outermost first, and their tokens plus the
 // elision line that separates them from the kept prefix; outer headers
 // are dropped while the total exceeds limit.
-func (as *assembly) scopeHeaders(cl, first int32, limit int) ([]lineRange, int) {
+func (as *Assembly) scopeHeaders(cl, first int32, limit int) ([]LineRange, int) {
 	a := as.text
-	var hdr []lineRange
+	var hdr []LineRange
 	for i := range a.Defs {
 		d := &a.Defs[i]
 		if d.Start > cl {
@@ -265,16 +304,16 @@ func (as *assembly) scopeHeaders(cl, first int32, limit int) ([]lineRange, int) 
 		if !ok {
 			continue
 		}
-		if n := len(hdr); n > 0 && hdr[n-1].e >= s {
-			if e > hdr[n-1].e {
-				hdr[n-1].e = e
+		if n := len(hdr); n > 0 && hdr[n-1].Last >= s {
+			if e > hdr[n-1].Last {
+				hdr[n-1].Last = e
 			}
 			continue
 		}
-		hdr = append(hdr, lineRange{s, e})
+		hdr = append(hdr, LineRange{s, e})
 	}
 	for len(hdr) > 0 {
-		t := as.params.counter.rangesTokens(a, hdr, -1, first)
+		t := as.params.Counter.rangesTokens(a, hdr, -1, first)
 		if t <= limit {
 			return hdr, t
 		}
@@ -283,12 +322,12 @@ func (as *assembly) scopeHeaders(cl, first int32, limit int) ([]lineRange, int) 
 	return nil, 0
 }
 
-// walkTail is the part of a prefix (suffix) walk above (below) the
+// WalkTail is the part of a prefix (suffix) walk above (below) the
 // cursor's line, walked in a typing view from line from: the same for
 // every keystroke on the line. Per segment: the line of its bound (prefix:
 // its first line; suffix: the line after it, numLines for the end), its
 // bytes and its tokens (-1: too long to count within the limit walked).
-type walkTail struct {
+type WalkTail struct {
 	view     *syntax.Analysis
 	suffix   bool
 	from     int32
@@ -299,29 +338,29 @@ type walkTail struct {
 	limit    int  // walked until the tokens exceeded it
 }
 
-// tailQuery asks for the walk of a typing view beyond the cursor's line:
+// TailQuery asks for the walk of a typing view beyond the cursor's line:
 // upwards from line from (a prefix's) or downwards (a suffix's), until it
 // exceeds limit tokens.
-type tailQuery struct {
-	counter *counter
+type TailQuery struct {
+	counter *Counter
 	view    *syntax.Analysis
 	from    int32
 	limit   int
-	suffix  bool
+	Suffix  bool
 }
 
-// covers reports whether t answers q: it walked the same view from the
+// Covers reports whether t answers q: it walked the same view from the
 // same line, at least q.limit tokens (or to the end).
-func (t *walkTail) covers(q tailQuery) bool {
-	return t != nil && t.view == q.view && t.suffix == q.suffix && t.from == q.from && (t.complete || t.limit >= q.limit)
+func (t *WalkTail) Covers(q TailQuery) bool {
+	return t != nil && t.view == q.view && t.suffix == q.Suffix && t.from == q.from && (t.complete || t.limit >= q.limit)
 }
 
-// walkTailOf walks q's view from its line until the tokens exceed its
+// WalkTailOf walks q's view from its line until the tokens exceed its
 // limit.
-func walkTailOf(q tailQuery) *walkTail {
+func WalkTailOf(q TailQuery) *WalkTail {
 	v, from := q.view, q.from
-	t := &walkTail{view: v, suffix: q.suffix, from: from, limit: q.limit, complete: true}
-	if !q.suffix {
+	t := &WalkTail{view: v, suffix: q.Suffix, from: from, limit: q.limit, complete: true}
+	if !q.Suffix {
 		end, sum := int(v.Lines[from]), 0
 		for i := from - 1; i >= 0; i-- {
 			ls := int(v.Lines[i])
@@ -359,7 +398,7 @@ func walkTailOf(q tailQuery) *walkTail {
 // prefixTail continues a prefix walk of a (whose view is a.view) at line
 // from, the start of the last segment, with used tokens of limit spent.
 func (wk walker) prefixTail(a *syntax.Analysis, from int32, limit, used int, w *segWalk) {
-	t := wk.memos.walkTail(tailQuery{counter: wk.counter, view: a.View, from: from, limit: limit - used})
+	t := wk.memos.WalkTail(TailQuery{counter: wk.counter, view: a.View, from: from, limit: limit - used})
 	// Lines above the cursor's have the view's offsets.
 	wk.replay(a, t, limit, used, w, func(i int32) int { return int(a.Lines[i]) }, func(bound, _ int) int { return bound })
 }
@@ -367,7 +406,7 @@ func (wk walker) prefixTail(a *syntax.Analysis, from int32, limit, used int, w *
 // suffixTail continues a suffix walk of a at line from, the end of the
 // last segment, with used tokens of limit spent.
 func (wk walker) suffixTail(a *syntax.Analysis, from int32, limit, used int, w *segWalk) {
-	t := wk.memos.walkTail(tailQuery{counter: wk.counter, view: a.View, from: from, limit: limit - used, suffix: true})
+	t := wk.memos.WalkTail(TailQuery{counter: wk.counter, view: a.View, from: from, limit: limit - used, Suffix: true})
 	end := func(i int32) int {
 		if i < a.NumLines() {
 			return int(a.Lines[i])
@@ -380,7 +419,7 @@ func (wk walker) suffixTail(a *syntax.Analysis, from int32, limit, used int, w *
 // add records segment seg, bounded at line i, in a walk that has spent
 // *sum tokens, counting it unless it cannot fit; it reports whether the
 // walk goes on (marking t incomplete when it does not).
-func (t *walkTail) add(c *counter, i int32, seg string, sum *int) bool {
+func (t *WalkTail) add(c *Counter, i int32, seg string, sum *int) bool {
 	k := -1
 	if tooLong(len(seg), t.limit-*sum) {
 		*sum = t.limit + 1
@@ -395,7 +434,7 @@ func (t *walkTail) add(c *counter, i int32, seg string, sum *int) bool {
 
 // replay appends t's segments to w, a walk of a with used tokens of limit
 // spent: bound is a segment's bound in a, start its first byte.
-func (wk walker) replay(a *syntax.Analysis, t *walkTail, limit, used int, w *segWalk, bound func(i int32) int, start func(bound, n int) int) {
+func (wk walker) replay(a *syntax.Analysis, t *WalkTail, limit, used int, w *segWalk, bound func(i int32) int, start func(bound, n int) int) {
 	for k, i := range t.lines {
 		at := bound(i)
 		switch {

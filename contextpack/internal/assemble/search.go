@@ -1,4 +1,4 @@
-package contextpack
+package assemble
 
 import (
 	"math"
@@ -9,59 +9,68 @@ import (
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
-// searchQuery asks for the cursor-dependent candidates: definitions of the
+// SearchQuery asks for the cursor-dependent candidates: definitions of the
 // identifiers around the cursor and the windows most similar to that code.
-type searchQuery struct {
-	params      *asmParams
+type SearchQuery struct {
+	params      *Params
 	index       index.View
 	cursor      *index.File
 	text        *syntax.Analysis // the cursor file with its own text
 	cursorLine  int32
-	windowLines lineRange // the prefix/suffix window's lines, whose hits are left out
-	strategy    asmStrategy
+	windowLines LineRange // the prefix/suffix window's lines, whose hits are left out
+	strategy    Strategy
 	importRank  map[*index.File]int // the ranked imports (read only)
 }
 
-// searchKey is everything a search reads besides the index's state, which
+// SearchKey is everything a search reads besides the index's state, which
 // version stands for: the cursor file and its view's analysis, the cursor
 // line (which fixes the query region and leaves its own line out) and the
 // prefix/suffix window's lines.
-type searchKey struct {
+type SearchKey struct {
 	cursor      *index.File
 	view        *syntax.Analysis
 	version     uint64
 	cursorLine  int32
-	windowLines lineRange
-	strategy    asmStrategy
+	windowLines LineRange
+	strategy    Strategy
 }
 
-func (q searchQuery) key() searchKey {
-	return searchKey{cursor: q.cursor, view: q.cursor.Analysis, version: q.index.Version(), cursorLine: q.cursorLine,
+func (q SearchQuery) Key() SearchKey {
+	return SearchKey{cursor: q.cursor, view: q.cursor.Analysis, version: q.index.Version(), cursorLine: q.cursorLine,
 		windowLines: q.windowLines, strategy: q.strategy}
 }
 
-// searchResult is what a search found, best first.
-type searchResult struct {
-	definitions []*candidate
-	similar     []*candidate
+// SearchResult is what a search found, best first.
+type SearchResult struct {
+	definitions []*Candidate
+	similar     []*Candidate
 	fileRank    map[*index.File]int // read only; nil unless the file weight is set
 }
 
-func (as *assembly) searchQuery() searchQuery {
-	return searchQuery{params: as.params, index: as.index, cursor: as.in.cursor, text: as.text, cursorLine: as.cursorLine,
-		windowLines: as.windowLines, strategy: as.in.strategy, importRank: as.sel.importRank}
+// Clone copies the candidates (the packing writes to them); fileRank is
+// shared.
+func (r *SearchResult) Clone() *SearchResult {
+	return &SearchResult{definitions: CloneCandidates(r.definitions), similar: CloneCandidates(r.similar), fileRank: r.fileRank}
 }
 
-// search runs q: the query region's identifiers (locals excluded) looked up
+// MemBytes estimates what keeping r costs.
+func (r *SearchResult) MemBytes() int64 { return int64(len(r.definitions)+len(r.similar)) * 160 }
+
+func (as *Assembly) searchQuery() SearchQuery {
+	return SearchQuery{params: as.params, index: as.index, cursor: as.in.Cursor, text: as.text, cursorLine: as.cursorLine,
+		windowLines: as.windowLines, strategy: as.in.Strategy, importRank: as.sel.importRank}
+}
+
+// Search runs q: the query region's identifiers (locals excluded) looked up
 // in the definitions index, and its windows scored by BM25.
-func search(q searchQuery) *searchResult {
-	var res searchResult
+func Search(q SearchQuery) *SearchResult {
+	var res SearchResult
 	reg := q.queryRegion()
 	ids := q.queryIdents(reg)
-	if q.strategy != asmSimilarOnly {
+	if q.strategy != StrategySimilarOnly {
 		res.definitions = q.defCandidates(ids, q.localsIn(reg))
 	}
-	if q.strategy != asmDefinitionsOnly {
+	if q.strategy != StrategyDefinitionsOnly {
 		res.similar, res.fileRank = q.simCandidates(ids)
 	}
 	return &res
@@ -70,9 +79,9 @@ func search(q searchQuery) *searchResult {
 // queryRegion is the code the cursor-dependent sources look at: the
 // enclosing function when it is short enough, else a window of lines
 // aligned to 8-line steps so that it moves only every few lines.
-func (q *searchQuery) queryRegion() lineRange {
+func (q *SearchQuery) queryRegion() LineRange {
 	a, cl := q.text, q.cursorLine
-	ql := int32(q.params.queryLines)
+	ql := int32(q.params.QueryLines)
 	var best *syntax.Def
 	for i := range a.Defs {
 		d := &a.Defs[i]
@@ -84,11 +93,11 @@ func (q *searchQuery) queryRegion() lineRange {
 		}
 	}
 	if best != nil && best.End-best.Start+1 <= 2*ql {
-		return lineRange{best.Start, best.End}
+		return LineRange{best.Start, best.End}
 	}
 	const step = 8
 	base := cl / step * step
-	return lineRange{max(0, base-ql*3/4), min(a.NumLines()-1, base+step-1+ql/4)}
+	return LineRange{max(0, base-ql*3/4), min(a.NumLines()-1, base+step-1+ql/4)}
 }
 
 // queryIdents weighs the identifiers of the query region, leaving out the
@@ -96,10 +105,10 @@ func (q *searchQuery) queryRegion() lineRange {
 // cursor-dependent context stable while typing) and names defined inside
 // the region (locals). An occurrence counts more when it is called or
 // looks like a type (capitalised) than when it is a bare lower-case word.
-func (q *searchQuery) queryIdents(reg lineRange) map[string]float64 {
+func (q *SearchQuery) queryIdents(reg LineRange) map[string]float64 {
 	a := q.text
 	ids := map[string]float64{}
-	for i := reg.s; i <= reg.e; i++ {
+	for i := reg.First; i <= reg.Last; i++ {
 		if i == q.cursorLine {
 			continue
 		}
@@ -121,7 +130,7 @@ func (q *searchQuery) queryIdents(reg lineRange) map[string]float64 {
 	}
 	for i := range a.Defs {
 		d := &a.Defs[i]
-		if d.Start > reg.s && d.Start <= reg.e {
+		if d.Start > reg.First && d.Start <= reg.Last {
 			delete(ids, d.Name)
 		}
 	}
@@ -130,9 +139,9 @@ func (q *searchQuery) queryIdents(reg lineRange) map[string]float64 {
 
 // localsIn is the set of parameters and local variables declared from the
 // start of the function enclosing the cursor to the end of reg.
-func (q *searchQuery) localsIn(reg lineRange) map[syntax.Term]bool {
+func (q *SearchQuery) localsIn(reg LineRange) map[syntax.Term]bool {
 	a := q.text
-	from := reg.s
+	from := reg.First
 	for i := range a.Defs {
 		d := &a.Defs[i]
 		if d.Start > q.cursorLine {
@@ -144,7 +153,7 @@ func (q *searchQuery) localsIn(reg lineRange) map[syntax.Term]bool {
 	}
 	out := map[syntax.Term]bool{}
 	i, _ := slices.BinarySearchFunc(a.Locals, from, func(l syntax.Local, line int32) int { return int(l.Line - line) })
-	for ; i < len(a.Locals) && a.Locals[i].Line <= reg.e; i++ {
+	for ; i < len(a.Locals) && a.Locals[i].Line <= reg.Last; i++ {
 		out[a.Locals[i].Term] = true
 	}
 	return out
@@ -162,7 +171,7 @@ func isTestPath(p string) bool {
 
 // defCandidates looks up the region's identifiers (locals excluded) in the
 // definitions index.
-func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Term]bool) []*candidate {
+func (q *SearchQuery) defCandidates(ids map[string]float64, locals map[syntax.Term]bool) []*Candidate {
 	r, t := q.index, q.cursor
 	testTarget := isTestPath(t.Path)
 	names := make([]string, 0, len(ids))
@@ -206,7 +215,7 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 		for _, ref := range refs {
 			sl := r.FileByID(ref.File)
 			d := &sl.Analysis.Defs[ref.Def]
-			if sl == t && d.Start <= q.windowLines.e && d.End >= q.windowLines.s {
+			if sl == t && d.Start <= q.windowLines.Last && d.End >= q.windowLines.First {
 				continue // visible in the window already
 			}
 			if d.Kind.IsMember() && (d.Parent < 0 || !sl.Analysis.Defs[d.Parent].Kind.IsScope()) {
@@ -236,10 +245,10 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 		}
 		return int(x.ref.Def - y.ref.Def)
 	})
-	var out []*candidate
+	var out []*Candidate
 	seen := map[string]bool{}
 	for _, h := range hits {
-		if len(out) >= q.params.maxCandidates {
+		if len(out) >= q.params.MaxCandidates {
 			break
 		}
 		sl := r.FileByID(h.ref.File)
@@ -253,7 +262,7 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 			continue
 		}
 		seen[key] = true
-		out = append(out, &candidate{sl: sl, kind: srcKindDefinition, ranges: rs, key: key, score: h.score,
+		out = append(out, &Candidate{file: sl, kind: SourceDefinition, ranges: rs, key: key, score: h.score,
 			label: d.Kind.String() + " " + d.Name})
 	}
 	return out
@@ -262,27 +271,27 @@ func (q *searchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 // simCandidates are the windows most similar (BM25) to the query region,
 // and, with a file weight, the files ranked by the summed similarity of
 // their windows.
-func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*index.File]int) {
+func (q *SearchQuery) simCandidates(ids map[string]float64) ([]*Candidate, map[*index.File]int) {
 	qt := make(map[syntax.Term]int, len(ids))
 	for n, c := range ids {
 		qt[syntax.HashIdent(n)] += max(1, int(c+0.5))
 	}
 	wl, t := q.windowLines, q.cursor
 	var fileScore map[uint32]float64
-	if q.params.weights.file > 0 {
+	if q.params.Weights.File > 0 {
 		fileScore = map[uint32]float64{}
 	}
-	hits := q.index.Similar(qt, 2*q.params.maxCandidates, func(sl *index.File, c *syntax.Chunk) bool {
-		return sl != t || c.Start > wl.e || c.End < wl.s
+	hits := q.index.Similar(qt, 2*q.params.MaxCandidates, func(sl *index.File, c *syntax.Chunk) bool {
+		return sl != t || c.Start > wl.Last || c.End < wl.First
 	}, fileScore)
 	var fileRank map[*index.File]int
 	if fileScore != nil {
 		fileRank = q.rankFiles(fileScore)
 	}
-	var out []*candidate
-	taken := map[*index.File][]lineRange{}
+	var out []*Candidate
+	taken := map[*index.File][]LineRange{}
 	for _, h := range hits {
-		if len(out) >= q.params.maxCandidates {
+		if len(out) >= q.params.MaxCandidates {
 			break
 		}
 		cr := q.index.Chunk(h.Chunk)
@@ -292,13 +301,13 @@ func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*
 		if !ok {
 			continue
 		}
-		rg := lineRange{s, e}
+		rg := LineRange{s, e}
 		if overlaps(taken[sl], rg) {
 			continue // a shifted copy of a better window
 		}
 		taken[sl] = append(taken[sl], rg)
-		rs := []lineRange{rg}
-		out = append(out, &candidate{sl: sl, kind: srcKindSimilar, ranges: rs, key: rangesKey(sl, rs),
+		rs := []LineRange{rg}
+		out = append(out, &Candidate{file: sl, kind: SourceSimilar, ranges: rs, key: rangesKey(sl, rs),
 			score: h.Score, label: "similar window"})
 	}
 	return out, fileRank
@@ -307,7 +316,7 @@ func (q *searchQuery) simCandidates(ids map[string]float64) ([]*candidate, map[*
 // rankFiles ranks the files other than the cursor file by the summed
 // similarity of their windows to the query (a file-level relevance signal
 // for the fusion, obtained from the same BM25 pass).
-func (q *searchQuery) rankFiles(score map[uint32]float64) map[*index.File]int {
+func (q *SearchQuery) rankFiles(score map[uint32]float64) map[*index.File]int {
 	type fs struct {
 		sl *index.File
 		s  float64

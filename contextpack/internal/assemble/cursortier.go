@@ -1,4 +1,4 @@
-package contextpack
+package assemble
 
 import (
 	"fmt"
@@ -14,14 +14,14 @@ import (
 // packCursorTier fuses definitions, similar windows (from the memos'
 // search) and the imports left over from the stable tier (pool) by
 // reciprocal rank, and packs them into what is left of the context budget.
-func (as *assembly) packCursorTier(pool []*candidate) {
-	found := as.memos.search(as.searchQuery())
+func (as *Assembly) packCursorTier(pool []*Candidate) {
+	found := as.memos.Search(as.searchQuery())
 	as.sel.fileRank = found.fileRank
-	var lists [3][]*candidate
+	var lists [3][]*Candidate
 	lists[srcDef], lists[srcSim] = found.definitions, found.similar
 	lists[srcImp] = pool
-	byKey := map[string]*candidate{}
-	var fused []*candidate
+	byKey := map[string]*Candidate{}
+	var fused []*Candidate
 	for src, list := range lists {
 		for i, c := range list {
 			if prev := byKey[c.key]; prev != nil {
@@ -33,8 +33,8 @@ func (as *assembly) packCursorTier(pool []*candidate) {
 			fused = append(fused, c)
 		}
 	}
-	k := as.params.weights.rrfK
-	w := [3]float64{as.params.weights.definition, as.params.weights.similar, as.params.weights.imports}
+	k := as.params.Weights.RRFK
+	w := [3]float64{as.params.Weights.Definition, as.params.Weights.Similar, as.params.Weights.Imports}
 	for _, c := range fused {
 		s := 0.0
 		for src, r := range c.rank {
@@ -42,25 +42,25 @@ func (as *assembly) packCursorTier(pool []*candidate) {
 				s += w[src] / (k + float64(r))
 			}
 		}
-		if ir := as.sel.importRank[c.sl]; ir > 0 && c.rank[srcImp] == 0 && as.in.strategy == asmFused {
+		if ir := as.sel.importRank[c.file]; ir > 0 && c.rank[srcImp] == 0 && as.in.Strategy == StrategyFused {
 			s += w[srcImp] / (k + float64(ir))
 		}
-		if fr := as.sel.fileRank[c.sl]; fr > 0 && as.in.strategy == asmFused {
-			s += as.params.weights.file / (k + float64(fr))
+		if fr := as.sel.fileRank[c.file]; fr > 0 && as.in.Strategy == StrategyFused {
+			s += as.params.Weights.File / (k + float64(fr))
 		}
 		c.score = s
 	}
-	slices.SortStableFunc(fused, func(x, y *candidate) int {
+	slices.SortStableFunc(fused, func(x, y *Candidate) int {
 		if x.score != y.score {
 			if x.score > y.score {
 				return -1
 			}
 			return 1
 		}
-		if c := strings.Compare(x.sl.Path, y.sl.Path); c != 0 {
+		if c := strings.Compare(x.file.Path, y.file.Path); c != 0 {
 			return c
 		}
-		return int(x.ranges[0].s - y.ranges[0].s)
+		return int(x.ranges[0].First - y.ranges[0].First)
 	})
 	remaining := as.contextBudget - as.sel.contextUsed
 	perFile := map[*index.File]int{}
@@ -72,27 +72,27 @@ func (as *assembly) packCursorTier(pool []*candidate) {
 		}
 		as.sel.considered = append(as.sel.considered, c)
 		why := c.fusedWhy()
-		if tooLong(rangesBytes(c.sl.Analysis, c.ranges), remaining) {
+		if tooLong(rangesBytes(c.file.Analysis, c.ranges), remaining) {
 			c.reason = "dropped: far larger than the budget left (not counted); " + why
 			continue
 		}
-		c.tokens = as.params.counter.rangesTokens(c.sl.Analysis, c.ranges, -1, -1)
+		c.tokens = as.params.Counter.rangesTokens(c.file.Analysis, c.ranges, -1, -1)
 		switch {
-		case c.sl == as.in.cursor && overlaps(c.ranges, as.windowLines):
+		case c.file == as.in.Cursor && overlaps(c.ranges, as.windowLines):
 			c.reason = "dropped: inside the prefix/suffix window; " + why
 			continue
-		case as.sel.stableWhole[c.sl] || covered(c.ranges, as.sel.stableRanges[c.sl]):
+		case as.sel.stableWhole[c.file] || covered(c.ranges, as.sel.stableRanges[c.file]):
 			c.reason = "dropped: already in the stable tier; " + why
 			continue
-		case perFile[c.sl] >= as.params.maxSnippetsPerFile:
-			c.reason = fmt.Sprintf("dropped: %d snippets from this file already (cap); %s", as.params.maxSnippetsPerFile, why)
+		case perFile[c.file] >= as.params.MaxSnippetsPerFile:
+			c.reason = fmt.Sprintf("dropped: %d snippets from this file already (cap); %s", as.params.MaxSnippetsPerFile, why)
 			continue
 		}
 		var cost int
-		if c.sl == as.in.cursor {
-			var ab, be []lineRange
+		if c.file == as.in.Cursor {
+			var ab, be []LineRange
 			for _, r := range c.ranges {
-				if r.e < as.windowLines.s {
+				if r.Last < as.windowLines.First {
 					ab = append(ab, r)
 				} else {
 					be = append(be, r)
@@ -105,13 +105,13 @@ func (as *assembly) packCursorTier(pool []*candidate) {
 				as.sel.extraTokens = n
 			}
 		} else {
-			bl := as.sel.blocks[c.sl]
+			bl := as.sel.blocks[c.file]
 			nb := bl == nil
 			if nb {
-				bl = &block{file: c.sl, headTokens: as.headTokens(c.sl)}
+				bl = &block{file: c.file, headTokens: as.headTokens(c.file)}
 			}
 			rs := mergeRanges(append(slices.Clone(bl.ranges), c.ranges...))
-			n := as.params.counter.rangesTokens(c.sl.Analysis, rs, -1, -1)
+			n := as.params.Counter.rangesTokens(c.file.Analysis, rs, -1, -1)
 			cost = n - bl.tokens
 			if nb {
 				cost += bl.headTokens
@@ -120,7 +120,7 @@ func (as *assembly) packCursorTier(pool []*candidate) {
 				bl.ranges, bl.tokens = rs, n
 				bl.best = max(bl.best, c.score)
 				bl.snippets++
-				as.sel.blocks[c.sl] = bl
+				as.sel.blocks[c.file] = bl
 			}
 		}
 		if cost > remaining {
@@ -129,7 +129,7 @@ func (as *assembly) packCursorTier(pool []*candidate) {
 		}
 		remaining -= cost
 		as.sel.contextUsed += cost
-		perFile[c.sl]++
+		perFile[c.file]++
 		c.included, c.tier, c.tokens = true, 2, cost
 		c.reason = "cursor tier: " + why
 		as.noteIncluded(c)
@@ -140,7 +140,7 @@ func (as *assembly) packCursorTier(pool []*candidate) {
 // "<label>, fused <score> (ranks def <n>, similar <n>, import <n>)".
 // Reasons are written for every candidate on every request, so this
 // avoids fmt.
-func (c *candidate) fusedWhy() string {
+func (c *Candidate) fusedWhy() string {
 	b := make([]byte, 0, len(c.label)+64)
 	b = append(b, c.label...)
 	b = append(b, ", fused "...)
@@ -160,11 +160,11 @@ func (c *candidate) fusedWhy() string {
 // whose fused score times (share of its identifiers that the prompt does
 // not show yet)^Diversity is highest, so near-duplicates of the window or
 // of what is already included wait their turn.
-func (as *assembly) picker(fused []*candidate) func() *candidate {
-	d := as.params.diversity
+func (as *Assembly) picker(fused []*Candidate) func() *Candidate {
+	d := as.params.Diversity
 	if d <= 0 {
 		i := 0
-		return func() *candidate {
+		return func() *Candidate {
 			if i == len(fused) {
 				return nil
 			}
@@ -183,11 +183,11 @@ func (as *assembly) picker(fused []*candidate) func() *candidate {
 	for _, c := range as.sel.stable {
 		as.noteIncluded(c)
 	}
-	ids := make(map[*candidate][]syntax.Term, len(fused))
+	ids := make(map[*Candidate][]syntax.Term, len(fused))
 	for _, c := range fused {
 		set := map[syntax.Term]bool{}
 		for _, r := range c.ranges {
-			syntax.ScanIdents(c.sl.Analysis.RangeText(r.s, r.e), c.sl.Analysis.Lang, func(id string, _ int) bool {
+			syntax.ScanIdents(c.file.Analysis.RangeText(r.First, r.Last), c.file.Analysis.Lang, func(id string, _ int) bool {
 				set[syntax.HashIdent(id)] = true
 				return true
 			})
@@ -200,7 +200,7 @@ func (as *assembly) picker(fused []*candidate) func() *candidate {
 	}
 	rem := slices.Clone(fused)
 	const lookahead = 24
-	return func() *candidate {
+	return func() *Candidate {
 		if len(rem) == 0 {
 			return nil
 		}
@@ -224,12 +224,12 @@ func (as *assembly) picker(fused []*candidate) func() *candidate {
 }
 
 // noteIncluded records the identifiers of included context (for Diversity).
-func (as *assembly) noteIncluded(c *candidate) {
+func (as *Assembly) noteIncluded(c *Candidate) {
 	if as.sel.shown == nil {
 		return
 	}
 	for _, r := range c.ranges {
-		syntax.ScanIdents(c.sl.Analysis.RangeText(r.s, r.e), c.sl.Analysis.Lang, func(id string, _ int) bool {
+		syntax.ScanIdents(c.file.Analysis.RangeText(r.First, r.Last), c.file.Analysis.Lang, func(id string, _ int) bool {
 			as.sel.shown[syntax.HashIdent(id)] = true
 			return true
 		})
@@ -238,7 +238,7 @@ func (as *assembly) noteIncluded(c *candidate) {
 
 // expandBlocks spends context budget that packing left over on showing
 // the files of the cursor tier whole, most relevant first.
-func (as *assembly) expandBlocks() {
+func (as *Assembly) expandBlocks() {
 	remaining := as.contextBudget - as.sel.contextUsed
 	if remaining < 32 || len(as.sel.blocks) == 0 {
 		return
@@ -264,51 +264,16 @@ func (as *assembly) expandBlocks() {
 		if len(whole) == 0 || rangesBytes(a, whole) > 6*(remaining+bl.tokens) {
 			continue
 		}
-		n := as.params.counter.rangesTokens(a, whole, -1, -1)
+		n := as.params.Counter.rangesTokens(a, whole, -1, -1)
 		cost := n - bl.tokens
 		if cost <= 0 || cost > remaining {
 			continue
 		}
-		c := &candidate{sl: bl.file, kind: srcKindSimilar, ranges: whole, whole: true, included: true, tier: 2,
+		c := &Candidate{file: bl.file, kind: SourceSimilar, ranges: whole, whole: true, included: true, tier: 2,
 			tokens: cost, score: bl.best, reason: "cursor tier: file expanded to whole with budget left"}
 		as.sel.considered = append(as.sel.considered, c)
 		bl.ranges, bl.tokens = whole, n
 		remaining -= cost
 		as.sel.contextUsed += cost
 	}
-}
-
-// growWindow gives context budget that nothing used back to a cut
-// prefix/suffix window.
-func (as *assembly) growWindow() {
-	if !as.window.preCut && !as.window.sufCut {
-		return
-	}
-	spare := as.contextBudget - as.sel.contextUsed
-	if spare < 16 {
-		return
-	}
-	limit := as.available - (as.sel.contextUsed - as.sel.extraTokens)
-	nw := as.localWindow(limit - as.sel.extraTokens)
-	as.window = nw
-	as.localLimit = limit - as.sel.extraTokens
-	as.windowLines = nw.lines(as.text, as.in.offset)
-	keep := func(rs []lineRange) []lineRange {
-		return slices.DeleteFunc(rs, func(r lineRange) bool { return r.s <= as.windowLines.e && r.e >= as.windowLines.s })
-	}
-	above, below := keep(as.sel.above), keep(as.sel.below)
-	n := as.extrasTokens(above, below)
-	if nw.preTokens+nw.sufTokens+nw.headerTokens+n+(as.sel.contextUsed-as.sel.extraTokens) > as.available {
-		above, below, n = nil, nil, 0
-	}
-	if len(above)+len(below) < len(as.sel.above)+len(as.sel.below) {
-		for _, c := range as.sel.considered {
-			if c.included && c.sl == as.in.cursor && !overlapsAll(c.ranges, above, below) {
-				c.included = false
-				c.reason = "dropped: covered by the prefix/suffix window after it grew; " + c.reason
-			}
-		}
-	}
-	as.sel.contextUsed += n - as.sel.extraTokens
-	as.sel.above, as.sel.below, as.sel.extraTokens = above, below, n
 }

@@ -1,4 +1,4 @@
-package contextpack
+package assemble
 
 import (
 	"slices"
@@ -8,11 +8,11 @@ import (
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
-// candidate is one piece of context considered for the prompt.
-type candidate struct {
-	sl      *index.File
-	kind    srcKind
-	ranges  []lineRange // sorted, disjoint, without blank edges
+// Candidate is one piece of context considered for the prompt.
+type Candidate struct {
+	file    *index.File
+	kind    SourceKind
+	ranges  []LineRange // sorted, disjoint, without blank edges
 	whole   bool
 	outline bool
 	label   string
@@ -26,57 +26,57 @@ type candidate struct {
 	reason   string
 }
 
-// Sources of the fusion, the indexes of candidate.rank.
+// Sources of the fusion, the indexes of Candidate.rank.
 const (
 	srcDef = iota
 	srcSim
 	srcImp
 )
 
-// srcKind is the role of a piece of the prompt (the manifest's source
+// SourceKind is the role of a piece of the prompt (the manifest's source
 // kinds).
-type srcKind int
+type SourceKind int
 
 const (
-	srcKindPrefix srcKind = iota + 1
-	srcKindSuffix
-	srcKindImport
-	srcKindDefinition
-	srcKindSimilar
-	srcKindScopeHeader
+	SourcePrefix SourceKind = iota + 1
+	SourceSuffix
+	SourceImport
+	SourceDefinition
+	SourceSimilar
+	SourceScopeHeader
 )
 
 // rangesKey identifies a candidate's text: its path and line ranges
 // ("a.go:3-9:12-20").
-func rangesKey(sl *index.File, rs []lineRange) string {
+func rangesKey(sl *index.File, rs []LineRange) string {
 	b := make([]byte, 0, len(sl.Path)+12*len(rs))
 	b = append(b, sl.Path...)
 	for _, r := range rs {
 		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(r.s), 10)
+		b = strconv.AppendInt(b, int64(r.First), 10)
 		b = append(b, '-')
-		b = strconv.AppendInt(b, int64(r.e), 10)
+		b = strconv.AppendInt(b, int64(r.Last), 10)
 	}
 	return string(b)
 }
 
 // mergeRanges sorts and merges overlapping or adjacent ranges.
-func mergeRanges(rs []lineRange) []lineRange {
+func mergeRanges(rs []LineRange) []LineRange {
 	if len(rs) < 2 {
 		return rs
 	}
 	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(x, y lineRange) int {
-		if x.s != y.s {
-			return int(x.s - y.s)
+	slices.SortFunc(rs, func(x, y LineRange) int {
+		if x.First != y.First {
+			return int(x.First - y.First)
 		}
-		return int(x.e - y.e)
+		return int(x.Last - y.Last)
 	})
 	out := rs[:1]
 	for _, r := range rs[1:] {
 		last := &out[len(out)-1]
-		if r.s <= last.e+1 {
-			last.e = max(last.e, r.e)
+		if r.First <= last.Last+1 {
+			last.Last = max(last.Last, r.Last)
 			continue
 		}
 		out = append(out, r)
@@ -84,9 +84,9 @@ func mergeRanges(rs []lineRange) []lineRange {
 	return out
 }
 
-func overlaps(rs []lineRange, w lineRange) bool {
+func overlaps(rs []LineRange, w LineRange) bool {
 	for _, r := range rs {
-		if r.s <= w.e && r.e >= w.s {
+		if r.First <= w.Last && r.Last >= w.First {
 			return true
 		}
 	}
@@ -106,27 +106,27 @@ func lineIndent(a *syntax.Analysis, i int32) string {
 }
 
 // wholeRanges is the whole file as one range (blank edges trimmed).
-func wholeRanges(a *syntax.Analysis) []lineRange {
+func wholeRanges(a *syntax.Analysis) []LineRange {
 	s, e, ok := a.Trim(0, a.NumLines()-1)
 	if !ok {
 		return nil
 	}
-	return []lineRange{{s, e}}
+	return []LineRange{{s, e}}
 }
 
 // defRanges is how definition di of a is shown: whole when small enough
 // (methods and members under their parent's header), else its header and
 // an outline of its members, or its first lines.
-func defRanges(p *asmParams, a *syntax.Analysis, di int32) []lineRange {
+func defRanges(p *Params, a *syntax.Analysis, di int32) []LineRange {
 	d := &a.Defs[di]
-	limit := p.maxSnippetTokens
-	var rs []lineRange
+	limit := p.MaxSnippetTokens
+	var rs []LineRange
 	if d.Parent >= 0 {
 		p := &a.Defs[d.Parent]
 		switch p.Kind {
 		case syntax.KindClass, syntax.KindImpl, syntax.KindModule:
 			if s, e, ok := a.Trim(p.Start, min(p.HeaderEnd, d.Start-1)); ok {
-				rs = append(rs, lineRange{s, e})
+				rs = append(rs, LineRange{s, e})
 			}
 		}
 	}
@@ -134,18 +134,18 @@ func defRanges(p *asmParams, a *syntax.Analysis, di int32) []lineRange {
 	if !ok {
 		return rs
 	}
-	if d.Kind.IsMember() || !tooLong(rangesBytes(a, []lineRange{{s, e}}), limit) && p.counter.rangeTokens(a, s, e) <= limit {
+	if d.Kind.IsMember() || !tooLong(rangesBytes(a, []LineRange{{s, e}}), limit) && p.Counter.rangeTokens(a, s, e) <= limit {
 		if d.Kind.IsMember() && e-s > 8 {
 			e = s + 8
 		}
-		return mergeRanges(append(rs, lineRange{s, e}))
+		return mergeRanges(append(rs, LineRange{s, e}))
 	}
 	hs, he, _ := a.Trim(d.Start, d.HeaderEnd)
 	if he < hs {
 		he = hs
 	}
-	used := p.counter.rangeTokens(a, hs, he)
-	rs = append(rs, lineRange{hs, he})
+	used := p.Counter.rangeTokens(a, hs, he)
+	rs = append(rs, LineRange{hs, he})
 	hasMembers := false
 	for ci := di + 1; ci < int32(len(a.Defs)) && a.Defs[ci].Start <= d.End; ci++ {
 		c := &a.Defs[ci]
@@ -157,42 +157,42 @@ func defRanges(p *asmParams, a *syntax.Analysis, di int32) []lineRange {
 		if !ok || cs <= he {
 			continue
 		}
-		n := p.counter.rangeTokens(a, cs, ce) + 4
+		n := p.Counter.rangeTokens(a, cs, ce) + 4
 		if used+n > limit {
 			break
 		}
 		used += n
-		rs = append(rs, lineRange{cs, ce})
+		rs = append(rs, LineRange{cs, ce})
 	}
 	if !hasMembers {
 		// A long function: its first lines that fit.
 		end := he
-		for end < e && used+p.counter.rangeTokens(a, end+1, end+1) <= limit {
+		for end < e && used+p.Counter.rangeTokens(a, end+1, end+1) <= limit {
 			end++
-			used += p.counter.rangeTokens(a, end, end)
+			used += p.Counter.rangeTokens(a, end, end)
 		}
-		rs[len(rs)-1].e = end
+		rs[len(rs)-1].Last = end
 	}
 	return mergeRanges(rs)
 }
 
-func rangesBytes(a *syntax.Analysis, rs []lineRange) int {
+func rangesBytes(a *syntax.Analysis, rs []LineRange) int {
 	n := 0
 	for _, r := range rs {
-		n += a.LineEnd(r.e) - int(a.Lines[r.s])
+		n += a.LineEnd(r.Last) - int(a.Lines[r.First])
 	}
 	return n
 }
 
 // covered reports whether every line of rs is in cover (both merged).
-func covered(rs, cover []lineRange) bool {
+func covered(rs, cover []LineRange) bool {
 	if len(cover) == 0 {
 		return false
 	}
 	for _, r := range rs {
 		ok := false
 		for _, c := range cover {
-			if c.s <= r.s && r.e <= c.e {
+			if c.First <= r.First && r.Last <= c.Last {
 				ok = true
 				break
 			}
@@ -204,7 +204,7 @@ func covered(rs, cover []lineRange) bool {
 	return true
 }
 
-func overlapsAll(rs, above, below []lineRange) bool {
+func overlapsAll(rs, above, below []LineRange) bool {
 	for _, r := range rs {
 		if !overlaps(above, r) && !overlaps(below, r) {
 			return false
@@ -213,13 +213,13 @@ func overlapsAll(rs, above, below []lineRange) bool {
 	return true
 }
 
-// cloneCandidates copies candidates, for a caller that changes them.
-func cloneCandidates(cs []*candidate) []*candidate {
+// CloneCandidates copies candidates, for a caller that changes them.
+func CloneCandidates(cs []*Candidate) []*Candidate {
 	if cs == nil {
 		return nil
 	}
-	out := make([]*candidate, len(cs))
-	vals := make([]candidate, len(cs))
+	out := make([]*Candidate, len(cs))
+	vals := make([]Candidate, len(cs))
 	for i, c := range cs {
 		vals[i] = *c
 		out[i] = &vals[i]

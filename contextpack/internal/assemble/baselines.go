@@ -1,4 +1,4 @@
-package contextpack
+package assemble
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 // import hits plus BM25 similarity to the cursor file (normalised), packed
 // most relevant first, the first that does not fit cut at a line
 // boundary.
-func (as *assembly) packExecRepoBench() {
-	r, t := as.index, as.in.cursor
+func (as *Assembly) packExecRepoBench() {
+	r, t := as.index, as.in.Cursor
 	explicit := map[*index.File]bool{}
 	for _, h := range r.ResolveImports(t) {
 		if h.Explicit {
@@ -79,34 +79,34 @@ func (as *assembly) packExecRepoBench() {
 	})
 	remaining := as.contextBudget
 	for i, s := range ss {
-		if i >= as.params.maxCandidates || remaining < 16 {
+		if i >= as.params.MaxCandidates || remaining < 16 {
 			break
 		}
 		rs := wholeRanges(s.sl.Analysis)
 		if len(rs) == 0 || s.score == 0 {
 			continue
 		}
-		c := &candidate{sl: s.sl, kind: srcKindSimilar, ranges: rs, whole: true, score: s.score,
+		c := &Candidate{file: s.sl, kind: SourceSimilar, ranges: rs, whole: true, score: s.score,
 			label: fmt.Sprintf("whole file, import hit + normalised BM25 %.3f", s.score)}
 		head := as.headTokens(s.sl)
-		cost := head + as.params.counter.rangesTokens(s.sl.Analysis, rs, -1, -1)
+		cost := head + as.params.Counter.rangesTokens(s.sl.Analysis, rs, -1, -1)
 		if cost > remaining {
 			// The first file that does not fit is cut at a line boundary.
-			end := rs[0].s - 1
+			end := rs[0].First - 1
 			used := head
-			for end+1 <= rs[0].e {
-				n := as.params.counter.rangeTokens(s.sl.Analysis, rs[0].s, end+1)
+			for end+1 <= rs[0].Last {
+				n := as.params.Counter.rangeTokens(s.sl.Analysis, rs[0].First, end+1)
 				if head+n > remaining {
 					break
 				}
 				end, used = end+1, head+n
 			}
-			if end < rs[0].s {
+			if end < rs[0].First {
 				c.reason = "dropped: does not fit"
 				as.sel.considered = append(as.sel.considered, c)
 				break
 			}
-			c.ranges, c.whole, cost = []lineRange{{rs[0].s, end}}, false, used
+			c.ranges, c.whole, cost = []LineRange{{rs[0].First, end}}, false, used
 		}
 		c.included, c.tokens, c.reason = true, cost, c.label
 		as.sel.considered = append(as.sel.considered, c)
@@ -122,13 +122,13 @@ func (as *assembly) packExecRepoBench() {
 // packJaccard is the Copilot-style baseline: from each other file its
 // window most similar (Jaccard over identifiers) to the 20 lines before the
 // cursor, best first.
-func (as *assembly) packJaccard() {
-	r, t, a := as.index, as.in.cursor, as.text
+func (as *Assembly) packJaccard() {
+	r, t, a := as.index, as.in.Cursor, as.text
 	q := map[syntax.Term]bool{}
 	for i := max(0, as.cursorLine-19); i <= as.cursorLine; i++ {
 		line := a.LineText(i)
 		if i == as.cursorLine {
-			line = a.Content[a.Lines[i]:as.in.offset]
+			line = a.Content[a.Lines[i]:as.in.Offset]
 		}
 		syntax.ScanIdents(line, a.Lang, func(id string, _ int) bool {
 			q[syntax.HashIdent(id)] = true
@@ -178,7 +178,7 @@ func (as *assembly) packJaccard() {
 	})
 	remaining := as.contextBudget
 	for i, h := range hits {
-		if i >= as.params.maxCandidates {
+		if i >= as.params.MaxCandidates {
 			break
 		}
 		cr := r.Chunk(h.Chunk)
@@ -188,11 +188,11 @@ func (as *assembly) packJaccard() {
 		if !ok {
 			continue
 		}
-		rs := []lineRange{{s, e}}
-		c := &candidate{sl: sl, kind: srcKindSimilar, ranges: rs, score: h.Score,
+		rs := []LineRange{{s, e}}
+		c := &Candidate{file: sl, kind: SourceSimilar, ranges: rs, score: h.Score,
 			label: fmt.Sprintf("best Jaccard window %.3f", h.Score)}
 		head := as.headTokens(sl)
-		n := as.params.counter.rangesTokens(sl.Analysis, rs, -1, -1)
+		n := as.params.Counter.rangesTokens(sl.Analysis, rs, -1, -1)
 		c.tokens = head + n
 		as.sel.considered = append(as.sel.considered, c)
 		if head+n > remaining {

@@ -1,4 +1,4 @@
-package contextpack
+package assemble
 
 import (
 	"strings"
@@ -64,10 +64,18 @@ func blankLineAt(s string, off int) bool {
 	return syntax.IsBlank(s[off:end])
 }
 
-// counter counts user text exactly (after Neutralize) with a cache of
-// segment counts shared by all requests. The cache holds at most 2×max
-// segments: when the current generation fills, it becomes the old one.
-type counter struct {
+// Tokenizer counts tokens exactly as the model does.
+type Tokenizer interface {
+	// Count returns the number of tokens of text encoded as ordinary text.
+	Count(text string) int
+}
+
+// Counter counts user text exactly (after neutral) with a cache of segment
+// counts shared by all requests, and counts line ranges of analyses as the
+// prompt renders them (elision lines between them, counts kept per
+// analysis). The cache holds at most 2×max segments: when the current
+// generation fills, it becomes the old one.
+type Counter struct {
 	tok     Tokenizer
 	neutral func(string) string
 	max     int
@@ -88,15 +96,18 @@ type counter struct {
 // (minified code) are rare and counted each time.
 const maxCachedSegment = 4096
 
-func newCounter(tok Tokenizer, neutral func(string) string, max, maxTokens int) *counter {
+// NewCounter returns a counter of tok's tokens after neutral, caching up
+// to 2×max segments; maxTokens is the most any prompt can hold (longer
+// ranges are not counted).
+func NewCounter(tok Tokenizer, neutral func(string) string, max, maxTokens int) *Counter {
 	if max < 16 {
 		max = 16
 	}
-	return &counter{tok: tok, neutral: neutral, max: max, maxTokens: maxTokens, cur: make(map[string]int32)}
+	return &Counter{tok: tok, neutral: neutral, max: max, maxTokens: maxTokens, cur: make(map[string]int32)}
 }
 
 // segment counts one segment of user text.
-func (c *counter) segment(s string) int {
+func (c *Counter) segment(s string) int {
 	if len(s) > maxCachedSegment {
 		return c.tok.Count(c.neutral(s))
 	}
@@ -118,7 +129,7 @@ func (c *counter) segment(s string) int {
 	return int(n)
 }
 
-func (c *counter) putLocked(s string, n int32) {
+func (c *Counter) putLocked(s string, n int32) {
 	if len(c.cur) >= c.max {
 		c.old = c.cur
 		c.cur = make(map[string]int32, c.max/4)
@@ -127,7 +138,7 @@ func (c *counter) putLocked(s string, n int32) {
 }
 
 // text counts s exactly as the sum of its segments.
-func (c *counter) text(s string) int {
+func (c *Counter) text(s string) int {
 	total := 0
 	forSegments(s, func(seg string) { total += c.segment(seg) })
 	return total
@@ -135,27 +146,27 @@ func (c *counter) text(s string) int {
 
 // plain counts a short string that is not segment-aligned (a path line)
 // with the cache.
-func (c *counter) plain(s string) int { return c.segment(s) }
+func (c *Counter) plain(s string) int { return c.segment(s) }
 
 // rangesTokens counts ranges rendered with elision lines between
 // non-adjacent ones; lead (>= 0) is the line after preceding content, so
 // an elision goes first when ranges[0] starts later; trail (>= 0) is the
 // line where following content starts.
-func (c *counter) rangesTokens(a *syntax.Analysis, rs []lineRange, lead, trail int32) int {
+func (c *Counter) rangesTokens(a *syntax.Analysis, rs []LineRange, lead, trail int32) int {
 	if len(rs) == 0 {
 		return 0
 	}
 	n := 0
-	if lead >= 0 && rs[0].s > lead {
-		n += c.elisionTokens(a, rs[0].s)
+	if lead >= 0 && rs[0].First > lead {
+		n += c.elisionTokens(a, rs[0].First)
 	}
 	for i, r := range rs {
-		if i > 0 && r.s > rs[i-1].e+1 {
-			n += c.elisionTokens(a, r.s)
+		if i > 0 && r.First > rs[i-1].Last+1 {
+			n += c.elisionTokens(a, r.First)
 		}
-		n += c.rangeTokens(a, r.s, r.e)
+		n += c.rangeTokens(a, r.First, r.Last)
 	}
-	if last := rs[len(rs)-1]; trail >= 0 && trail > last.e+1 {
+	if last := rs[len(rs)-1]; trail >= 0 && trail > last.Last+1 {
 		n += c.elisionTokens(a, trail)
 	}
 	return n
@@ -185,7 +196,7 @@ func elisionKind(l syntax.Lang) int {
 // elisionTokens counts the elision line at line i's indentation. The
 // counts of indents of one kind of blank (tabs or spaces, fewer than 64)
 // are kept in a table: ranges with gaps ask for them at every keystroke.
-func (c *counter) elisionTokens(a *syntax.Analysis, i int32) int {
+func (c *Counter) elisionTokens(a *syntax.Analysis, i int32) int {
 	ind := lineIndent(a, i)
 	n := len(ind)
 	if n >= len(c.elision[0][0]) || strings.Count(ind, ind[:min(n, 1)]) != n && n > 0 {
@@ -205,7 +216,7 @@ func (c *counter) elisionTokens(a *syntax.Analysis, i int32) int {
 }
 
 // rangeTokens counts lines [s, e] of a (ending with a newline), cached.
-func (c *counter) rangeTokens(a *syntax.Analysis, s, e int32) int {
+func (c *Counter) rangeTokens(a *syntax.Analysis, s, e int32) int {
 	if a.View != nil && (e < a.ViewLine || s > a.ViewLine) {
 		a = a.View // the same text, and counts kept across keystrokes
 	}
