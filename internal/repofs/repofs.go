@@ -16,7 +16,9 @@
 // or with a line break).
 //
 // The package is pure Go and imports nothing that needs cgo, so the client
-// library can use it without contextpack's tree-sitter.
+// library can use it without contextpack's tree-sitter. It lives under the
+// module's internal/ because its two users, the client library and the
+// server, are in different trees and neither owns the other.
 package repofs
 
 import (

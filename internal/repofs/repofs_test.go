@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/infill-dev/infill/contextpack/repofs/repofstest"
+	"github.com/infill-dev/infill/internal/repofs/repofstest"
 )
 
 // writeTree writes files under a new directory.
