@@ -26,7 +26,7 @@ const maxImportFiles = 96
 func (r *Index) resolveImports(t *File) []ImportHit {
 	var hits []ImportHit
 	seen := map[*File]bool{t: true}
-	addSlot := func(sl *File, explicit bool) {
+	addFile := func(sl *File, explicit bool) {
 		if sl == nil || seen[sl] || len(hits) >= maxImportFiles {
 			return
 		}
@@ -36,7 +36,7 @@ func (r *Index) resolveImports(t *File) []ImportHit {
 	a := t.Analysis
 	for _, im := range a.Imports {
 		for _, sl := range r.resolveOne(t, im) {
-			addSlot(sl, true)
+			addFile(sl, true)
 		}
 	}
 	switch t.Lang {
@@ -44,19 +44,19 @@ func (r *Index) resolveImports(t *File) []ImportHit {
 		test := strings.HasSuffix(t.Base, "_test.go")
 		for _, sl := range r.byDir[t.Dir] {
 			if sl.Lang == syntax.LangGo && (test || !strings.HasSuffix(sl.Base, "_test.go")) {
-				addSlot(sl, false)
+				addFile(sl, false)
 			}
 		}
 	case syntax.LangJava:
 		for _, sl := range r.byDir[t.Dir] {
 			if sl.Lang == syntax.LangJava {
-				addSlot(sl, false)
+				addFile(sl, false)
 			}
 		}
 	case syntax.LangC, syntax.LangCPP:
 		stem := strings.TrimSuffix(t.Base, path.Ext(t.Base))
 		for _, ext := range []string{".h", ".hpp", ".hh", ".hxx", ".c", ".cc", ".cpp", ".cxx"} {
-			addSlot(r.files[path.Join(t.Dir, stem+ext)], false)
+			addFile(r.files[path.Join(t.Dir, stem+ext)], false)
 		}
 	}
 	// Same-package files arrive in map-independent slice order but that
