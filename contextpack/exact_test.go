@@ -11,17 +11,11 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/infill-dev/infill/contextpack/internal/testcorpus"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 )
 
-func qwen(t testing.TB) *tokenizer.Tokenizer {
-	t.Helper()
-	tok, err := tokenizer.Qwen25()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
+func qwen(t testing.TB) *tokenizer.Tokenizer { return testcorpus.Qwen(t) }
 
 // loadRepo reads the source files under root (relative paths) for tests.
 func loadRepo(t testing.TB, root string, exts []string, limit int) []File {

@@ -22,7 +22,7 @@ func TestPackageArrows(t *testing.T) {
 		"contextpack/internal/index":      {"contextpack/internal/syntax", "contextpack/tokenizer"},
 		"contextpack/internal/syntax":     {"contextpack/tokenizer"},
 		"contextpack/internal/synthrepo":  nil,
-		"contextpack/internal/testcorpus": nil,
+		"contextpack/internal/testcorpus": {"contextpack/tokenizer"},
 		"contextpack/tokenizer":           nil,
 	}
 	dirs, err := filepath.Glob("internal/*")

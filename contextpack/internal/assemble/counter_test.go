@@ -9,22 +9,13 @@ import (
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 )
 
-func qwen(t testing.TB) *tokenizer.Tokenizer {
-	t.Helper()
-	tok, err := tokenizer.Qwen25()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
 // The assembler's exact counts rest on one property of Qwen2's
 // pre-tokenizer: a text's token count is the sum of its segments' (see
 // counter.go). Check it on random text built from the characters that matter:
 // newlines, CR, spaces of every kind, punctuation that absorbs newlines,
 // letters, digits, apostrophes and special-token text.
 func TestSegmentSumIsExact(t *testing.T) {
-	tok := qwen(t)
+	tok := testcorpus.Qwen(t)
 	pieces := []string{"\n", "\n", "\n", "\r\n", " ", "  ", "    ", "\t", "\u00a0", "\u3000", "\u2028", "\u0085",
 		"x", "foo", "Bar", "_z", "1", "42", "'s", "'", ")", "});", ":", "#", "//", "\"", "é", "中文", "😀",
 		"<|endoftext|>", "<|fim_prefix|>", "<", "|>", "\f", "\v", "\u200b"}
@@ -46,7 +37,7 @@ func TestSegmentSumIsExact(t *testing.T) {
 }
 
 func TestSegmentSumOnRealCode(t *testing.T) {
-	tok := qwen(t)
+	tok := testcorpus.Qwen(t)
 	c := NewCounter(tok, tokenizer.Neutralize, 1<<16, 8192)
 	for _, f := range testcorpus.Samples(t, 200) {
 		src := f.Text

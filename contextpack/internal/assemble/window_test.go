@@ -11,14 +11,6 @@ import (
 	"github.com/infill-dev/infill/contextpack/internal/testcorpus"
 )
 
-// byteTok counts a token per byte.
-type byteTok struct{}
-
-func (byteTok) Count(s string) int { return len(s) }
-func (byteTok) Neutralize(s string) string {
-	return strings.ReplaceAll(s, "<|endoftext|>", "<\u200b|endoftext|>")
-}
-
 // corpusFile is a source file and its language.
 type corpusFile struct {
 	lang syntax.Lang
@@ -68,7 +60,7 @@ func TestWalkTailsMatchPlainWalk(t *testing.T) {
 	files = append(files, corpusFile{syntax.LangPlain, strings.Repeat("=", 20000) + "\nshort\n" + strings.Repeat("y ", 5000)})
 	r := rand.New(rand.NewPCG(3, 5))
 	views := map[string]*syntax.Analysis{}
-	wk := walker{NewCounter(byteTok{}, byteTok{}.Neutralize, 1<<17, 8192), &keptTails{}} // a view's walks kept as a caller keeps them
+	wk := walker{NewCounter(testcorpus.ByteTokens{}, testcorpus.ByteTokens{}.Neutralize, 1<<17, 8192), &keptTails{}} // a view's walks kept as a caller keeps them
 	for step := 0; step < 3000; step++ {
 		f := files[r.IntN(len(files))]
 		content := f.src

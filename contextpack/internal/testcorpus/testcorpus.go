@@ -1,8 +1,9 @@
 // Package testcorpus gives contextpack's tests and benchmarks their
 // inputs: source files of several languages found on this machine (the Go
-// distribution, the Python library), the sources of the golden cases, and
-// a typist that types a text key by key. It imports nothing of
-// contextpack, so the tests of every package under it can use it.
+// distribution, the Python library), the sources of the golden cases, a
+// typist that types a text key by key, and the tokenizers the tests count
+// with. It imports nothing of contextpack but the tokenizer, so the tests
+// of every package under it can use it.
 package testcorpus
 
 import (
@@ -16,8 +17,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"golang.org/x/tools/txtar"
 )
+
+// Qwen returns the real Qwen2.5 tokenizer.
+func Qwen(tb testing.TB) *tokenizer.Tokenizer {
+	tb.Helper()
+	tok, err := tokenizer.Qwen25()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tok
+}
+
+// ByteTokens counts a token per byte, a fast stand-in for a tokenizer,
+// and neutralises the end-of-text token's literal text.
+type ByteTokens struct{}
+
+// Count is len(s).
+func (ByteTokens) Count(s string) int { return len(s) }
+
+// Neutralize breaks "<|endoftext|>" with a zero-width space.
+func (ByteTokens) Neutralize(s string) string {
+	return strings.ReplaceAll(s, "<|endoftext|>", "<\u200b|endoftext|>")
+}
 
 // File is a source file: its path (for its language) and its text.
 type File struct {
