@@ -48,16 +48,16 @@ type Neutralizer interface {
 // content store and repository indexes between requests, so one Builder
 // should serve a whole process; Close frees its C memory.
 type Builder struct {
-	cfg      Config
-	log      *zap.Logger
-	grammars *syntax.Grammars
-	store    *index.Store[*record]
-	params   assemble.Params // the assembly's, made from cfg
-	aopt     syntax.Options
-	snaps    *snapshots // nil: snapshots off
-	lists    *listMemo
-	views    views
-	counts   counts
+	cfg            Config
+	log            *zap.Logger
+	grammars       *syntax.Grammars
+	store          *index.Store[*record]
+	params         assemble.Params // the assembly's, made from cfg
+	analyzeOptions syntax.Options
+	snaps          *snapshots // nil: snapshots off
+	lists          *listMemo
+	views          views
+	counts         counts
 }
 
 // NewBuilder returns a Builder; log may be nil.
@@ -88,7 +88,7 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 		grammars: syntax.NewGrammars(cfg.Workers),
 		store:    index.NewStore[*record](cfg.CacheBytes, cfg.MaxRepositories, log),
 		params:   assemblyParams(cfg, assemble.NewCounter(tok, neutral, cfg.CountCacheSegments, cfg.ContextTokens), neutral),
-		aopt: syntax.Options{
+		analyzeOptions: syntax.Options{
 			MaxParseBytes:  cfg.MaxParseBytes,
 			ParseTimeoutUS: int(cfg.ParseTimeout.Microseconds()),
 			WindowLines:    cfg.WindowLines,
@@ -102,7 +102,7 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 // finished with them. Builds after Close fail.
 func (b *Builder) Close() {
 	b.grammars.Close()
-	b.aopt.Trees.Close()
+	b.analyzeOptions.Trees.Close()
 }
 
 // Budget returns the total token budget for a request: the request's own,
@@ -591,7 +591,7 @@ const maxTreeBytes = 256 << 10
 // tree for the next version.
 func (b *Builder) analysisFor(ctx context.Context, e *index.Content, lang syntax.Lang, treeKey string) (*syntax.Analysis, error) {
 	return b.store.Analysis(e, lang, func(text string) (*syntax.Analysis, error) {
-		opt := b.aopt
+		opt := b.analyzeOptions
 		if len(text) <= maxTreeBytes {
 			opt.TreeKey = treeKey
 		}

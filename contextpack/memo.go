@@ -45,11 +45,11 @@ func (rec *record) bytes() int64 {
 // cursor offset, the budgets and the strategy. (The repository name is the
 // index's own; the file count is the index's.)
 type promptKey struct {
-	t            *index.File
-	an           *syntax.Analysis
+	cursor       *index.File
+	analysis     *syntax.Analysis
 	text         *index.Content // the cursor file's text (an may be its view's)
 	version      uint64
-	off          int
+	offset       int
 	budget       int
 	promptBudget int
 	maxNew       int

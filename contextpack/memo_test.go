@@ -41,7 +41,7 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 	}
 	// defNames returns names defined in f as the assembler sees them.
 	defNames := func(f File) []string {
-		a, err := syntax.Analyze(context.Background(), warm.grammars, f.Content, syntax.DetectLang(f.Path, ""), warm.aopt)
+		a, err := syntax.Analyze(context.Background(), warm.grammars, f.Content, syntax.DetectLang(f.Path, ""), warm.analyzeOptions)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		fmt.Fprintf(&sb, "def function_number_%d(first_argument, second_argument):\n    return first_argument\n\n", i)
 	}
-	a, err := syntax.Analyze(context.Background(), b.grammars, sb.String(), syntax.LangPython, b.aopt)
+	a, err := syntax.Analyze(context.Background(), b.grammars, sb.String(), syntax.LangPython, b.analyzeOptions)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func assemblyParams(cfg Config, c *assemble.Counter, neutral func(string) string
 // reused (a keystroke on the same line).
 func (b *Builder) promptIn(ctx context.Context, r *index.Repository[*record], t *index.File, req *Request, c cursorBudget, strategy Strategy) (*Prompt, bool, error) {
 	rec, view := r.Record, r.Index.View()
-	key := promptKey{t: t, an: t.Analysis, text: t.Text(), version: view.Version(), off: c.off, budget: c.budget,
+	key := promptKey{cursor: t, analysis: t.Analysis, text: t.Text(), version: view.Version(), offset: c.off, budget: c.budget,
 		promptBudget: c.promptBudget, maxNew: req.MaxNewTokens, strategy: strategy}
 	if p := rec.prompts.get(key); p != nil {
 		return p, true, nil

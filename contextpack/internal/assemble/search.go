@@ -26,6 +26,13 @@ type SearchQuery struct {
 // version stands for: the cursor file and its view's analysis, the cursor
 // line (which fixes the query region and leaves its own line out) and the
 // prefix/suffix window's lines.
+//
+// It leaves out the ranked imports: a search reads only whether a file
+// whose definition it scores is among them, and such a file defines a name
+// of the query region, so the view already makes it a used (ranked)
+// import whatever is typed on the cursor's line. A search that read a
+// file's rank itself would need the line's identifiers in the key
+// (SelectionKey has them).
 type SearchKey struct {
 	cursor      *index.File
 	view        *syntax.Analysis
