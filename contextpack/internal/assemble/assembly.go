@@ -86,7 +86,7 @@ type Input struct {
 // asks Memos for what the caller may keep between requests; it stores
 // nothing itself.
 type Assembly struct {
-	in     Input
+	input  Input
 	params *Params
 	index  index.View
 	memos  Memos
@@ -172,7 +172,7 @@ type block struct {
 // New places the cursor and cuts the cursor file's window within
 // the local budget.
 func New(in Input, p *Params, r index.View, m Memos) *Assembly {
-	as := &Assembly{in: in, params: p, index: r, memos: m}
+	as := &Assembly{input: in, params: p, index: r, memos: m}
 	t := in.Cursor
 	as.text = t.WithText()
 	as.cursorLine = as.text.LineOf(in.Offset)
@@ -227,12 +227,12 @@ type SelectionKey struct {
 }
 
 func (as *Assembly) SelectionKey() (SelectionKey, bool) {
-	if as.contextBudget <= 0 || !as.in.Strategy.selects() {
+	if as.contextBudget <= 0 || !as.input.Strategy.selects() {
 		return SelectionKey{}, false
 	}
 	return SelectionKey{
 		search:      as.searchQuery().Key(),
-		prefixFirst: as.prefixFirstLine(), headers: rangesKey(as.in.Cursor, as.window.headers),
+		prefixFirst: as.prefixFirstLine(), headers: rangesKey(as.input.Cursor, as.window.headers),
 		budget: as.contextBudget, indent: lineIndent(as.text, as.cursorLine), lineIdents: as.lineIdents,
 	}, true
 }
@@ -252,7 +252,7 @@ func (as *Assembly) UseSelection(s *Selection) { as.sel = *s.Clone() }
 // left; for a baseline, its own choice.
 func (as *Assembly) Select() {
 	if as.contextBudget > 0 {
-		switch as.in.Strategy {
+		switch as.input.Strategy {
 		case StrategyExecRepoBench:
 			as.packExecRepoBench()
 		case StrategyJaccard:
@@ -260,10 +260,10 @@ func (as *Assembly) Select() {
 		default:
 			as.rankImports()
 			pool := as.packStableTier()
-			if as.in.Strategy != StrategyImportsOnly {
+			if as.input.Strategy != StrategyImportsOnly {
 				as.packCursorTier(pool)
 			}
-			if as.in.Strategy == StrategyFused {
+			if as.input.Strategy == StrategyFused {
 				as.expandBlocks()
 			}
 		}
@@ -288,11 +288,11 @@ func (as *Assembly) Finish() (*Result, error) {
 // them), which the typing view leaves out. They change a few times per
 // line, not at every keystroke.
 func (as *Assembly) lineIdentsOf() string {
-	if !as.in.Cursor.Viewed() {
+	if !as.input.Cursor.Viewed() {
 		return "" // the line is empty
 	}
 	a := as.text
-	line := a.Content[a.Lines[as.cursorLine]:as.in.Offset]
+	line := a.Content[a.Lines[as.cursorLine]:as.input.Offset]
 	var ids []string
 	syntax.ScanIdents(line, a.Lang, func(id string, off int) bool {
 		if off+len(id) < len(line) {

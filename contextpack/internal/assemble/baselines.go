@@ -15,7 +15,7 @@ import (
 // most relevant first, the first that does not fit cut at a line
 // boundary.
 func (as *Assembly) packExecRepoBench() {
-	r, t := as.index, as.in.Cursor
+	r, t := as.index, as.input.Cursor
 	explicit := map[*index.File]bool{}
 	for _, h := range r.ResolveImports(t) {
 		if h.Explicit {
@@ -123,12 +123,12 @@ func (as *Assembly) packExecRepoBench() {
 // window most similar (Jaccard over identifiers) to the 20 lines before the
 // cursor, best first.
 func (as *Assembly) packJaccard() {
-	r, t, a := as.index, as.in.Cursor, as.text
+	r, t, a := as.index, as.input.Cursor, as.text
 	q := map[syntax.Term]bool{}
 	for i := max(0, as.cursorLine-19); i <= as.cursorLine; i++ {
 		line := a.LineText(i)
 		if i == as.cursorLine {
-			line = a.Content[a.Lines[i]:as.in.Offset]
+			line = a.Content[a.Lines[i]:as.input.Offset]
 		}
 		syntax.ScanIdents(line, a.Lang, func(id string, _ int) bool {
 			q[syntax.HashIdent(id)] = true

@@ -42,10 +42,10 @@ func (as *Assembly) packCursorTier(pool []*Candidate) {
 				s += w[src] / (k + float64(r))
 			}
 		}
-		if ir := as.sel.importRank[c.file]; ir > 0 && c.rank[srcImp] == 0 && as.in.Strategy == StrategyFused {
+		if ir := as.sel.importRank[c.file]; ir > 0 && c.rank[srcImp] == 0 && as.input.Strategy == StrategyFused {
 			s += w[srcImp] / (k + float64(ir))
 		}
-		if fr := as.sel.fileRank[c.file]; fr > 0 && as.in.Strategy == StrategyFused {
+		if fr := as.sel.fileRank[c.file]; fr > 0 && as.input.Strategy == StrategyFused {
 			s += as.params.Weights.File / (k + float64(fr))
 		}
 		c.score = s
@@ -78,7 +78,7 @@ func (as *Assembly) packCursorTier(pool []*Candidate) {
 		}
 		c.tokens = as.params.Counter.rangesTokens(c.file.Analysis, c.ranges, -1, -1)
 		switch {
-		case c.file == as.in.Cursor && overlaps(c.ranges, as.windowLines):
+		case c.file == as.input.Cursor && overlaps(c.ranges, as.windowLines):
 			c.reason = "dropped: inside the prefix/suffix window; " + why
 			continue
 		case as.sel.stableWhole[c.file] || covered(c.ranges, as.sel.stableRanges[c.file]):
@@ -89,7 +89,7 @@ func (as *Assembly) packCursorTier(pool []*Candidate) {
 			continue
 		}
 		var cost int
-		if c.file == as.in.Cursor {
+		if c.file == as.input.Cursor {
 			var ab, be []LineRange
 			for _, r := range c.ranges {
 				if r.Last < as.windowLines.First {

@@ -43,7 +43,7 @@ type RankedImport struct {
 // typed before the cursor on its line (lineIdents): a call being typed
 // ranks the file that defines it.
 func (as *Assembly) rankImports() {
-	a := as.in.Cursor.Analysis // the view's: the same while the cursor stays on its line
+	a := as.input.Cursor.Analysis // the view's: the same while the cursor stays on its line
 	as.sel.used = a.Identifiers()
 	if as.lineIdents != "" {
 		as.sel.used = maps.Clone(as.sel.used)
@@ -51,7 +51,7 @@ func (as *Assembly) rankImports() {
 			as.sel.used[id]++
 		}
 	}
-	rk := as.memos.ImportRanking(RankingQuery{Index: as.index, Cursor: as.in.Cursor, Used: as.sel.used, LineIdents: as.lineIdents})
+	rk := as.memos.ImportRanking(RankingQuery{Index: as.index, Cursor: as.input.Cursor, Used: as.sel.used, LineIdents: as.lineIdents})
 	as.sel.imports = rk.Imports
 	for i, h := range as.sel.imports {
 		as.sel.importRank[h.File] = i + 1
@@ -212,7 +212,7 @@ func outlineRanges(c *Counter, a *syntax.Analysis, used syntax.IdentCounts, limi
 // and returns those that did not fit, for the cursor tier.
 func (as *Assembly) packStableTier() []*Candidate {
 	limit := int(float64(as.contextBudget) * as.params.ImportShare)
-	switch as.in.Strategy {
+	switch as.input.Strategy {
 	case StrategyImportsOnly:
 		limit = as.contextBudget
 	case StrategyDefinitionsOnly, StrategySimilarOnly:
@@ -220,7 +220,7 @@ func (as *Assembly) packStableTier() []*Candidate {
 	}
 	s := &as.sel
 	cands := as.memos.ImportCandidates(CandidatesQuery{params: as.params, memos: as.memos, Index: as.index,
-		Cursor: as.in.Cursor, LineIdents: as.lineIdents, imports: s.imports, used: s.used})
+		Cursor: as.input.Cursor, LineIdents: as.lineIdents, imports: s.imports, used: s.used})
 	var pool []*Candidate
 	for i, c := range cands {
 		if len(c.ranges) == 0 {

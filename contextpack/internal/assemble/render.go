@@ -75,11 +75,11 @@ func (as *Assembly) renderHead() {
 	p := as.params
 	var sb strings.Builder
 	tokens, context := 0, 0
-	if as.in.RepoName != "" {
+	if as.input.RepoName != "" {
 		sb.WriteString(RepoName)
-		sb.WriteString(p.Neutral(as.in.RepoName))
+		sb.WriteString(p.Neutral(as.input.RepoName))
 		sb.WriteString("\n")
-		tokens += 1 + p.Counter.plain(as.in.RepoName+"\n")
+		tokens += 1 + p.Counter.plain(as.input.RepoName+"\n")
 	}
 	writeBlock := func(sl *index.File, rs []LineRange) {
 		sb.WriteString(FileSep)
@@ -110,9 +110,9 @@ func (as *Assembly) renderHead() {
 		writeBlock(bl.file, bl.ranges)
 	}
 	sb.WriteString(FileSep)
-	sb.WriteString(p.Neutral(as.in.Cursor.Path))
+	sb.WriteString(p.Neutral(as.input.Cursor.Path))
 	sb.WriteString("\n")
-	tokens += as.headTokens(as.in.Cursor)
+	tokens += as.headTokens(as.input.Cursor)
 	s.head, s.headTokens, s.headContext = sb.String(), tokens, context
 }
 
@@ -131,7 +131,7 @@ func (as *Assembly) render() (*Result, error) {
 	s := &as.sel
 	var sb strings.Builder
 	sb.Grow(len(a.Content)/2 + 4096)
-	res := &Result{TokenBudget: as.in.TokenBudget, GenerationTokens: as.in.MaxNewTokens, ContextBudget: as.contextBudget}
+	res := &Result{TokenBudget: as.input.TokenBudget, GenerationTokens: as.input.MaxNewTokens, ContextBudget: as.contextBudget}
 	sb.WriteString(s.head)
 	tokens := s.headTokens
 	res.ContextTokens = s.headContext
@@ -139,10 +139,10 @@ func (as *Assembly) render() (*Result, error) {
 	sb.WriteString(FIMPrefix)
 	above := as.aboveRanges(s.above)
 	writeRanges(&sb, p.Neutral, a, above, -1, psl)
-	pre := a.Content[as.window.preStart:as.in.Offset]
+	pre := a.Content[as.window.preStart:as.input.Offset]
 	sb.WriteString(p.Neutral(pre))
 	sb.WriteString(FIMSuffix)
-	sb.WriteString(p.Neutral(a.Content[as.in.Offset:as.window.sufEnd]))
+	sb.WriteString(p.Neutral(a.Content[as.input.Offset:as.window.sufEnd]))
 	below := mergeRanges(s.below)
 	writeRanges(&sb, p.Neutral, a, below, as.windowLines.Last+1, -1)
 	sb.WriteString(FIMMiddle)
@@ -150,14 +150,14 @@ func (as *Assembly) render() (*Result, error) {
 		p.Counter.rangesTokens(a, below, as.windowLines.Last+1, -1)
 	tokens += 3 + local
 	res.ContextTokens += local - as.window.preTokens - as.window.sufTokens - as.window.headerTokens
-	if tokens > as.in.PromptBudget {
+	if tokens > as.input.PromptBudget {
 		// The accounting above is exact by construction; this guards the
 		// budget promise against a bug rather than a real case.
-		return nil, &OverBudgetError{Tokens: tokens, Budget: as.in.PromptBudget}
+		return nil, &OverBudgetError{Tokens: tokens, Budget: as.input.PromptBudget}
 	}
 
 	// Manifest.
-	t := as.in.Cursor
+	t := as.input.Cursor
 	pre0 := Source{Kind: SourcePrefix, Path: t.Path, StartLine: int(psl) + 1, EndLine: int(as.cursorLine) + 1,
 		Tokens: as.window.preTokens, Included: true, Reason: "cursor file"}
 	if as.window.preCut {

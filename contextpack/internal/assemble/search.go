@@ -64,8 +64,8 @@ func (r *SearchResult) Clone() *SearchResult {
 func (r *SearchResult) MemBytes() int64 { return int64(len(r.definitions)+len(r.similar)) * 160 }
 
 func (as *Assembly) searchQuery() SearchQuery {
-	return SearchQuery{params: as.params, index: as.index, cursor: as.in.Cursor, text: as.text, cursorLine: as.cursorLine,
-		windowLines: as.windowLines, strategy: as.in.Strategy, importRank: as.sel.importRank}
+	return SearchQuery{params: as.params, index: as.index, cursor: as.input.Cursor, text: as.text, cursorLine: as.cursorLine,
+		windowLines: as.windowLines, strategy: as.input.Strategy, importRank: as.sel.importRank}
 }
 
 // Search runs q: the query region's identifiers (locals excluded) looked up

@@ -50,7 +50,7 @@ func (as *Assembly) growWindow() {
 	nw := as.localWindow(limit - as.sel.extraTokens)
 	as.window = nw
 	as.localLimit = limit - as.sel.extraTokens
-	as.windowLines = nw.lines(as.text, as.in.Offset)
+	as.windowLines = nw.lines(as.text, as.input.Offset)
 	keep := func(rs []LineRange) []LineRange {
 		return slices.DeleteFunc(rs, func(r LineRange) bool { return r.First <= as.windowLines.Last && r.Last >= as.windowLines.First })
 	}
@@ -61,7 +61,7 @@ func (as *Assembly) growWindow() {
 	}
 	if len(above)+len(below) < len(as.sel.above)+len(as.sel.below) {
 		for _, c := range as.sel.considered {
-			if c.included && c.file == as.in.Cursor && !overlapsAll(c.ranges, above, below) {
+			if c.included && c.file == as.input.Cursor && !overlapsAll(c.ranges, above, below) {
 				c.included = false
 				c.reason = "dropped: covered by the prefix/suffix window after it grew; " + c.reason
 			}
@@ -187,7 +187,7 @@ func (w *window) lines(a *syntax.Analysis, off int) LineRange {
 // suffix gets at most suffixShare of a tight budget unless the prefix
 // needs less.
 func (as *Assembly) localWindow(limit int) window {
-	a, off := as.text, as.in.Offset
+	a, off := as.text, as.input.Offset
 	wk := walker{as.params.Counter, as.memos}
 	pw := wk.prefix(a, off, limit)
 	sw := wk.suffix(a, off, limit)
@@ -227,7 +227,7 @@ func (as *Assembly) localWindow(limit int) window {
 // cutPrefix chooses the prefix start within budget, keeping the headers of
 // the scopes that enclose the cursor when the cut removes them.
 func (as *Assembly) cutPrefix(pw *segWalk, budget int, w *window) {
-	a, off := as.text, as.in.Offset
+	a, off := as.text, as.input.Offset
 	k := pw.fit(budget)
 	if k == len(pw.bounds) && pw.complete {
 		w.preStart, w.preTokens = 0, pw.tokensFor(k)

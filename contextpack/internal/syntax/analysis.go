@@ -130,16 +130,16 @@ type Analysis struct {
 
 	TokenCounts TokenCounts // of line ranges, for the counter that fills it
 
-	fileTermsCache // whole-file terms, for the ExecRepoBench baseline only
-	memo           analysisMemo
+	fileTerms fileTermsCache // whole-file terms, for the ExecRepoBench baseline only
+	memo      analysisMemo
 }
 
 // TokenCounts caches the token counts of line ranges of an analysis's
 // text for the counter that fills it (a Builder counts with one
 // tokenizer); the analysis itself never reads it.
 type TokenCounts struct {
-	mu sync.Mutex
-	m  map[uint64]int32
+	mu     sync.Mutex
+	counts map[uint64]int32
 }
 
 // maxTokenCounts bounds the ranges one analysis keeps counts of.
@@ -148,7 +148,7 @@ const maxTokenCounts = 4096
 // Get returns the count kept for lines [first, last].
 func (c *TokenCounts) Get(first, last int32) (int32, bool) {
 	c.mu.Lock()
-	n, ok := c.m[uint64(uint32(first))<<32|uint64(uint32(last))]
+	n, ok := c.counts[uint64(uint32(first))<<32|uint64(uint32(last))]
 	c.mu.Unlock()
 	return n, ok
 }
@@ -157,11 +157,11 @@ func (c *TokenCounts) Get(first, last int32) (int32, bool) {
 // full.
 func (c *TokenCounts) Put(first, last, n int32) {
 	c.mu.Lock()
-	if c.m == nil {
-		c.m = make(map[uint64]int32)
+	if c.counts == nil {
+		c.counts = make(map[uint64]int32)
 	}
-	if len(c.m) < maxTokenCounts {
-		c.m[uint64(uint32(first))<<32|uint64(uint32(last))] = n
+	if len(c.counts) < maxTokenCounts {
+		c.counts[uint64(uint32(first))<<32|uint64(uint32(last))] = n
 	}
 	c.mu.Unlock()
 }

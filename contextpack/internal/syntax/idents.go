@@ -151,30 +151,30 @@ func (a *Analysis) UsedDefs(used IdentCounts) (bits []uint64, names int) {
 
 // FileTerms is the file's identifier frequencies (for whole-file BM25).
 func (a *Analysis) FileTerms() []TermCount {
-	a.ftOnce.Do(func() {
+	a.fileTerms.once.Do(func() {
 		m := map[Term]int{}
 		ScanIdents(a.Content, a.Lang, func(id string, _ int) bool {
 			m[HashIdent(id)]++
-			a.ftLen++
+			a.fileTerms.length++
 			return true
 		})
-		a.ft = make([]TermCount, 0, len(m))
+		a.fileTerms.terms = make([]TermCount, 0, len(m))
 		for t, n := range m {
-			a.ft = append(a.ft, TermCount{t, uint16(min(n, 65535))})
+			a.fileTerms.terms = append(a.fileTerms.terms, TermCount{t, uint16(min(n, 65535))})
 		}
-		slices.SortFunc(a.ft, func(x, y TermCount) int { return int(x.Term) - int(y.Term) })
+		slices.SortFunc(a.fileTerms.terms, func(x, y TermCount) int { return int(x.Term) - int(y.Term) })
 	})
-	return a.ft
+	return a.fileTerms.terms
 }
 
 // FileLength is the number of identifier occurrences of the file.
 func (a *Analysis) FileLength() int {
 	a.FileTerms()
-	return a.ftLen
+	return a.fileTerms.length
 }
 
 type fileTermsCache struct {
-	ftOnce sync.Once
-	ft     []TermCount
-	ftLen  int
+	once   sync.Once
+	terms  []TermCount
+	length int
 }

@@ -25,7 +25,7 @@ type region struct {
 	fromByte, toByte uint32       // captures must lie within
 	keepTo           int32        // lines of the previous analysis up to here are unchanged
 	shiftFrom        int32        // lines from here on moved by dl
-	dl               int32
+	lineShift        int32
 	spans            []span // the new top-level nodes in the region
 }
 
@@ -133,7 +133,7 @@ func changedRegion(os, ns []span, e sitter.EditInput) *region {
 	}
 	f, l := ns[first], ns[last]
 	r := &region{from: f.node.StartPoint(), to: l.node.EndPoint(), fromByte: f.start, toByte: l.end,
-		keepTo: -1, shiftFrom: math.MaxInt32, dl: int32(e.NewEndPoint.Row) - int32(e.OldEndPoint.Row),
+		keepTo: -1, shiftFrom: math.MaxInt32, lineShift: int32(e.NewEndPoint.Row) - int32(e.OldEndPoint.Row),
 		spans: ns[first : last+1]}
 	if before > 0 {
 		p := ns[first-1]
@@ -147,7 +147,7 @@ func changedRegion(os, ns []span, e sitter.EditInput) *region {
 		if l.lastRow() >= nx.startRow() {
 			return nil
 		}
-		r.shiftFrom = nx.startRow() - r.dl
+		r.shiftFrom = nx.startRow() - r.lineShift
 	}
 	return r
 }
@@ -169,7 +169,7 @@ func (r *region) moved(line int32) (int32, bool) {
 	case line <= r.keepTo:
 		return line, true
 	case line >= r.shiftFrom:
-		return line + r.dl, true
+		return line + r.lineShift, true
 	}
 	return 0, false
 }

@@ -17,7 +17,7 @@ type TreeCache struct {
 	max int
 
 	mu    sync.Mutex
-	m     map[string]*list.Element
+	byKey map[string]*list.Element
 	order list.List // *cachedTree, front = most recent
 	done  bool
 }
@@ -34,7 +34,7 @@ type cachedTree struct {
 
 // NewTreeCache keeps the trees of up to max files; 0 keeps none.
 func NewTreeCache(max int) *TreeCache {
-	return &TreeCache{max: max, m: map[string]*list.Element{}}
+	return &TreeCache{max: max, byKey: map[string]*list.Element{}}
 }
 
 func (c *TreeCache) take(key string) *cachedTree {
@@ -43,11 +43,11 @@ func (c *TreeCache) take(key string) *cachedTree {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el := c.m[key]
+	el := c.byKey[key]
 	if el == nil {
 		return nil
 	}
-	delete(c.m, key)
+	delete(c.byKey, key)
 	c.order.Remove(el)
 	return el.Value.(*cachedTree)
 }
@@ -63,16 +63,16 @@ func (c *TreeCache) put(t *cachedTree) {
 		t.tree.Close()
 		return
 	}
-	if el := c.m[t.key]; el != nil {
+	if el := c.byKey[t.key]; el != nil {
 		el.Value.(*cachedTree).tree.Close()
 		c.order.Remove(el)
 	}
-	c.m[t.key] = c.order.PushFront(t)
+	c.byKey[t.key] = c.order.PushFront(t)
 	for c.order.Len() > c.max {
 		el := c.order.Back()
 		old := el.Value.(*cachedTree)
 		c.order.Remove(el)
-		delete(c.m, old.key)
+		delete(c.byKey, old.key)
 		old.tree.Close()
 	}
 }
@@ -86,7 +86,7 @@ func (c *TreeCache) Close() {
 		el.Value.(*cachedTree).tree.Close()
 	}
 	c.order.Init()
-	c.m = map[string]*list.Element{}
+	c.byKey = map[string]*list.Element{}
 }
 
 // editBetween describes old → new as one tree-sitter edit: the common
