@@ -7,7 +7,8 @@
 #   scripts/contextpack/split/quality.sh b573f23 HEAD -samples 120 -seed 1
 #
 # Writes quality-OLD.md, quality-NEW.md (named by commit) beside this
-# script and prints the diff of the tables (empty when they agree).
+# script and prints the diff of the tables (empty when they agree). An
+# output already there for a commit and the same flags is reused.
 set -euo pipefail
 old=$1 new=$2
 shift 2
@@ -24,15 +25,18 @@ build() { # commit -> binary path
 }
 oldc=$(git -C "$root" rev-parse --short "$old")
 newc=$(git -C "$root" rev-parse --short "$new")
-oldbin=$(build "$oldc")
-newbin=$(build "$newc")
 for c in "$oldc" "$newc"; do
-	bin=$work/cpquality-$c
 	out=$here/quality-$c.md
+	if [[ -f $out ]] && head -1 "$out" | grep -qF "commit $c; go run ./contextpack/cmd/cpquality $*;"; then
+		echo "reusing $out"
+		continue
+	fi
+	bin=$(build "$c")
 	{
 		echo "<!-- commit $c; go run ./contextpack/cmd/cpquality $*; started $(date -u +%FT%TZ); uptime:$(uptime) -->"
 		(cd "$root" && "$bin" "$@")
-	} >"$out"
+	} >"$out.tmp"
+	mv "$out.tmp" "$out"
 done
 tables() { sed '/Mean build time per prompt/,$d' "$1" | grep -v '^<!--'; }
 if diff <(tables "$here/quality-$oldc.md") <(tables "$here/quality-$newc.md"); then
