@@ -36,6 +36,7 @@ bench='^Benchmark(BuildWarmEdit|BuildTyping)$'
 benchtime=400x
 {
 	echo "commits: old $oldc, new $newc; $rounds rounds, alternating; benchmarks $bench, -benchtime $benchtime"
+	echo "contextpack trees: old $(git -C "$root" rev-parse "$oldc:contextpack"), new $(git -C "$root" rev-parse "$newc:contextpack")"
 	echo "command: scripts/contextpack/split/bench.sh $old $new $rounds"
 	echo "go: $(go version); benchstat $benchstat_version"
 	echo "uptime before: $(uptime)"

@@ -33,7 +33,7 @@ for c in "$oldc" "$newc"; do
 	fi
 	bin=$(build "$c")
 	{
-		echo "<!-- commit $c; go run ./contextpack/cmd/cpquality $*; started $(date -u +%FT%TZ); uptime:$(uptime) -->"
+		echo "<!-- commit $c; go run ./contextpack/cmd/cpquality $*; started $(date -u +%FT%TZ); uptime:$(uptime); contextpack tree $(git -C "$root" rev-parse "$c:contextpack") -->"
 		(cd "$root" && "$bin" "$@")
 	} >"$out.tmp"
 	mv "$out.tmp" "$out"
