@@ -9,7 +9,7 @@ import (
 )
 
 // Weights are the weights of reciprocal rank fusion: a candidate's score
-// is Σ weight/(rrfK+rank) over the sources that ranked it.
+// is Σ weight/(RRFK+rank) over the sources that ranked it.
 type Weights struct {
 	RRFK       float64
 	Definition float64
@@ -40,10 +40,12 @@ type Params struct {
 	Neutral func(string) string
 }
 
-// Strategy selects how context is chosen (the public Strategy, as the
-// assembler names it).
+// Strategy selects how context is chosen (contextpack.Strategy documents
+// each): the fused assembler, the file-level prompt, two baselines, and
+// the fused assembler with one source.
 type Strategy int
 
+// Strategies.
 const (
 	StrategyFused Strategy = iota
 	StrategyNone
