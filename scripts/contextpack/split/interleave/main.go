@@ -47,6 +47,9 @@ func main() {
 	check(err)
 	// build runs one request on both builders, in an order that alternates
 	// with i, and returns their times.
+	// digests[k] is files[k]'s digest; a file changed from files is sent
+	// with content (digest[k] false).
+	var digests []string
 	build := func(i int, fs []file, digest []bool, cur string, off int) (old, new time.Duration) {
 		oreq := oldcp.Request{RepoName: "synth", TokenBudget: 8192, MaxNewTokens: 128,
 			Cursor: oldcp.Cursor{Path: cur, Offset: off, Encoding: oldcp.EncodingByteOffset}}
@@ -54,7 +57,7 @@ func main() {
 			Cursor: newcp.Cursor{Path: cur, Offset: off, Encoding: newcp.EncodingByteOffset}}
 		for k, f := range fs {
 			if digest[k] {
-				d := newcp.Digest(f.content)
+				d := digests[k]
 				oreq.Files = append(oreq.Files, oldcp.File{Path: f.path, Digest: d})
 				nreq.Files = append(nreq.Files, newcp.File{Path: f.path, Digest: d})
 			} else {
@@ -85,7 +88,7 @@ func main() {
 	}
 	all := make([]bool, len(files)) // all with content
 	build(0, files, all, files[1].path, 0)
-	digests := make([]string, len(files))
+	digests = make([]string, len(files))
 	for i, f := range files {
 		digests[i] = newcp.Digest(f.content)
 	}
