@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/infill-dev/infill/contextpack/internal/synthrepo"
+	"github.com/infill-dev/infill/contextpack/internal/testcorpus"
 )
 
 // Latency targets (issue 3) on the generated 2,000-file, ~20 MB repository:
@@ -79,19 +80,6 @@ func fullRequest(files []File) Request {
 		Cursor: Cursor{Path: files[1].Path, Line: 3}}
 }
 
-func percentiles(ds []time.Duration) (p50, p99 float64) {
-	slices.Sort(ds)
-	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / 1e6 }
-	return at(0.5), at(0.99)
-}
-
-// reportPercentiles reports the p50 and p99 of ds in milliseconds.
-func reportPercentiles(b *testing.B, ds []time.Duration) {
-	p50, p99 := percentiles(ds)
-	b.ReportMetric(p50, "p50-ms")
-	b.ReportMetric(p99, "p99-ms")
-}
-
 // BenchmarkBuildCold: a new Builder receives the whole repository with
 // content (hashing, parsing, indexing, assembly).
 func BenchmarkBuildCold(b *testing.B) {
@@ -157,7 +145,7 @@ func BenchmarkBuildWarmEdit(b *testing.B) {
 		}
 		ds = append(ds, time.Since(t))
 	}
-	reportPercentiles(b, ds)
+	testcorpus.ReportPercentiles(b, ds)
 }
 
 // BenchmarkBuildTyping: a statement typed key by key in one file of the
@@ -172,29 +160,11 @@ func BenchmarkBuildTyping(b *testing.B) {
 			req.Files[i] = File{Path: f.Path, Digest: Digest(f.Content)}
 		}
 	}
-	typeKeys(b, req.Files[j].Content, req.Cursor.Offset, "resp, err := c.send(req, deadline)\n\t",
+	testcorpus.TypeKeys(b, req.Files[j].Content, req.Cursor.Offset, "resp, err := c.send(req, deadline)\n\t",
 		func(content string, off int) error {
 			req.Files[j] = File{Path: req.Files[j].Path, Content: content, HasContent: true}
 			req.Cursor.Offset = off
 			_, err := bd.Build(context.Background(), req)
 			return err
 		})
-}
-
-// typeKeys types text at off in content key by key, over and over (b.N
-// keys), calls build with each version and the cursor after its key, and
-// reports the percentiles of build's time.
-func typeKeys(b *testing.B, content string, off int, text string, build func(content string, off int) error) {
-	ds := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		content = content[:off] + text[i%len(text):i%len(text)+1] + content[off:]
-		off++
-		t := time.Now()
-		if err := build(content, off); err != nil {
-			b.Fatal(err)
-		}
-		ds = append(ds, time.Since(t))
-	}
-	reportPercentiles(b, ds)
 }

@@ -13,17 +13,20 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/infill-dev/infill/contextpack/internal/assemble"
+	"github.com/infill-dev/infill/contextpack/internal/index"
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"github.com/infill-dev/infill/internal/logctx"
 )
 
 // Qwen2.5-Coder control tokens used in prompts.
 const (
-	FIMPrefix = "<|fim_prefix|>"
-	FIMSuffix = "<|fim_suffix|>"
-	FIMMiddle = "<|fim_middle|>"
-	RepoName  = "<|repo_name|>"
-	FileSep   = "<|file_sep|>"
+	FIMPrefix = assemble.FIMPrefix
+	FIMSuffix = assemble.FIMSuffix
+	FIMMiddle = assemble.FIMMiddle
+	RepoName  = assemble.RepoName
+	FileSep   = assemble.FileSep
 )
 
 // Tokenizer counts tokens exactly as the model does (*tokenizer.Tokenizer
@@ -45,18 +48,16 @@ type Neutralizer interface {
 // content store and repository indexes between requests, so one Builder
 // should serve a whole process; Close frees its C memory.
 type Builder struct {
-	cfg      Config
-	tok      Tokenizer
-	neutral  func(string) string
-	log      *zap.Logger
-	grammars *grammars
-	store    *store
-	count    *counter
-	aopt     analyzeOptions
-	snaps    *snapshots // nil: snapshots off
-	lists    *listMemo
-	views    views
-	counts   counts
+	cfg            Config
+	log            *zap.Logger
+	grammars       *syntax.Grammars
+	store          *index.Store[*record]
+	params         assemble.Params // the assembly's, made from cfg
+	analyzeOptions syntax.Options
+	snaps          *snapshots // nil: snapshots off
+	lists          *listMemo
+	views          views
+	counts         counts
 }
 
 // NewBuilder returns a Builder; log may be nil.
@@ -83,18 +84,16 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 		lists:    newListMemo(maxSnapshotFiles),
 		views:    views{last: map[string]string{}},
 		cfg:      cfg,
-		tok:      tok,
-		neutral:  neutral,
 		log:      log,
-		grammars: newGrammars(cfg.Workers),
-		store:    newStore(cfg.CacheBytes, cfg.MaxRepositories, log),
-		count:    newCounter(tok, neutral, cfg.CountCacheSegments),
-		aopt: analyzeOptions{
-			maxParseBytes:  cfg.MaxParseBytes,
-			parseTimeoutUS: int(cfg.ParseTimeout.Microseconds()),
-			windowLines:    cfg.WindowLines,
-			windowStride:   cfg.WindowStride,
-			trees:          newTreeCache(cfg.EditTrees),
+		grammars: syntax.NewGrammars(cfg.Workers),
+		store:    index.NewStore[*record](cfg.CacheBytes, cfg.MaxRepositories, log),
+		params:   assemblyParams(cfg, assemble.NewCounter(tok, neutral, cfg.CountCacheSegments, cfg.ContextTokens), neutral),
+		analyzeOptions: syntax.Options{
+			MaxParseBytes:  cfg.MaxParseBytes,
+			ParseTimeoutUS: int(cfg.ParseTimeout.Microseconds()),
+			WindowLines:    cfg.WindowLines,
+			WindowStride:   cfg.WindowStride,
+			Trees:          syntax.NewTreeCache(cfg.EditTrees),
 		},
 	}, nil
 }
@@ -102,19 +101,8 @@ func NewBuilder(cfg Config, tok Tokenizer, log *zap.Logger) (*Builder, error) {
 // Close frees the parsers and queries (C memory) once running builds have
 // finished with them. Builds after Close fail.
 func (b *Builder) Close() {
-	b.grammars.close()
-	b.aopt.trees.close()
-}
-
-// Stats reports the cache's occupancy and how often requests found what
-// they referred to (digests, snapshots) and prompts in the memo.
-func (b *Builder) Stats() Stats {
-	s := b.store.stats()
-	c := &b.counts
-	s.DigestHits, s.DigestMisses = c.digestHits.Load(), c.digestMisses.Load()
-	s.SnapshotHits, s.SnapshotMisses = c.snapshotHits.Load(), c.snapshotMisses.Load()
-	s.PromptMemoHits, s.PromptsBuilt = c.memoHits.Load(), c.built.Load()
-	return s
+	b.grammars.Close()
+	b.analyzeOptions.Trees.Close()
 }
 
 // Budget returns the total token budget for a request: the request's own,
@@ -146,8 +134,8 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (_ 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if b.grammars.isClosed() {
-		return nil, errClosed
+	if b.grammars.IsClosed() {
+		return nil, syntax.ErrClosed
 	}
 	if req.MaxNewTokens < 0 {
 		return nil, &ArgumentError{Field: "generation.max_tokens", Reason: "must be >= 0"}
@@ -223,14 +211,15 @@ func (b *Builder) build(ctx context.Context, req Request, strategy Strategy) (_ 
 // analyses or index update, only its cursor. ok is false when the index
 // holds another list.
 func (b *Builder) buildListed(ctx context.Context, req *Request, list *fileList, strategy Strategy) (p *Prompt, memo, ok bool, err error) {
-	b.inRepo(ctx, req.RepoName, func(r *repoIndex) {
-		if ok = r.listed == list; !ok {
+	b.inRepo(ctx, req.RepoName, func(r *index.Repository[*record]) {
+		if ok = r.Record.listed == list; !ok {
 			return
 		}
-		t := r.files[req.Cursor.Path]
+		t := r.Index.File(req.Cursor.Path)
 		var c cursorBudget
-		if c, err = b.cursorBudget(t.text().content, req); err == nil {
-			if ok = (r.view == nil || r.view == t) && t.holdsView(c.off); !ok {
+		if c, err = b.cursorBudget(t.Text().Text, req); err == nil {
+			v := r.Index.Viewing()
+			if ok = (v == nil || v == t) && t.HoldsViewFor(c.off); !ok {
 				return // another line: the update makes its view
 			}
 			p, memo, err = b.promptIn(ctx, r, t, req, c, strategy)
@@ -258,7 +247,7 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 	ds := make([]string, len(idx))
 	contents := make([]string, len(idx))
 	has := make([]bool, len(idx))
-	files := make([]reqFile, len(idx))
+	files := make([]index.RequestFile, len(idx))
 	cur := 0
 	for k, i := range idx {
 		f := &req.Files[i]
@@ -267,15 +256,15 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 			cur = k
 		}
 	}
-	es, missing := b.store.resolve(ds, contents, has)
+	es, missing := b.store.Resolve(ds, contents, has)
 	if len(missing) > 0 {
 		return nil, false, 0, false, nil
 	}
-	defer b.store.unpin(es, logctx.Fields(ctx))
+	defer b.store.Unpin(es, logctx.Fields(ctx))
 	for k, i := range idx {
-		files[k] = reqFile{path: req.Files[i].Path, lang: list.ids[i], e: es[k]}
+		files[k] = index.RequestFile{Path: req.Files[i].Path, Lang: list.ids[i], Indexed: es[k]}
 	}
-	c, cerr := b.cursorBudget(es[cur].content, req)
+	c, cerr := b.cursorBudget(es[cur].Text, req)
 	if cerr == nil {
 		defer b.useView(ctx, req.RepoName, &files[cur], c.off)()
 		if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
@@ -286,15 +275,16 @@ func (b *Builder) buildEdited(ctx context.Context, req *Request, ti int, digests
 		}
 	}
 
-	b.inRepo(ctx, req.RepoName, func(r *repoIndex) {
+	b.inRepo(ctx, req.RepoName, func(r *index.Repository[*record]) {
 		// The index must hold no view but the cursor file's: an earlier
 		// cursor file's goes back to its text on the whole path.
-		if ok = r.listed == prev && (r.view == nil || r.view.path == files[cur].path); !ok {
+		v := r.Index.Viewing()
+		if ok = r.Record.listed == prev && (v == nil || v.Path == files[cur].Path); !ok {
 			return
 		}
 		if err = cerr; err == nil {
 			changed = b.reindex(r, files, false, list)
-			p, memo, err = b.promptIn(ctx, r, r.files[files[cur].path], req, c, strategy)
+			p, memo, err = b.promptIn(ctx, r, r.Index.File(files[cur].Path), req, c, strategy)
 		}
 	})
 	return p, memo, changed, ok, err
@@ -310,41 +300,41 @@ func (b *Builder) buildResolved(ctx context.Context, req *Request, ti int, diges
 	for i := range req.Files {
 		contents[i], has[i] = req.Files[i].Content, req.Files[i].HasContent
 	}
-	es, missing := b.store.resolve(digests, contents, has)
+	es, missing := b.store.Resolve(digests, contents, has)
 	if len(missing) > 0 {
 		return nil, false, 0, missingContent(req.Files, missing)
 	}
-	defer b.store.unpin(es, logctx.Fields(ctx))
-	c, err := b.cursorBudget(es[ti].content, req)
+	defer b.store.Unpin(es, logctx.Fields(ctx))
+	c, err := b.cursorBudget(es[ti].Text, req)
 	if err != nil {
 		return nil, false, 0, err
 	}
-	files := make([]reqFile, len(req.Files))
+	files := make([]index.RequestFile, len(req.Files))
 	for i := range req.Files {
-		files[i] = reqFile{path: req.Files[i].Path, lang: list.ids[i], e: es[i]}
+		files[i] = index.RequestFile{Path: req.Files[i].Path, Lang: list.ids[i], Indexed: es[i]}
 	}
 	defer b.useView(ctx, req.RepoName, &files[ti], c.off)()
 	if err := b.analyzeAll(ctx, req.RepoName, files); err != nil {
 		return nil, false, 0, err
 	}
 
-	b.inRepo(ctx, req.RepoName, func(r *repoIndex) {
+	b.inRepo(ctx, req.RepoName, func(r *index.Repository[*record]) {
 		changed = b.reindex(r, files, true, list)
-		p, memo, err = b.promptIn(ctx, r, r.files[files[ti].path], req, c, strategy)
+		p, memo, err = b.promptIn(ctx, r, r.Index.File(files[ti].Path), req, c, strategy)
 	})
 	return p, memo, changed, err
 }
 
-// inRepo runs fn with the repository's index locked and kept from
-// eviction, then accounts the index's new size.
-func (b *Builder) inRepo(ctx context.Context, name string, fn func(r *repoIndex)) {
+// inRepo runs fn with the repository (its index and record) locked and
+// kept from eviction, then accounts their new size.
+func (b *Builder) inRepo(ctx context.Context, name string, fn func(r *index.Repository[*record])) {
 	fields := logctx.Fields(ctx)
-	r := b.store.repo(name, newRepoIndex, fields)
-	r.mu.Lock()
+	r := b.store.Acquire(name, newRecord, fields)
+	r.Lock()
 	defer func() {
-		size := r.memBytes()
-		r.mu.Unlock()
-		b.store.releaseRepo(r, size, fields)
+		size := r.Index.MemBytes() + r.Record.bytes()
+		r.Unlock()
+		b.store.Release(r, size, fields)
 	}()
 	fn(r)
 }
@@ -352,10 +342,10 @@ func (b *Builder) inRepo(ctx context.Context, name string, fn func(r *repoIndex)
 // reindex brings r's index (locked) to list: from files, the whole list,
 // or only the files that changed since the list the index holds. It moves
 // the store's pins with it.
-func (b *Builder) reindex(r *repoIndex, files []reqFile, whole bool, list *fileList) int {
-	add, drop, changed := r.update(files, whole)
-	r.listed = list
-	b.store.repin(add, drop)
+func (b *Builder) reindex(r *index.Repository[*record], files []index.RequestFile, whole bool, list *fileList) int {
+	add, drop, changed := r.Index.Update(files, whole)
+	r.Record.listed = list
+	b.store.Repin(add, drop)
 	return changed
 }
 
@@ -377,24 +367,6 @@ func (b *Builder) cursorBudget(content string, req *Request) (cursorBudget, erro
 			ErrBudget, budget, promptBudget, req.MaxNewTokens, b.cfg.MinPromptTokens)
 	}
 	return cursorBudget{off, budget, promptBudget}, nil
-}
-
-// promptIn returns the prompt for req from r (locked), whose index holds
-// the request's files; t is the cursor file's slot. A prompt already built
-// for the same inputs is reused (memo).
-func (b *Builder) promptIn(ctx context.Context, r *repoIndex, t *slot, req *Request, c cursorBudget, strategy Strategy) (*Prompt, bool, error) {
-	key := promptKey{t: t, an: t.an, real: t.real, version: r.version, off: c.off, budget: c.budget,
-		promptBudget: c.promptBudget, maxNew: req.MaxNewTokens, strategy: strategy}
-	if p := r.prompts.get(key); p != nil {
-		return p, true, nil
-	}
-	as := &assembly{b: b, r: r, t: t, req: req, off: c.off, logFields: logctx.Fields(ctx),
-		budget: c.budget, promptBudget: c.promptBudget, strategy: strategy}
-	p, err := as.run()
-	if err == nil {
-		r.prompts.put(key, p)
-	}
-	return p, false, err
 }
 
 // checkFiles validates paths and computes digests of sent content; it
@@ -502,7 +474,7 @@ func (b *Builder) own(files []File, mine bool, digests []string, prev *fileList,
 			o.Digest = digests[i]
 		}
 		if f.HasContent && !f.ownText {
-			if t, ok := b.store.text(digests[i]); ok {
+			if t, ok := b.store.Text(digests[i]); ok {
 				o.Content = t
 			} else {
 				o.Content = strings.Clone(f.Content)
@@ -609,17 +581,33 @@ func (b *Builder) parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
+// maxTreeBytes bounds the files whose syntax trees are kept for
+// incremental parsing (a tree takes roughly ten times its file's size).
+const maxTreeBytes = 256 << 10
+
+// analysisFor returns e's analysis in lang, computing it once. A non-empty
+// treeKey (repository and path) parses incrementally from the tree of the
+// path's previous version when the tree cache has it, and keeps the new
+// tree for the next version.
+func (b *Builder) analysisFor(ctx context.Context, e *index.Content, lang syntax.Lang, treeKey string) (*syntax.Analysis, error) {
+	return b.store.Analysis(e, lang, func(text string) (*syntax.Analysis, error) {
+		opt := b.analyzeOptions
+		if len(text) <= maxTreeBytes {
+			opt.TreeKey = treeKey
+		}
+		return syntax.Analyze(ctx, b.grammars, text, lang, opt)
+	})
+}
+
 // analyzeAll fills in the analyses, parsing what the cache lacks. When few
 // files are new (edits, keystrokes) their trees are kept for incremental
 // parsing of their next versions.
-func (b *Builder) analyzeAll(ctx context.Context, repo string, files []reqFile) error {
+func (b *Builder) analyzeAll(ctx context.Context, repo string, files []index.RequestFile) error {
 	var todo []int
 	for i := range files {
 		f := &files[i]
-		f.e.mu.Lock()
-		f.an = f.e.an[f.lang]
-		f.e.mu.Unlock()
-		if f.an == nil {
+		f.Analysis = f.Indexed.Analysis(f.Lang)
+		if f.Analysis == nil {
 			todo = append(todo, i)
 		}
 	}
@@ -632,9 +620,9 @@ func (b *Builder) analyzeAll(ctx context.Context, repo string, files []reqFile) 
 		f := &files[todo[k]]
 		key := ""
 		if len(todo) <= b.cfg.EditTrees {
-			key = repo + "\x00" + f.path
+			key = repo + "\x00" + f.Path
 		}
-		a, err := b.analysisFor(ctx, f.e, f.lang, key)
+		a, err := b.analysisFor(ctx, f.Indexed, f.Lang, key)
 		if err != nil {
 			mu.Lock()
 			if first == nil {
@@ -643,7 +631,7 @@ func (b *Builder) analyzeAll(ctx context.Context, repo string, files []reqFile) 
 			mu.Unlock()
 			return
 		}
-		f.an = a
+		f.Analysis = a
 	})
 	if first != nil {
 		return first

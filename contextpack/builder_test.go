@@ -7,16 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/infill-dev/infill/contextpack/internal/testcorpus"
 )
 
 // byteTok counts one token per byte: enough to test budgeting logic; the
 // exact tokenizer has its own tests.
-type byteTok struct{}
-
-func (byteTok) Count(s string) int { return len(s) }
-func (byteTok) Neutralize(s string) string {
-	return strings.ReplaceAll(s, "<|endoftext|>", "<\u200b|endoftext|>")
-}
+type byteTok = testcorpus.ByteTokens
 
 func newTestBuilder(t *testing.T, ctxTokens int) *Builder {
 	t.Helper()

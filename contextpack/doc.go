@@ -7,46 +7,69 @@
 // It knows nothing about gRPC or the backend: the server converts requests
 // into a Request and maps the errors below to status codes.
 //
+// # Packages
+//
+// This package is the façade: the public types, the checking of requests,
+// edits and snapshots, and the state kept between requests in front of the
+// assembly. Below it, imports run one way (layout_test.go keeps them so):
+//
+//   - internal/syntax: one file content in one language (languages,
+//     identifiers, tree-sitter parses and tags, incremental trees, segments,
+//     sliding windows).
+//   - internal/index: what is kept of repositories: the content store and
+//     each repository's index (definitions, BM25 windows, typing views,
+//     import resolution per language).
+//   - internal/assemble: one prompt as a function of its input, a read-only
+//     view of the index and explicit parameters: the prefix/suffix window,
+//     candidates, ranking, fusion, packing, rendering, exact counts.
+//
+// The index and this package's repository record (memo.go) hold every
+// memo; assemble keeps nothing between requests and reaches what may be
+// memoized through assemble.Memos, whose methods each return what an
+// assemble function returns. docs/architecture.md walks one request through
+// them.
+//
 // # Pipeline
 //
 // A Builder keeps state between requests (it is safe for concurrent use):
 //
 //   - A content store remembers every file sent with content by its digest
-//     ("sha256:<hex>", see Digest). Later requests may send the digest
-//     alone, or the digest of an earlier text with edits to it (File.Edits,
-//     edits.go: a keystroke costs its own bytes, not the file's); digests
-//     the store does not hold fail with a *MissingContentError that lists
-//     every such path.
+//     ("sha256:<hex>", see Digest; internal/index). Later requests may send
+//     the digest alone, or the digest of an earlier text with edits to it
+//     (File.Edits, edits.go: a keystroke costs its own bytes, not the
+//     file's); digests the store does not hold fail with a
+//     *MissingContentError that lists every such path.
 //   - Per content digest and language, an analysis: line table, tree-sitter
 //     tags (definitions with their header lines and nesting, imports,
 //     parameters and locals) for Python, Go, JavaScript, TypeScript, TSX,
-//     Java, Rust, C and C++ (queries in queries/*.scm; other files are plain
-//     text), and the identifier terms of sliding line windows. Trees are
-//     closed as soon as the tags are extracted; parsers come from a bounded
-//     free list per language and are never shared between goroutines.
+//     Java, Rust, C and C++ (internal/syntax, queries in
+//     internal/syntax/queries/*.scm; other files are plain text), and the
+//     identifier terms of sliding line windows. Trees are closed as soon as
+//     the tags are extracted; parsers come from a bounded free list per
+//     language and are never shared between goroutines.
 //   - Per repository (Request.RepoName), an index updated incrementally: a
 //     request re-indexes only the paths whose content changed. It holds an
 //     inverted index of definitions by name and a BM25 index of the windows.
 //   - Keystrokes are incremental: the few most recently edited files keep
 //     their tree and analysis (Config.EditTrees), and the next version is
-//     parsed from the old tree, queried for tags only in the top-level
-//     nodes around the edit (region.go), re-scanned only in the windows
-//     and lines the edit touched, and re-indexed in place.
+//     parsed from the old tree, queried for tags only in the top-level nodes
+//     around the edit (syntax/region.go), re-scanned only in the windows and
+//     lines the edit touched, and re-indexed in place.
 //   - The cross-file context is chosen from the cursor file's typing view
-//     (view.go): the file with the cursor's line emptied. The index holds
-//     that view for the cursor file and the text of every other file.
-//     While the cursor stays on one line, keystrokes share the view, so
-//     they analyse nothing, leave the index as it is and reuse its last
-//     search (memo.go); only the prefix and suffix are cut anew. A
+//     (view.go, index/typingview.go): the file with the cursor's line
+//     emptied. The index holds that view for the cursor file and the text of
+//     every other file. While the cursor stays on one line, keystrokes share
+//     the view, so they analyse nothing, leave the index as it is and reuse
+//     its last search (memo.go); only the prefix and suffix are cut anew. A
 //     half-typed line no longer puts the file in a syntax error either.
-//   - A file with a syntax error takes its tags from segments (segment.go):
-//     it is cut lexically where top-level declarations begin and each
-//     piece is parsed alone, so an error stays in its piece (error
-//     recovery over the whole file can swallow the definitions after it),
-//     and a keystroke in a file with an error parses only its piece. A
+//   - A file with a syntax error takes its tags from segments
+//     (syntax/segment.go): it is cut lexically where top-level declarations
+//     begin and each piece is parsed alone, so an error stays in its piece
+//     (error recovery over the whole file can swallow the definitions after
+//     it), and a keystroke in a file with an error parses only its piece. A
 //     tree with an error never gives tags: tree-sitter's error recovery
-//     depends on the tree a parse starts from. Tests hold every result
-//     equal to an analysis from scratch, in all nine languages.
+//     depends on the tree a parse starts from. Tests hold every result equal
+//     to an analysis from scratch, in all nine languages.
 //   - Snapshots (snapshot.go): each prompt names its request's whole file
 //     list (Prompt.Snapshot, a hash of paths, digests and languages), kept
 //     in a bounded LRU, so a later Request can send only what changed on
@@ -67,10 +90,10 @@
 //     re-request after a cancelled keystroke, several samples of one task or
 //     a load test, gets a copy of its prompt; a keystroke still assembles,
 //     from the index's last search when the cursor is on the same line.
-//   - One byte cap (Config.CacheBytes) bounds contents, analyses and
-//     indexes together; unpinned contents leave least recently used first,
-//     then idle repository indexes. Evicted contents are reported missing,
-//     never guessed.
+//   - One byte cap (Config.CacheBytes) bounds contents, analyses and indexes
+//     together; unpinned contents leave least recently used first, then idle
+//     repository indexes. Evicted contents are reported missing, never
+//     guessed.
 //
 // For a request, the cursor file's prefix and suffix are cut at line
 // boundaries (the suffix gets at most Config.SuffixShare of a tight

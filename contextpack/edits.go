@@ -46,7 +46,7 @@ func (b *Builder) applyEdits(files []File) ([]File, error) {
 			return nil, &ArgumentError{Field: fileField(i) + ".edits",
 				Reason: fmt.Sprintf("%d edits exceed the limit of %d; send the content", len(f.Edits), MaxEdits)}
 		}
-		text, ok := b.store.text(f.Digest)
+		text, ok := b.store.Text(f.Digest)
 		if !ok {
 			missing = append(missing, i)
 			continue

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"sync"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // A client sends a repository's whole file list on every request: the
@@ -20,8 +22,8 @@ import (
 // not change.
 type fileList struct {
 	paths   []string
-	langs   []string // File.Language as sent
-	ids     []langID // detectLang of each path and language
+	langs   []string      // File.Language as sent
+	ids     []syntax.Lang // syntax.DetectLang of each path and language
 	digests []string
 	// edits are the files whose digests differ from the list this one was
 	// made from, when that list had the same paths (nil otherwise).
@@ -72,10 +74,10 @@ func nextList(prev *fileList, same bool, files []File, digests []string, snapsho
 	} else {
 		l.paths = make([]string, len(files))
 		l.langs = make([]string, len(files))
-		l.ids = make([]langID, len(files))
+		l.ids = make([]syntax.Lang, len(files))
 		for i := range files {
 			l.paths[i], l.langs[i] = files[i].Path, files[i].Language
-			l.ids[i] = detectLang(files[i].Path, files[i].Language)
+			l.ids[i] = syntax.DetectLang(files[i].Path, files[i].Language)
 		}
 	}
 	if !snapshots {

@@ -1,184 +1,55 @@
 package contextpack
 
 import (
-	"maps"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"weak"
+
+	"github.com/infill-dev/infill/contextpack/internal/assemble"
+	"github.com/infill-dev/infill/contextpack/internal/index"
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
-// Per-analysis memos for the warm path. An analysis is immutable, so what
-// the assembler derives from it alone (or from it and a small key) can be
-// kept with it: a repeated request, a cursor move without an edit and the
-// import tier while typing then skip the work. Each memo is filled on
-// first use, so files that are never a cursor file or an import pay
-// nothing.
-type analysisMemo struct {
-	identsOnce sync.Once
-	idents     identCounts // identifiers of the whole file
-	identsDone atomic.Bool // idents is set
-	// identsFrom, when set, is the previous version of the file, and
-	// editLines the lines the edit replaced there (from, oldTo) and wrote
-	// here (from, newTo): identSet patches the previous counts.
-	identsFrom *analysis
-	editLines  [3]int32
-	// flips are the identifiers present in exactly one of identsFrom and
-	// this version, set when identSet patched identsFrom's counts;
-	// flipsFrom names that version without keeping it alive.
-	flips     []string
-	flipsFrom weak.Pointer[analysis]
-
-	namesOnce sync.Once
-	nameOf    []int32 // defs[i] → index of its name among the distinct names
-	nNames    int
-	nameIdx   map[string]int32 // distinct name → its index
-
-	outMu sync.Mutex
-	out   outlineMemo // the last outline computed for this file
+// The repository record: what the Builder keeps beside a repository's
+// index between requests, besides the index itself. It holds the file
+// list the index was last updated from and the memos in front of the
+// assembly (internal/assemble): the last few prompts, the last context
+// selection, and the lookups an assembly makes through assemble.Memos (the
+// import ranking and its candidates, the last search, import outlines,
+// the typing view's walks). A memo is valid while everything its key names
+// is; the index's version stands for the index's state. Guarded by the
+// repository's mutex, evicted with its index.
+type record struct {
+	listed    *fileList // the list of the index's last update
+	prompts   promptMemo
+	selection selectionMemo
+	searched  searchMemo
+	searches  int // searches run, not memoized
+	ranking   rankingMemo
+	outlines  map[weak.Pointer[syntax.Analysis]]outlineMemo
+	tails     [2]*assemble.WalkTail // the last prefix and suffix tails of the typing view
 }
 
-// outlineMemo is an import outline for one set of used definitions.
-type outlineMemo struct {
-	used   []uint64 // bit i: defs[i].name is used by the cursor file
-	limit  int
-	ranges []lineRange
-	tokens int
-}
+func newRecord() *record { return &record{} }
 
-// identCounts counts the occurrences of each identifier of a file.
-type identCounts map[string]int32
-
-func (c identCounts) has(id string) bool { return c[id] > 0 }
-
-// scanLines adds d for each identifier on lines [from, to] of a; crossed,
-// when not nil, gets each identifier whose count went to or from zero.
-func (c identCounts) scanLines(a *analysis, from, to int32, d int32, crossed func(id string)) {
-	if from > to || from >= a.numLines() {
-		return
+// bytes estimates the memos' memory.
+func (rec *record) bytes() int64 {
+	n := rec.prompts.bytes + rec.selection.sel.MemBytes()
+	if rec.searched.found != nil {
+		n += rec.searched.found.MemBytes()
 	}
-	scanIdents(a.rangeText(from, min(to, a.numLines()-1)), a.lang, func(id string, _ int) bool {
-		was := c[id]
-		if n := was + d; n > 0 {
-			c[id] = n
-		} else {
-			delete(c, id)
-		}
-		if crossed != nil && (was > 0) != (was+d > 0) {
-			crossed(id)
-		}
-		return true
-	})
-}
-
-// identSet counts the identifiers of the file (keywords excluded), as
-// scanIdents finds them. After a keystroke it patches the previous
-// version's counts (when that version has them) by re-scanning only the
-// edited lines: identifiers never span lines.
-func (a *analysis) identSet() identCounts {
-	a.memo.identsOnce.Do(func() {
-		if prev := a.memo.identsFrom; prev != nil && prev.memo.identsDone.Load() {
-			before, m := prev.memo.idents, maps.Clone(prev.memo.idents)
-			// An identifier that went to zero and back has not flipped.
-			var crossed []string
-			note := func(id string) {
-				if !slices.Contains(crossed, id) {
-					crossed = append(crossed, id)
-				}
-			}
-			l := a.memo.editLines
-			m.scanLines(prev, l[0], l[1], -1, note)
-			m.scanLines(a, l[0], l[2], 1, note)
-			a.memo.idents = m
-			a.memo.flips = slices.DeleteFunc(crossed, func(id string) bool { return before.has(id) == m.has(id) })
-			a.memo.flipsFrom = weak.Make(prev)
-		} else {
-			m := identCounts{}
-			m.scanLines(a, 0, a.numLines()-1, 1, nil)
-			a.memo.idents = m
-		}
-		a.memo.identsFrom = nil // let the previous version go
-		a.memo.identsDone.Store(true)
-	})
-	return a.memo.idents
-}
-
-// defines reports whether a has a definition named name.
-func (a *analysis) defines(name string) bool {
-	a.defNames()
-	_, ok := a.memo.nameIdx[name]
-	return ok
-}
-
-// defNames numbers the distinct names of the file's definitions.
-func (a *analysis) defNames() (nameOf []int32, n int) {
-	a.memo.namesOnce.Do(func() {
-		idx := make(map[string]int32, len(a.defs))
-		a.memo.nameOf = make([]int32, len(a.defs))
-		for i := range a.defs {
-			k, ok := idx[a.defs[i].name]
-			if !ok {
-				k = int32(len(idx))
-				idx[a.defs[i].name] = k
-			}
-			a.memo.nameOf[i] = k
-		}
-		a.memo.nNames = len(idx)
-		a.memo.nameIdx = idx
-	})
-	return a.memo.nameOf, a.memo.nNames
-}
-
-// usedDefs marks the definitions of a whose names are in used and counts
-// the distinct names marked.
-func (a *analysis) usedDefs(used identCounts) (bits []uint64, names int) {
-	nameOf, n := a.defNames()
-	bits = make([]uint64, (len(a.defs)+63)/64)
-	var seen []uint64
-	if n > 0 {
-		seen = make([]uint64, (n+63)/64)
-	}
-	for i := range a.defs {
-		if !used.has(a.defs[i].name) {
-			continue
-		}
-		bits[i/64] |= 1 << (i % 64)
-		k := nameOf[i]
-		if seen[k/64]&(1<<(k%64)) == 0 {
-			seen[k/64] |= 1 << (k % 64)
-			names++
-		}
-	}
-	return bits, names
-}
-
-// outline returns outlineRanges(a, used, limit) and its token count,
-// from the memo when the same definitions are used as last time.
-func (b *Builder) outline(a *analysis, used identCounts, bits []uint64, limit int) ([]lineRange, int) {
-	a.memo.outMu.Lock()
-	m := a.memo.out
-	a.memo.outMu.Unlock()
-	if m.limit == limit && m.used != nil && slices.Equal(m.used, bits) {
-		return m.ranges, m.tokens
-	}
-	rs := b.outlineRanges(a, used, limit)
-	n := b.rangesTokens(a, rs, -1, -1)
-	a.memo.outMu.Lock()
-	a.memo.out = outlineMemo{used: bits, limit: limit, ranges: rs, tokens: n}
-	a.memo.outMu.Unlock()
-	return rs, n
+	return n
 }
 
 // promptKey is everything an assembly reads besides the index's state,
-// which version stands for: the cursor file's slot and analysis, the
+// which version stands for: the cursor file and its analysis, the
 // cursor offset, the budgets and the strategy. (The repository name is the
 // index's own; the file count is the index's.)
 type promptKey struct {
-	t            *slot
-	an           *analysis
-	real         *entry // the cursor file's text when an is its view's
+	cursor       *index.File
+	analysis     *syntax.Analysis
+	text         *index.Content // the cursor file's text (an may be its view's)
 	version      uint64
-	off          int
+	offset       int
 	budget       int
 	promptBudget int
 	maxNew       int
@@ -238,130 +109,151 @@ func copyPrompt(p *Prompt) *Prompt {
 	return &c
 }
 
-// searchKey is everything the cursor-dependent search (the definitions
-// and similar windows packTier2 fuses) reads besides the index's state:
-// the cursor file's slot and view analysis, the cursor line (which fixes
-// the query region and leaves its own line out) and the prefix/suffix
-// window's lines (whose cursor-file hits are left out).
-type searchKey struct {
-	t        *slot
-	an       *analysis
-	version  uint64
-	cl       int32
-	wl       lineRange
-	strategy Strategy
-}
-
-// searchMemo is the index's last search: keystrokes on one line repeat it
-// (the typing view and the index do not change). Guarded by the index's
-// mu. Candidates are copied in and out: the packing writes to them.
-type searchMemo struct {
-	key      searchKey
-	ok       bool
-	lists    [2][]*candidate // srcDef, srcSim
-	fileRank map[*slot]int   // read only
-}
-
-func cloneCandidates(cs []*candidate) []*candidate {
-	if cs == nil {
-		return nil
-	}
-	out := make([]*candidate, len(cs))
-	vals := make([]candidate, len(cs))
-	for i, c := range cs {
-		vals[i] = *c
-		out[i] = &vals[i]
-	}
-	return out
-}
-
-// selectionKey is everything the context selection (import tier, cursor
-// tier, whole-file expansion) reads besides the index's state: the search
-// key, the prefix/suffix window's first line and scope headers (same-file
-// context is counted against them), the context budget, and the cursor
-// line's indentation (an elision line next to the window can take it).
-type selectionKey struct {
-	search    searchKey
-	psl       int32
-	headers   string
-	ctxBudget int
-	indent    string
-	lineIDs   string
-}
-
-func (as *assembly) searchKey() searchKey {
-	return searchKey{t: as.t, an: as.t.an, version: as.r.version, cl: as.cl, wl: as.wl, strategy: as.strategy}
-}
-
-func (as *assembly) selectionKey() selectionKey {
-	return selectionKey{
-		search: as.searchKey(),
-		psl:    as.psl(), headers: rangesKey(as.t, as.win.headers), ctxBudget: as.ctxBudget,
-		indent: lineIndent(as.a, as.cl), lineIDs: as.lineIDs,
-	}
-}
-
-// selectionMemo is the index's last context selection: keystrokes on one
-// line repeat it, and only the window and the rendering are new. Guarded
-// by the index's mu; what the assembly changes afterwards (candidates,
-// blocks, same-file ranges) is copied in and out, the maps are read only.
+// selectionMemo is the repository's last context selection: keystrokes on
+// one line repeat it, and only the window and the rendering are new.
 type selectionMemo struct {
-	key     selectionKey
-	ok      bool
-	all     []*candidate
-	t1      []int // indexes in all
-	blocks  []block
-	above   []lineRange
-	below   []lineRange
-	extras  int
-	ctxUsed int
-
-	used     identCounts
-	imports  []importHit
-	impRank  map[*slot]int
-	fileRank map[*slot]int
-	t1Whole  map[*slot]bool
-	t1Ranges map[*slot][]lineRange
-	seen     map[term]bool
-
-	// head is the prompt up to the target's path line, rendered from this
-	// selection (render), with its tokens and the context tokens in it.
-	head        string
-	headTokens  int
-	headContext int
-	headOK      bool
+	key assemble.SelectionKey
+	ok  bool
+	sel assemble.Selection
 }
 
-func (m *selectionMemo) save(key selectionKey, as *assembly) {
-	at := make(map[*candidate]int, len(as.all))
-	for i, c := range as.all {
-		at[c] = i
+func (m *selectionMemo) get(k assemble.SelectionKey) *assemble.Selection {
+	if m.ok && m.key == k {
+		return &m.sel
 	}
-	*m = selectionMemo{key: key, ok: true, all: cloneCandidates(as.all),
-		above: slices.Clone(as.above), below: slices.Clone(as.below), extras: as.extras, ctxUsed: as.ctxUsed,
-		used: as.used, imports: as.imports, impRank: as.impRank, fileRank: as.fileRank,
-		t1Whole: as.t1Whole, t1Ranges: as.t1Ranges, seen: as.seen}
-	for _, c := range as.t1 {
-		m.t1 = append(m.t1, at[c])
-	}
-	for _, bl := range as.blocks {
-		m.blocks = append(m.blocks, *bl)
-	}
+	return nil
 }
 
-func (m *selectionMemo) restore(as *assembly) {
-	as.all = cloneCandidates(m.all)
-	as.t1 = make([]*candidate, len(m.t1))
-	for i, k := range m.t1 {
-		as.t1[i] = as.all[k]
+// put keeps a copy of s for k.
+func (m *selectionMemo) put(k assemble.SelectionKey, s *assemble.Selection) {
+	*m = selectionMemo{key: k, ok: true, sel: *s.Clone()}
+}
+
+// searchMemo is the repository's last search: keystrokes on one line
+// repeat it (the typing view and the index do not change). Candidates are
+// copied in and out: the packing writes to them.
+type searchMemo struct {
+	key   assemble.SearchKey
+	found *assemble.SearchResult // nil: none yet
+}
+
+func (rec *record) Search(q assemble.SearchQuery) *assemble.SearchResult {
+	m := &rec.searched
+	if key := q.Key(); m.found == nil || m.key != key {
+		found := assemble.Search(q)
+		rec.searches++
+		*m = searchMemo{key: key, found: found.Clone()}
+		return found
 	}
-	as.blocks = make(map[*slot]*block, len(m.blocks))
-	for _, bl := range m.blocks {
-		c := bl
-		as.blocks[bl.sl] = &c
+	return m.found.Clone()
+}
+
+// rankingMemo is rankImportsFor for one cursor file, view and version, and
+// the candidates of that ranking for the cursor file's view at a version.
+type rankingMemo struct {
+	cursor     *index.File
+	view       *syntax.Analysis
+	lineIdents string
+	version    uint64
+	ranking    *assemble.Ranking
+
+	cands        []*assemble.Candidate
+	candsView    *syntax.Analysis
+	candsVersion uint64
+	candsIdents  string
+}
+
+// ImportRanking memoizes the order until a file changes or the cursor
+// moves to another file; while the cursor file alone is typed in, it
+// carries over to the new version when nothing the order depends on
+// changed (reusable).
+func (rec *record) ImportRanking(q assemble.RankingQuery) *assemble.Ranking {
+	m := &rec.ranking
+	a, version := q.Cursor.Analysis, q.Index.Version()
+	switch {
+	case m.cursor == q.Cursor && m.view == a && m.lineIdents == q.LineIdents && m.version == version:
+	case m.lineIdents == q.LineIdents && m.reusable(q.Index, q.Cursor, a):
+		m.view, m.version = a, version
+	default:
+		*m = rankingMemo{cursor: q.Cursor, view: a, lineIdents: q.LineIdents, version: version, ranking: assemble.RankImports(q)}
 	}
-	as.above, as.below = slices.Clone(m.above), slices.Clone(m.below)
-	as.extras, as.ctxUsed = m.extras, m.ctxUsed
-	as.used, as.imports, as.impRank, as.fileRank = m.used, m.imports, m.impRank, m.fileRank
-	as.t1Whole, as.t1Ranges, as.seen = m.t1Whole, m.t1Ranges, m.seen
+	return m.ranking
+}
+
+// reusable reports whether the order memoized for version m.view of the
+// cursor file t holds for its next version a: every index update since
+// m's version changed t alone, a came from m.view by one edit, a imports
+// what m.view did, and no identifier that appeared or disappeared with the
+// edit names a definition of a file the imports resolved to (so every
+// file's used definitions are as they were).
+func (m *rankingMemo) reusable(r index.View, t *index.File, a *syntax.Analysis) bool {
+	from, flips := a.IdentFlips()
+	edited, since := r.OnlyEdited()
+	if m.cursor != t || m.view == nil || edited != t || m.version < since ||
+		from != weak.Make(m.view) || !sameImports(m.view.Imports, a.Imports) {
+		return false
+	}
+	for _, id := range flips {
+		for _, sl := range m.ranking.Resolved {
+			if sl.Analysis.Defines(id) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameImports compares import statements by what they import, not where.
+func sameImports(x, y []syntax.Import) bool {
+	return slices.EqualFunc(x, y, func(p, q syntax.Import) bool {
+		return p.Kind == q.Kind && p.Spec == q.Spec && slices.Equal(p.Names, q.Names)
+	})
+}
+
+// ImportCandidates memoizes the candidates of the ranking for the cursor
+// file's view (the same on one line), version and line identifiers.
+func (rec *record) ImportCandidates(q assemble.CandidatesQuery) []*assemble.Candidate {
+	m := &rec.ranking
+	if m.cands == nil || m.candsView != q.Cursor.Analysis || m.candsVersion != q.Index.Version() || m.candsIdents != q.LineIdents {
+		m.cands, m.candsView, m.candsVersion, m.candsIdents = assemble.ImportCandidates(q), q.Cursor.Analysis, q.Index.Version(), q.LineIdents
+	}
+	return assemble.CloneCandidates(m.cands)
+}
+
+// maxOutlines bounds the files whose last outline is kept.
+const maxOutlines = 512
+
+// outlineMemo is a file's last outline, for one set of used definitions.
+type outlineMemo struct {
+	usedDefs []uint64
+	limit    int
+	outline  assemble.Outline
+}
+
+func (rec *record) Outline(q assemble.OutlineQuery) assemble.Outline {
+	key := weak.Make(q.File)
+	if m, ok := rec.outlines[key]; ok && m.limit == q.Limit && m.usedDefs != nil && slices.Equal(m.usedDefs, q.UsedDefs) {
+		return m.outline
+	}
+	o := assemble.OutlineOf(q)
+	if rec.outlines == nil || len(rec.outlines) >= maxOutlines {
+		rec.outlines = make(map[weak.Pointer[syntax.Analysis]]outlineMemo)
+	}
+	rec.outlines[key] = outlineMemo{usedDefs: q.UsedDefs, limit: q.Limit, outline: o}
+	return o
+}
+
+// WalkTail keeps the typing view's last walk each way: the keystrokes of
+// one line walk the same view from the same line.
+func (rec *record) WalkTail(q assemble.TailQuery) *assemble.WalkTail {
+	i := 0
+	if q.Suffix {
+		i = 1
+	}
+	if t := rec.tails[i]; t.Covers(q) {
+		return t
+	}
+	t := assemble.WalkTailOf(q)
+	rec.tails[i] = t
+	return t
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/infill-dev/infill/contextpack/internal/assemble"
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 	"github.com/infill-dev/infill/contextpack/internal/synthrepo"
 )
 
@@ -39,13 +41,13 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 	}
 	// defNames returns names defined in f as the assembler sees them.
 	defNames := func(f File) []string {
-		a, err := analyze(context.Background(), warm.grammars, f.Content, detectLang(f.Path, ""), warm.aopt)
+		a, err := syntax.Analyze(context.Background(), warm.grammars, f.Content, syntax.DetectLang(f.Path, ""), warm.analyzeOptions)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out []string
-		for _, d := range a.defs {
-			out = append(out, d.name)
+		for _, d := range a.Defs {
+			out = append(out, d.Name)
 		}
 		return out
 	}
@@ -77,7 +79,7 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 			// define a name the cursor file uses; the cursor file is unchanged
 			dir := path.Dir(files[cur].Path)
 			var used []string
-			scanIdents(files[cur].Content, detectLang(files[cur].Path, ""), func(id string, _ int) bool {
+			syntax.ScanIdents(files[cur].Content, syntax.DetectLang(files[cur].Path, ""), func(id string, _ int) bool {
 				used = append(used, id)
 				return true
 			})
@@ -171,35 +173,39 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		fmt.Fprintf(&sb, "def function_number_%d(first_argument, second_argument):\n    return first_argument\n\n", i)
 	}
-	a, err := analyze(context.Background(), b.grammars, sb.String(), langPython, b.aopt)
+	a, err := syntax.Analyze(context.Background(), b.grammars, sb.String(), syntax.LangPython, b.analyzeOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const limit = 300
-	all := b.outlineRanges(a, nil, limit)
-	if n := b.rangesTokens(a, all, -1, -1); len(all) == 0 || len(all) >= 200 {
-		t.Fatalf("outline of %d ranges, %d tokens: the test needs headers that do not all fit", len(all), n)
+	c := b.params.Counter
+	rec := newRecord()
+	all := assemble.OutlineOf(assemble.OutlineQuery{Counter: c, File: a, Limit: limit})
+	if len(all.Ranges) == 0 || len(all.Ranges) >= 200 {
+		t.Fatalf("outline of %d ranges, %d tokens: the test needs headers that do not all fit", len(all.Ranges), all.Tokens)
 	}
-	for _, used := range []identCounts{
+	for _, used := range []syntax.IdentCounts{
 		{"function_number_150": 1},
 		{"function_number_190": 2, "function_number_20": 1},
 		{"function_number_150": 1},
 		{},
 	} {
-		bits, _ := a.usedDefs(used)
-		got, n := b.outline(a, used, bits, limit)
-		want := b.outlineRanges(a, used, limit)
-		if !slices.Equal(got, want) || n != b.rangesTokens(a, want, -1, -1) {
-			t.Fatalf("used %v: memo gave %v (%d tokens), want %v", used, got, n, want)
+		bits, _ := a.UsedDefs(used)
+		q := assemble.OutlineQuery{Counter: c, File: a, Used: used, UsedDefs: bits, Limit: limit}
+		o := rec.Outline(q)
+		got, n := o.Ranges, o.Tokens
+		want := assemble.OutlineOf(q)
+		if !slices.Equal(got, want.Ranges) || n != want.Tokens {
+			t.Fatalf("used %v: memo gave %v (%d tokens), want %v", used, got, n, want.Ranges)
 		}
 		for name := range used {
 			var line int32 = -1
-			for _, d := range a.defs {
-				if d.name == name {
-					line = d.start
+			for _, d := range a.Defs {
+				if d.Name == name {
+					line = d.Start
 				}
 			}
-			if !overlaps(got, lineRange{line, line}) {
+			if !slices.ContainsFunc(got, func(r assemble.LineRange) bool { return r.First <= line && line <= r.Last }) {
 				t.Fatalf("used %v: the outline leaves out %s", used, name)
 			}
 		}
@@ -226,15 +232,15 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer warm.Close()
-	ranked := func() *rankedImports {
-		for _, r := range warm.store.repos {
-			return &r.ranked
+	ranked := func() *assemble.Ranking {
+		r := warm.store.Held("m")
+		if r == nil {
+			t.Fatal("no repository index")
 		}
-		t.Fatal("no repository index")
-		return nil
+		return r.Record.ranking.ranking
 	}
-	hasC := func(m *rankedImports) bool {
-		return slices.ContainsFunc(m.imports, func(h importHit) bool { return h.sl.path == "p/c.go" })
+	hasC := func(m *assemble.Ranking) bool {
+		return slices.ContainsFunc(m.Imports, func(h assemble.RankedImport) bool { return h.File.Path == "p/c.go" })
 	}
 	build := func(typed string) {
 		t.Helper()
@@ -253,16 +259,16 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 	const text = "_ = Gamma() // go\n\t"
 	for i := range len(text) {
 		before := ranked()
-		was, wasC := before.resolved, hasC(before)
+		was, wasC := before.Resolved, hasC(before)
 		c := files[cur].Content
 		files[cur].Content = c[:off] + text[i:i+1] + c[off:]
 		off++
 		build(text[:i+1])
 		m := ranked()
-		if len(m.resolved) == 0 || len(was) == 0 {
+		if len(m.Resolved) == 0 || len(was) == 0 {
 			t.Fatal("the imports resolved to no file")
 		}
-		if &m.resolved[0] == &was[0] {
+		if &m.Resolved[0] == &was[0] {
 			carried++
 			if hasC(m) != wasC {
 				t.Fatalf("after typing %q: the ranking carried over but p/c.go came or went", text[:i+1])

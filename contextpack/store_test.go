@@ -184,8 +184,8 @@ func TestOnlyChangedFilesAreReanalysed(t *testing.T) {
 	if n := b.Stats().Entries; n != n0+1 {
 		t.Fatalf("entries %d → %d, want one more", n0, n)
 	}
-	r := b.store.repos["r"]
-	if r == nil || len(r.files) != 10 || r.files[fs[3].Path].e.content != fs[3].Content {
+	r := b.store.Held("r")
+	if r == nil || r.Index.View().NumFiles() != 10 || r.Index.File(fs[3].Path).Indexed().Text != fs[3].Content {
 		t.Fatal("repository index not updated in place")
 	}
 }

@@ -7,12 +7,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/infill-dev/infill/contextpack/internal/index"
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
 // typingView is the view of content for a cursor at off, and its line; ok
 // is false when the line is empty (the view is content).
 func typingView(content string, off int) (view string, line int32, ok bool) {
-	ls, le, line := cursorLine(content, off)
+	ls, le, line := index.CursorLine(content, off)
 	return content[:ls] + content[le:], line, ls < le
 }
 
@@ -60,12 +63,12 @@ func TestTypingOnALineKeepsTheIndex(t *testing.T) {
 	off := len(fs[cur].Content)
 	fs[cur].Content += "\ndef typed(z):\n    \n"
 	off += len("\ndef typed(z):\n    ")
-	index := func() *repoIndex {
-		for _, r := range b.store.repos {
-			return r
+	repo := func() *index.Repository[*record] {
+		r := b.store.Held("r")
+		if r == nil {
+			t.Fatal("no repository index")
 		}
-		t.Fatal("no repository index")
-		return nil
+		return r
 	}
 	build := func(typed string) {
 		t.Helper()
@@ -86,32 +89,33 @@ func TestTypingOnALineKeepsTheIndex(t *testing.T) {
 	}
 	const text = "return helper_4(z, 1)\n    x"
 	var version uint64
-	var an *analysis
+	var an *syntax.Analysis
 	searches := 0
 	for i := range len(text) {
 		c := fs[cur].Content
 		fs[cur].Content = c[:off] + text[i:i+1] + c[off:]
 		off++
 		build(text[:i+1])
-		r := index()
-		sl := r.files[fs[cur].Path]
+		rp := repo()
+		r, rec := rp.Index, rp.Record
+		sl := r.File(fs[cur].Path)
 		if _, _, ok := typingView(fs[cur].Content, off); !ok {
-			if sl.real != nil || sl.e.content != fs[cur].Content || r.view != nil {
-				t.Fatalf("after typing %q: the cursor's line is empty, but the slot holds a view", text[:i+1])
+			if sl.Viewed() || sl.Indexed().Text != fs[cur].Content || r.Viewing() != nil {
+				t.Fatalf("after typing %q: the cursor's line is empty, but the index file holds a view", text[:i+1])
 			}
-		} else if sl.real == nil || sl.real.content != fs[cur].Content || r.view != sl {
-			t.Fatalf("after typing %q: the slot holds no view of the text", text[:i+1])
+		} else if !sl.Viewed() || sl.Text().Text != fs[cur].Content || r.Viewing() != sl {
+			t.Fatalf("after typing %q: the index file holds no view of the text", text[:i+1])
 		}
 		line := strings.Count(text[:i+1], "\n")
 		switch {
 		case i == 0 || text[i] == '\n':
-			version, an, searches = r.version, sl.an, r.searches
-		case r.version != version || sl.an != an || r.searches != searches:
+			version, an, searches = r.View().Version(), sl.Analysis, rec.searches
+		case r.View().Version() != version || sl.Analysis != an || rec.searches != searches:
 			t.Fatalf("after typing %q (line %d of the text): version %d → %d, analysis changed %v, searches %d → %d",
-				text[:i+1], line, version, r.version, sl.an != an, searches, r.searches)
+				text[:i+1], line, version, r.View().Version(), sl.Analysis != an, searches, rec.searches)
 		}
-		if v, _, _ := typingView(fs[cur].Content, off); sl.e.content != v {
-			t.Fatalf("after typing %q: the slot holds another view", text[:i+1])
+		if v, _, _ := typingView(fs[cur].Content, off); sl.Indexed().Text != v {
+			t.Fatalf("after typing %q: the index file holds another view", text[:i+1])
 		}
 	}
 }
@@ -232,53 +236,5 @@ func TestTypingLongLineMovesTheWindow(t *testing.T) {
 	}
 	if len(starts) < 3 {
 		t.Fatalf("the prefix started at %d lines only: the window did not move", len(starts))
-	}
-}
-
-// The prefix and suffix walks of a typing view's analysis (whose parts
-// beyond the cursor's line are memoized in the view) equal the walks of
-// the file's own text, whatever the cursor, the limit and the walks
-// before them.
-func TestWalkTailsMatchPlainWalk(t *testing.T) {
-	b := freshBuilder(t)
-	files := append(goldenSources(t), corpusFile{langPlain, "a\n\n\n  \nb\nc"}, corpusFile{langPlain, "\n\nx"})
-	files = append(files, corpusFile{langPlain, strings.Repeat("=", 20000) + "\nshort\n" + strings.Repeat("y ", 5000)})
-	r := rand.New(rand.NewPCG(3, 5))
-	views := map[string]*analysis{}
-	for step := 0; step < 3000; step++ {
-		f := files[r.IntN(len(files))]
-		content := f.src
-		off := r.IntN(len(content) + 1)
-		if r.IntN(4) == 0 { // a line's start: the walks go straight to the tails
-			off = strings.LastIndexByte(content[:off], '\n') + 1
-		}
-		if r.IntN(3) == 0 { // typing: text inserted at the cursor
-			ins := []string{"x", "  ", "foo(bar", "\t", ")"}[r.IntN(5)]
-			content = content[:off] + ins + content[off:]
-			off += len(ins)
-		}
-		plain := &analysis{lang: f.lang, content: content, lines: lineStarts(content)}
-		view, line, ok := typingView(content, off)
-		if !ok {
-			continue
-		}
-		v := views[view] // one view analysis per view text, as the store keeps them
-		if v == nil {
-			v = &analysis{lang: f.lang, content: view, lines: lineStarts(view)}
-			views[view] = v
-		}
-		h := v.withText(content, line)
-		for range 3 { // several limits at one cursor: the memoized tails are reused
-			limit := []int{0, 1, 7, 40, 300, 2000, 1 << 20}[r.IntN(7)]
-			for _, walk := range []struct {
-				name string
-				fn   func(a *analysis, off, limit int) segWalk
-			}{{"prefix", b.walkPrefix}, {"suffix", b.walkSuffix}} {
-				got, want := walk.fn(h, off, limit), walk.fn(plain, off, limit)
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("step %d: %s walk at %d with limit %d:\n got %+v\nwant %+v", step, walk.name, off, limit, got, want)
-				}
-			}
-		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/infill-dev/infill/evaluator/metrics"
 	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/internal/errkind"
 	"github.com/infill-dev/infill/internal/logctx"
 	"go.uber.org/zap"
 )
@@ -146,7 +147,7 @@ func (r *Result) MetricsSample() metrics.Sample {
 
 // ErrRepoNotAllowed is returned (as a VerdictError reason) when a task's
 // repository lies outside Config.AllowedRepoRoots.
-var ErrRepoNotAllowed = errors.New("evaluator: repository outside the allowed roots")
+var ErrRepoNotAllowed = errkind.New(errkind.PermissionDenied, "evaluator: repository outside the allowed roots")
 
 // ErrPythonNotAllowed is returned (as a VerdictError reason) when a task
 // names an interpreter outside Config.AllowedRepoRoots that no
@@ -289,9 +290,9 @@ func (r *Runner) errorText(ctx context.Context, t *Task, sample int, err error) 
 	}
 	log := r.log
 	if errors.Is(err, sandbox.ErrSetup) {
-		err = &HiddenError{Public: "sandbox: setup failed (the server's log has the detail)", Err: err}
+		err = &errkind.HiddenError{Public: "sandbox: setup failed (the server's log has the detail)", Err: err}
 	}
-	msg := ClientMessage(err)
+	msg := errkind.ClientMessage(err)
 	if msg != err.Error() {
 		logctx.From(ctx, log).Warn("sample error, reported without the server's detail", zap.String("task", t.ID),
 			zap.String("benchmark", t.Benchmark), zap.Int("sample", sample), zap.Error(err))

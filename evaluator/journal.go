@@ -11,12 +11,14 @@ import (
 	"os"
 	"strconv"
 	"sync"
+
+	"github.com/infill-dev/infill/internal/errkind"
 )
 
 // ErrCorruptJournal is returned when a journal line is not a result. A
 // last line without its newline is a write cut short: it is dropped if it
 // is the start of a record, kept if it is a whole one.
-var ErrCorruptJournal = errors.New("evaluator: corrupt results journal")
+var ErrCorruptJournal = errkind.New(errkind.FailedPrecondition, "evaluator: corrupt results journal")
 
 // JournalLineError is the ErrCorruptJournal of one line (1-based).
 type JournalLineError struct {
@@ -32,7 +34,7 @@ func (e *JournalLineError) Unwrap() []error { return []error{ErrCorruptJournal, 
 
 // ErrJournalBusy is returned by OpenJournal when another run (another
 // process, or another Journal in this one) has the journal open.
-var ErrJournalBusy = errors.New("evaluator: results journal in use by another run")
+var ErrJournalBusy = errkind.New(errkind.Aborted, "evaluator: results journal in use by another run")
 
 // Journal is an append-only JSON-lines file of Results. Each record is
 // written with a single write followed by fsync, so after a crash at most

@@ -2,11 +2,7 @@ package evaluator_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,36 +12,8 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/internal/errkind"
 )
-
-func TestClientMessage(t *testing.T) {
-	_, statErr := os.Stat("/srv/infill/repos/nope")
-	_, lookErr := exec.LookPath("/opt/tools/bin/missing-tool")
-	for name, tc := range map[string]struct {
-		err        error
-		want       string
-		notVisible string
-	}{
-		"path error":     {statErr, "stat …/nope: no such file or directory", "/srv"},
-		"wrapped":        {fmt.Errorf("task t: %w", statErr), "task t: stat …/nope: no such file or directory", "/srv"},
-		"joined":         {errors.Join(errors.New("a"), statErr), "a\nstat …/nope: no such file or directory", "/srv"},
-		"two %w":         {fmt.Errorf("%w: %w", evaluator.ErrInvalidTask, statErr), "evaluator: invalid task: stat …/nope: no such file or directory", "/srv"},
-		"link error":     {&os.LinkError{Op: "rename", Old: "/a/b/c", New: "/d/e", Err: fs.ErrExist}, "rename …/c …/e: file already exists", "/a/"},
-		"exec error":     {lookErr, "exec: \"…/missing-tool\"", "/opt"},
-		"bare name kept": {&fs.PathError{Op: "open", Path: "a.py", Err: fs.ErrNotExist}, "open a.py: file does not exist", ""},
-		"hidden detail": {fmt.Errorf("run 3: %w", &evaluator.HiddenError{Public: "setup failed", Err: errors.New("bwrap: can't mount /tmp/x")}),
-			"run 3: setup failed", "/tmp"},
-		"no path": {errors.New("plain"), "plain", ""},
-	} {
-		got := evaluator.ClientMessage(tc.err)
-		if !strings.HasPrefix(got, tc.want) || tc.notVisible != "" && strings.Contains(got, tc.notVisible) {
-			t.Errorf("%s: ClientMessage = %q, want %q without %q", name, got, tc.want, tc.notVisible)
-		}
-	}
-	if evaluator.ClientMessage(nil) != "" {
-		t.Error("ClientMessage(nil) not empty")
-	}
-}
 
 // TestDatasetErrorsHidePaths: the loaders' errors name the server's files
 // in PathErrors, so what a client is shown names none of its directories.
@@ -78,7 +46,7 @@ func TestDatasetErrorsHidePaths(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%s: no error", name)
 		}
-		if msg := evaluator.ClientMessage(err); strings.Contains(msg, dir) {
+		if msg := errkind.ClientMessage(err); strings.Contains(msg, dir) {
 			t.Errorf("%s: client message %q shows the server's directory", name, msg)
 		}
 		if !strings.Contains(err.Error(), dir) {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/infill-dev/infill/evaluator/metrics"
+	"github.com/infill-dev/infill/internal/errkind"
 )
 
 // Config configures a Runner.
@@ -142,7 +143,7 @@ type Job struct {
 
 // ErrNoCompleter is the VerdictError reason for a job without completions
 // on a Runner without a Completer.
-var ErrNoCompleter = errors.New("evaluator: no completion supplied and no completer configured")
+var ErrNoCompleter = errkind.New(errkind.InvalidArgument, "evaluator: no completion supplied and no completer configured")
 
 // Report is what a run produced.
 type Report struct {

@@ -1,10 +1,11 @@
 package evaluator
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/infill-dev/infill/internal/errkind"
 )
 
 // Level is the granularity of a masked span.
@@ -132,7 +133,7 @@ type Task struct {
 }
 
 // ErrInvalidTask wraps every task validation error.
-var ErrInvalidTask = errors.New("evaluator: invalid task")
+var ErrInvalidTask = errkind.New(errkind.InvalidArgument, "evaluator: invalid task")
 
 // Validate checks the task's fields.
 func (t *Task) Validate() error {

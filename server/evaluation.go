@@ -16,6 +16,7 @@ import (
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/metrics"
 	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/internal/errkind"
 	"github.com/infill-dev/infill/internal/logctx"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"go.uber.org/zap"
@@ -455,7 +456,7 @@ func (s *Server) repoDir(ctx context.Context, name string) (string, error) {
 		logctx.From(ctx, s.log).Info("repository task: no such repository", zap.String("repository", name), zap.Error(err))
 		reason := fmt.Sprintf("%q: no such repository under the server's allowed roots", name)
 		if !errors.Is(err, fs.ErrNotExist) {
-			reason = fmt.Sprintf("%q: %s", name, evaluator.ClientMessage(err))
+			reason = fmt.Sprintf("%q: %s", name, errkind.ClientMessage(err))
 		}
 		return "", invalid("task.repository.repository", reason)
 	}

@@ -1,16 +1,16 @@
 package dataset
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/internal/errkind"
 )
 
 // ErrUnknownBenchmark is returned by Catalog.Load for a name it does not know.
-var ErrUnknownBenchmark = errors.New("dataset: unknown benchmark")
+var ErrUnknownBenchmark = errkind.New(errkind.NotFound, "dataset: unknown benchmark")
 
 // ExecRepoBenchSource locates an ExecRepoBench copy.
 type ExecRepoBenchSource struct {

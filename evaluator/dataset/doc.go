@@ -5,7 +5,7 @@
 // for the Runner and rejects bad input with errors wrapping ErrInvalidData.
 package dataset
 
-import "errors"
+import "github.com/infill-dev/infill/internal/errkind"
 
 // ErrInvalidData wraps every malformed-input error of the loaders.
-var ErrInvalidData = errors.New("dataset: invalid data")
+var ErrInvalidData = errkind.New(errkind.FailedPrecondition, "dataset: invalid data")

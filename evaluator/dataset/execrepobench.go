@@ -199,7 +199,7 @@ func checkRepo(dir string, test evaluator.TestSpec) error {
 }
 
 // isDir is nil when dir is a directory, else an *fs.PathError (which keeps
-// the server's path out of what a client is shown: evaluator.ClientMessage).
+// the server's path out of what a client is shown: errkind.ClientMessage).
 func isDir(dir string) error {
 	fi, err := os.Stat(dir)
 	if err == nil && !fi.IsDir() {

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infill-dev/infill/internal/errkind"
 	"github.com/infill-dev/infill/internal/logctx"
 	"go.uber.org/zap"
 )
@@ -203,7 +204,7 @@ func (r Result) Passed(m Mode) bool {
 // Errors returned by Sandbox.
 var (
 	// ErrUnavailable means bubblewrap or user namespaces cannot be used here.
-	ErrUnavailable = errors.New("sandbox: bubblewrap sandbox unavailable")
+	ErrUnavailable = errkind.New(errkind.FailedPrecondition, "sandbox: bubblewrap sandbox unavailable")
 	// ErrInvalidSpec wraps a problem with a Spec.
 	ErrInvalidSpec = errors.New("sandbox: invalid spec")
 	// ErrSetup means the sandbox could not be set up for this run.

@@ -5,8 +5,8 @@
 // evaluate), optional expiry, and per-token limits (requests per second
 // with a burst, calls in flight). It knows no transport: the gRPC
 // interceptors (package server) and the HTTP middleware (package httpapi)
-// hand it the presented token and the scope a call needs, and map its
-// errors through pipeline.Classify.
+// hand it the presented token and the scope a call needs; its errors report
+// their kinds (internal/errkind), which pipeline.Classify reads.
 //
 // # Token file
 //
@@ -55,6 +55,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/infill-dev/infill/internal/errkind"
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 )
@@ -74,13 +75,14 @@ const (
 
 var knownScopes = []Scope{ScopeComplete, ScopeEvaluate}
 
-// Errors returned by Guard.Admit; pipeline.Classify maps them to
-// UNAUTHENTICATED, PERMISSION_DENIED and RESOURCE_EXHAUSTED.
+// Errors returned by Guard.Admit; they report their kinds (internal/errkind:
+// Unauthenticated, PermissionDenied, and ResourceExhausted for a
+// LimitError), which the server maps to status codes.
 var (
 	// ErrUnauthenticated: no token, an unknown one or an expired one.
-	ErrUnauthenticated = errors.New("unauthenticated")
+	ErrUnauthenticated = errkind.New(errkind.Unauthenticated, "unauthenticated")
 	// ErrPermissionDenied: a valid token without the scope the call needs.
-	ErrPermissionDenied = errors.New("permission denied")
+	ErrPermissionDenied = errkind.New(errkind.PermissionDenied, "permission denied")
 )
 
 // LimitError refuses a call over its token's limits: retry after
@@ -91,6 +93,12 @@ type LimitError struct {
 }
 
 func (e *LimitError) Error() string { return "rate limited: " + e.Reason }
+
+// ErrorKind is ResourceExhausted.
+func (e *LimitError) ErrorKind() errkind.Kind { return errkind.ResourceExhausted }
+
+// RetryDelay is RetryAfter.
+func (e *LimitError) RetryDelay() time.Duration { return e.RetryAfter }
 
 // Config configures the Guard. Flags are read only in cmd/infill-server.
 type Config struct {

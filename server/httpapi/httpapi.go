@@ -77,7 +77,8 @@ func (c Config) Validate() error {
 }
 
 // Guard admits a request by its bearer token before any surface reads it
-// (auth.Guard). Its errors are auth's, which pipeline.Classify sorts.
+// (auth.Guard). Its errors are auth's, which report their kinds
+// (internal/errkind) to pipeline.Classify.
 type Guard interface {
 	Admit(token string, scope auth.Scope) (*auth.Call, error)
 	// Authenticate checks the token without taking from its limits.

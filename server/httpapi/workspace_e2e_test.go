@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/infill-dev/infill/contextpack/repofs/repofstest"
+	"github.com/infill-dev/infill/internal/repofs/repofstest"
 	"github.com/infill-dev/infill/server"
 	"github.com/infill-dev/infill/server/servertest"
 	"github.com/infill-dev/infill/server/workspace"

@@ -17,9 +17,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/infill-dev/infill/contextpack"
-	"github.com/infill-dev/infill/contextpack/repofs/repofstest"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/internal/repofs/repofstest"
 	"github.com/infill-dev/infill/server/pipeline"
 	"github.com/infill-dev/infill/server/workspace"
 )

@@ -6,43 +6,40 @@ import (
 	"time"
 
 	"github.com/infill-dev/infill/contextpack"
-	"github.com/infill-dev/infill/evaluator"
-	"github.com/infill-dev/infill/evaluator/dataset"
-	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/inference"
-	"github.com/infill-dev/infill/server/auth"
+	"github.com/infill-dev/infill/internal/errkind"
 )
 
-// Kind is what went wrong with a call, independent of transport; each
-// surface maps kinds to its own codes in one table (gRPC codes, HTTP
-// statuses).
-type Kind int
+// Kind is what went wrong with a call, independent of transport
+// (errkind.Kind); each surface maps kinds to its own codes in one table
+// (gRPC codes, HTTP statuses).
+type Kind = errkind.Kind
 
 // Error kinds, named after the gRPC codes they map to.
 const (
-	KindInternal Kind = iota
-	KindInvalidArgument
+	KindInternal        = errkind.Internal
+	KindInvalidArgument = errkind.InvalidArgument
 	// KindMissingContent: digests the server does not hold (Paths lists
 	// them); the client resends their content.
-	KindMissingContent
+	KindMissingContent = errkind.MissingContent
 	// KindUnknownSnapshot: a base the server does not hold (Subject).
-	KindUnknownSnapshot
-	KindFailedPrecondition
-	KindNotFound
-	KindPermissionDenied
-	KindAborted
-	KindUnavailable
-	KindResourceExhausted
-	KindCanceled
-	KindDeadlineExceeded
-	KindUnauthenticated
+	KindUnknownSnapshot    = errkind.UnknownSnapshot
+	KindFailedPrecondition = errkind.FailedPrecondition
+	KindNotFound           = errkind.NotFound
+	KindPermissionDenied   = errkind.PermissionDenied
+	KindAborted            = errkind.Aborted
+	KindUnavailable        = errkind.Unavailable
+	KindResourceExhausted  = errkind.ResourceExhausted
+	KindCanceled           = errkind.Canceled
+	KindDeadlineExceeded   = errkind.DeadlineExceeded
+	KindUnauthenticated    = errkind.Unauthenticated
 )
 
 // Classified is an error's kind plus what a surface needs to report it.
 type Classified struct {
 	Kind Kind
 	// Message is safe to show the client: it never holds the server's
-	// paths (evaluator.ClientMessage).
+	// paths (errkind.ClientMessage).
 	Message string
 	// Hidden is set when Message leaves out detail that the error's own
 	// text holds: the surface logs the error whole.
@@ -58,26 +55,24 @@ type Classified struct {
 	RetryAfter time.Duration
 }
 
-// Classify maps a domain error to its kind. It is the one place where the
-// domain packages' errors are sorted; the transports only translate kinds.
+// Classify maps an error to its kind. The errors of the packages the
+// pipeline calls (contextpack, inference) and its own are sorted here, with
+// the details a surface reports (field, paths, snapshot); any other domain
+// error (the evaluator's, the sandbox's, the datasets', auth's) reports its
+// own kind (errkind.Of), so the pipeline imports none of them. The
+// transports only translate kinds.
 func Classify(err error) Classified {
-	c := Classified{Kind: KindInternal, Message: evaluator.ClientMessage(err)}
+	c := Classified{Kind: KindInternal, Message: errkind.ClientMessage(err)}
 	c.Hidden = c.Message != err.Error()
 	var ae *contextpack.ArgumentError
 	var me *contextpack.MissingContentError
 	var se *contextpack.UnknownSnapshotError
 	var oe *inference.OptionError
 	var ov *OverloadError
-	var le *auth.LimitError
+	kind, kinded := errkind.Of(err)
 	switch {
 	case errors.As(err, &ov):
 		c.Kind, c.RetryAfter = KindResourceExhausted, ov.RetryAfter
-	case errors.As(err, &le):
-		c.Kind, c.RetryAfter = KindResourceExhausted, le.RetryAfter
-	case errors.Is(err, auth.ErrUnauthenticated):
-		c.Kind = KindUnauthenticated
-	case errors.Is(err, auth.ErrPermissionDenied):
-		c.Kind = KindPermissionDenied
 	case errors.Is(err, ErrSuperseded):
 		c.Kind = KindCanceled
 	case errors.As(err, &ae):
@@ -90,20 +85,16 @@ func Classify(err error) Classified {
 		c.Kind, c.Field, c.Reason = KindInvalidArgument, "generation."+oe.Field, oe.Reason
 	case errors.Is(err, contextpack.ErrBudget):
 		c.Kind, c.Field, c.Reason = KindInvalidArgument, "token_budget", err.Error()
-	case errors.Is(err, contextpack.ErrInvalidArgument), errors.Is(err, inference.ErrInvalidRequest),
-		errors.Is(err, evaluator.ErrInvalidTask), errors.Is(err, evaluator.ErrNoCompleter):
+	case errors.Is(err, contextpack.ErrInvalidArgument), errors.Is(err, inference.ErrInvalidRequest):
 		c.Kind = KindInvalidArgument
-	case errors.Is(err, evaluator.ErrRepoNotAllowed):
-		c.Kind = KindPermissionDenied
-	case errors.Is(err, dataset.ErrUnknownBenchmark), errors.Is(err, inference.ErrModelNotFound):
+	case errors.Is(err, inference.ErrModelNotFound):
 		c.Kind = KindNotFound
-	case errors.Is(err, evaluator.ErrJournalBusy):
-		c.Kind = KindAborted
-	case errors.Is(err, dataset.ErrInvalidData), errors.Is(err, evaluator.ErrCorruptJournal),
-		errors.Is(err, sandbox.ErrUnavailable), errors.Is(err, inference.ErrPromptTooLong):
+	case errors.Is(err, inference.ErrPromptTooLong):
 		c.Kind = KindFailedPrecondition
 	case errors.Is(err, inference.ErrUnavailable), errors.Is(err, inference.ErrIncomplete):
 		c.Kind = KindUnavailable
+	case kinded:
+		c.Kind, c.RetryAfter = kind, errkind.RetryDelay(err)
 	case errors.Is(err, context.Canceled):
 		c.Kind, c.Message = KindCanceled, "request cancelled by the client"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -4,7 +4,7 @@
 // repository of a request whose file lies in one.
 //
 // A Workspace reads its directory with the command-line tool's leave-out
-// rules (package contextpack/repofs: skipped directories, .gitignore,
+// rules (package internal/repofs: skipped directories, .gitignore,
 // links, binary files, text that is not UTF-8, files over the size cap),
 // watches every directory it keeps (fsnotify is not recursive: new
 // directories are added as they appear, removed and renamed ones dropped)
@@ -37,7 +37,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/infill-dev/infill/contextpack"
-	"github.com/infill-dev/infill/contextpack/repofs"
+	"github.com/infill-dev/infill/internal/repofs"
 )
 
 // Config bounds what a workspace reads and how it watches.

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/infill-dev/infill/contextpack"
-	"github.com/infill-dev/infill/contextpack/repofs/repofstest"
+	"github.com/infill-dev/infill/internal/repofs/repofstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

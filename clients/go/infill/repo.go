@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/infill-dev/infill/contextpack/repofs"
+	"github.com/infill-dev/infill/internal/repofs"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
 

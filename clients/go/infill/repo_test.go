@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/infill-dev/infill/contextpack/repofs/repofstest"
+	"github.com/infill-dev/infill/internal/repofs/repofstest"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
 

@@ -3,13 +3,14 @@ package infill
 import (
 	"context"
 	"fmt"
-	"google.golang.org/protobuf/proto"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"

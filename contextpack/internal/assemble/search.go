@@ -1,0 +1,351 @@
+package assemble
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/infill-dev/infill/contextpack/internal/index"
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
+)
+
+// SearchQuery asks for the cursor-dependent candidates: definitions of the
+// identifiers around the cursor and the windows most similar to that code.
+type SearchQuery struct {
+	params      *Params
+	index       index.View
+	cursor      *index.File
+	text        *syntax.Analysis // the cursor file with its own text
+	cursorLine  int32
+	windowLines LineRange // the prefix/suffix window's lines, whose hits are left out
+	strategy    Strategy
+	importRank  map[*index.File]int // the ranked imports (read only)
+}
+
+// SearchKey is everything a search reads besides the index's state, which
+// version stands for: the cursor file and its view's analysis, the cursor
+// line (which fixes the query region and leaves its own line out) and the
+// prefix/suffix window's lines.
+//
+// It leaves out the ranked imports: a search reads only whether a file
+// whose definition it scores is among them, and such a file defines a name
+// of the query region, so the view already makes it a used (ranked)
+// import whatever is typed on the cursor's line. A search that read a
+// file's rank itself would need the line's identifiers in the key
+// (SelectionKey has them).
+type SearchKey struct {
+	cursor      *index.File
+	view        *syntax.Analysis
+	version     uint64
+	cursorLine  int32
+	windowLines LineRange
+	strategy    Strategy
+}
+
+func (q SearchQuery) Key() SearchKey {
+	return SearchKey{cursor: q.cursor, view: q.cursor.Analysis, version: q.index.Version(), cursorLine: q.cursorLine,
+		windowLines: q.windowLines, strategy: q.strategy}
+}
+
+// SearchResult is what a search found, best first.
+type SearchResult struct {
+	definitions []*Candidate
+	similar     []*Candidate
+	fileRank    map[*index.File]int // read only; nil unless the file weight is set
+}
+
+// Clone copies the candidates (the packing writes to them); fileRank is
+// shared.
+func (r *SearchResult) Clone() *SearchResult {
+	return &SearchResult{definitions: CloneCandidates(r.definitions), similar: CloneCandidates(r.similar), fileRank: r.fileRank}
+}
+
+// MemBytes estimates what keeping r costs.
+func (r *SearchResult) MemBytes() int64 { return int64(len(r.definitions)+len(r.similar)) * 160 }
+
+func (as *Assembly) searchQuery() SearchQuery {
+	return SearchQuery{params: as.params, index: as.index, cursor: as.input.Cursor, text: as.text, cursorLine: as.cursorLine,
+		windowLines: as.windowLines, strategy: as.input.Strategy, importRank: as.sel.importRank}
+}
+
+// Search runs q: the query region's identifiers (locals excluded) looked up
+// in the definitions index, and its windows scored by BM25.
+func Search(q SearchQuery) *SearchResult {
+	var res SearchResult
+	reg := q.queryRegion()
+	ids := q.queryIdents(reg)
+	if q.strategy != StrategySimilarOnly {
+		res.definitions = q.defCandidates(ids, q.localsIn(reg))
+	}
+	if q.strategy != StrategyDefinitionsOnly {
+		res.similar, res.fileRank = q.simCandidates(ids)
+	}
+	return &res
+}
+
+// queryRegion is the code the cursor-dependent sources look at: the
+// enclosing function when it is short enough, else a window of lines
+// aligned to 8-line steps so that it moves only every few lines.
+func (q *SearchQuery) queryRegion() LineRange {
+	a, cl := q.text, q.cursorLine
+	ql := int32(q.params.QueryLines)
+	var best *syntax.Def
+	for i := range a.Defs {
+		d := &a.Defs[i]
+		if d.Start > cl {
+			break
+		}
+		if d.End >= cl && (d.Kind == syntax.KindFunction || d.Kind == syntax.KindMethod) {
+			best = d
+		}
+	}
+	if best != nil && best.End-best.Start+1 <= 2*ql {
+		return LineRange{best.Start, best.End}
+	}
+	const step = 8
+	base := cl / step * step
+	return LineRange{max(0, base-ql*3/4), min(a.NumLines()-1, base+step-1+ql/4)}
+}
+
+// queryIdents weighs the identifiers of the query region, leaving out the
+// cursor line (it changes on every keystroke; excluding it keeps the
+// cursor-dependent context stable while typing) and names defined inside
+// the region (locals). An occurrence counts more when it is called or
+// looks like a type (capitalised) than when it is a bare lower-case word.
+func (q *SearchQuery) queryIdents(reg LineRange) map[string]float64 {
+	a := q.text
+	ids := map[string]float64{}
+	for i := reg.First; i <= reg.Last; i++ {
+		if i == q.cursorLine {
+			continue
+		}
+		line := a.LineText(i)
+		syntax.ScanIdents(line, a.Lang, func(id string, off int) bool {
+			w := 0.5
+			end := off + len(id)
+			switch {
+			case end < len(line) && line[end] == '(':
+				w = 1.5
+			case off > 0 && line[off-1] == '.':
+				w = 1
+			case id[0] >= 'A' && id[0] <= 'Z':
+				w = 1
+			}
+			ids[id] += w
+			return true
+		})
+	}
+	for i := range a.Defs {
+		d := &a.Defs[i]
+		if d.Start > reg.First && d.Start <= reg.Last {
+			delete(ids, d.Name)
+		}
+	}
+	return ids
+}
+
+// localsIn is the set of parameters and local variables declared from the
+// start of the function enclosing the cursor to the end of reg.
+func (q *SearchQuery) localsIn(reg LineRange) map[syntax.Term]bool {
+	a := q.text
+	from := reg.First
+	for i := range a.Defs {
+		d := &a.Defs[i]
+		if d.Start > q.cursorLine {
+			break
+		}
+		if d.End >= q.cursorLine && (d.Kind == syntax.KindFunction || d.Kind == syntax.KindMethod) {
+			from = min(from, d.Start)
+		}
+	}
+	out := map[syntax.Term]bool{}
+	i, _ := slices.BinarySearchFunc(a.Locals, from, func(l syntax.Local, line int32) int { return int(l.Line - line) })
+	for ; i < len(a.Locals) && a.Locals[i].Line <= reg.Last; i++ {
+		out[a.Locals[i].Term] = true
+	}
+	return out
+}
+
+// isTestPath reports test files by the usual naming conventions.
+func isTestPath(p string) bool {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") ||
+		strings.HasSuffix(base, "_test.py") || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
+		strings.HasSuffix(base, "Test.java") || strings.HasSuffix(base, "Tests.java") ||
+		strings.Contains(p, "/tests/") || strings.HasPrefix(p, "tests/") || strings.Contains(p, "/test/") ||
+		strings.HasPrefix(p, "test/") || strings.Contains(p, "/testdata/")
+}
+
+// defCandidates looks up the region's identifiers (locals excluded) in the
+// definitions index.
+func (q *SearchQuery) defCandidates(ids map[string]float64, locals map[syntax.Term]bool) []*Candidate {
+	r, t := q.index, q.cursor
+	testTarget := isTestPath(t.Path)
+	names := make([]string, 0, len(ids))
+	for n := range ids {
+		if !locals[syntax.HashIdent(n)] {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	type hit struct {
+		ref   index.DefRef
+		score float64
+	}
+	var hits []hit
+	const maxRefs = 6
+	for _, name := range names {
+		all := r.Definitions(name)
+		if len(all) == 0 {
+			continue
+		}
+		refs := make([]index.DefRef, 0, len(all))
+		for _, ref := range all {
+			if testTarget || !isTestPath(r.FileByID(ref.File).Path) {
+				refs = append(refs, ref)
+			}
+		}
+		if len(refs) > maxRefs {
+			var near []index.DefRef
+			for _, ref := range refs {
+				sl := r.FileByID(ref.File)
+				if q.importRank[sl] > 0 || sl.Dir == t.Dir {
+					near = append(near, ref)
+				}
+			}
+			refs = near
+		}
+		if len(refs) == 0 || len(refs) > maxRefs {
+			continue // too ambiguous to help
+		}
+		base := (1 + math.Log1p(ids[name])) / math.Sqrt(float64(len(refs)))
+		for _, ref := range refs {
+			sl := r.FileByID(ref.File)
+			d := &sl.Analysis.Defs[ref.Def]
+			if sl == t && d.Start <= q.windowLines.Last && d.End >= q.windowLines.First {
+				continue // visible in the window already
+			}
+			if d.Kind.IsMember() && (d.Parent < 0 || !sl.Analysis.Defs[d.Parent].Kind.IsScope()) {
+				continue // a field of an anonymous type: no context to show
+			}
+			loc := 1.0
+			switch {
+			case sl == t:
+			case q.importRank[sl] > 0:
+				loc *= 2
+			case sl.Dir == t.Dir:
+				loc *= 1.5
+			}
+			hits = append(hits, hit{ref, base * loc})
+		}
+	}
+	slices.SortFunc(hits, func(x, y hit) int {
+		if x.score != y.score {
+			if x.score > y.score {
+				return -1
+			}
+			return 1
+		}
+		px, py := r.FileByID(x.ref.File).Path, r.FileByID(y.ref.File).Path
+		if c := strings.Compare(px, py); c != 0 {
+			return c
+		}
+		return int(x.ref.Def - y.ref.Def)
+	})
+	var out []*Candidate
+	seen := map[string]bool{}
+	for _, h := range hits {
+		if len(out) >= q.params.MaxCandidates {
+			break
+		}
+		sl := r.FileByID(h.ref.File)
+		d := &sl.Analysis.Defs[h.ref.Def]
+		rs := defRanges(q.params, sl.Analysis, h.ref.Def)
+		if len(rs) == 0 {
+			continue
+		}
+		key := rangesKey(sl, rs)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, &Candidate{file: sl, kind: SourceDefinition, ranges: rs, key: key, score: h.score,
+			label: d.Kind.String() + " " + d.Name})
+	}
+	return out
+}
+
+// simCandidates are the windows most similar (BM25) to the query region,
+// and, with a file weight, the files ranked by the summed similarity of
+// their windows.
+func (q *SearchQuery) simCandidates(ids map[string]float64) ([]*Candidate, map[*index.File]int) {
+	qt := make(map[syntax.Term]int, len(ids))
+	for n, c := range ids {
+		qt[syntax.HashIdent(n)] += max(1, int(c+0.5))
+	}
+	wl, t := q.windowLines, q.cursor
+	var fileScore map[uint32]float64
+	if q.params.Weights.File > 0 {
+		fileScore = map[uint32]float64{}
+	}
+	hits := q.index.Similar(qt, 2*q.params.MaxCandidates, func(sl *index.File, c *syntax.Chunk) bool {
+		return sl != t || c.Start > wl.Last || c.End < wl.First
+	}, fileScore)
+	var fileRank map[*index.File]int
+	if fileScore != nil {
+		fileRank = q.rankFiles(fileScore)
+	}
+	var out []*Candidate
+	taken := map[*index.File][]LineRange{}
+	for _, h := range hits {
+		if len(out) >= q.params.MaxCandidates {
+			break
+		}
+		cr := q.index.Chunk(h.Chunk)
+		sl := q.index.FileByID(cr.File)
+		c := &sl.Analysis.Chunks[cr.Chunk]
+		s, e, ok := sl.Analysis.Trim(c.Start, c.End)
+		if !ok {
+			continue
+		}
+		rg := LineRange{s, e}
+		if overlaps(taken[sl], rg) {
+			continue // a shifted copy of a better window
+		}
+		taken[sl] = append(taken[sl], rg)
+		rs := []LineRange{rg}
+		out = append(out, &Candidate{file: sl, kind: SourceSimilar, ranges: rs, key: rangesKey(sl, rs),
+			score: h.Score, label: "similar window"})
+	}
+	return out, fileRank
+}
+
+// rankFiles ranks the files other than the cursor file by the summed
+// similarity of their windows to the query (a file-level relevance signal
+// for the fusion, obtained from the same BM25 pass).
+func (q *SearchQuery) rankFiles(score map[uint32]float64) map[*index.File]int {
+	type fs struct {
+		sl *index.File
+		s  float64
+	}
+	var xs []fs
+	for id, s := range score {
+		if sl := q.index.FileByID(id); sl != nil && sl != q.cursor {
+			xs = append(xs, fs{sl, s})
+		}
+	}
+	slices.SortFunc(xs, func(x, y fs) int {
+		if x.s != y.s {
+			if x.s > y.s {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.sl.Path, y.sl.Path)
+	})
+	rank := make(map[*index.File]int, min(len(xs), 64))
+	for i, x := range xs[:min(len(xs), 64)] {
+		rank[x.sl] = i + 1
+	}
+	return rank
+}

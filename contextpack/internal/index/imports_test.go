@@ -1,0 +1,111 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
+)
+
+// Import statements resolve to the repository's files, per language: the
+// explicit imports in statement order, then the implicit ones (same Go or
+// Java package, the matching C/C++ header or source) by path. A language's
+// module resolution is added here with its cases.
+func TestResolveImports(t *testing.T) {
+	g := syntax.NewGrammars(1)
+	defer g.Close()
+	for _, tc := range []struct {
+		name   string
+		files  map[string]string
+		cursor string
+		want   []string // explicit first, then "+path" for implicit ones
+	}{
+		{"python absolute and from", map[string]string{
+			"app/main.py":             "import pkg.util\nfrom pkg import models, helpers\nimport os\n",
+			"pkg/__init__.py":         "",
+			"pkg/util.py":             "def u(): pass\n",
+			"pkg/models.py":           "class M: pass\n",
+			"pkg/helpers/__init__.py": "def h(): pass\n",
+		}, "app/main.py", []string{"pkg/util.py", "pkg/__init__.py", "pkg/models.py", "pkg/helpers/__init__.py"}},
+		{"python relative", map[string]string{
+			"pkg/sub/a.py":        "from . import b\nfrom ..top import T\nfrom .c import x\n",
+			"pkg/sub/b.py":        "B = 1\n",
+			"pkg/sub/c.py":        "x = 1\n",
+			"pkg/sub/__init__.py": "",
+			"pkg/top.py":          "class T: pass\n",
+		}, "pkg/sub/a.py", []string{"pkg/sub/__init__.py", "pkg/sub/b.py", "pkg/top.py", "pkg/sub/c.py"}},
+		{"go module path and package", map[string]string{
+			"go.mod":        "module example.com/m\n\ngo 1.22\n",
+			"cmd/main.go":   "package main\n\nimport (\n\t\"fmt\"\n\t\"example.com/m/lib\"\n)\n\nfunc main() { fmt.Println(lib.X) }\n",
+			"cmd/other.go":  "package main\n",
+			"cmd/x_test.go": "package main\n",
+			"lib/a.go":      "package lib\n\nvar X = 1\n",
+			"lib/b.go":      "package lib\n",
+			"lib/a_test.go": "package lib\n",
+		}, "cmd/main.go", []string{"lib/a.go", "lib/b.go", "+cmd/other.go"}},
+		{"go without go.mod: directory suffix", map[string]string{
+			"src/net/http/client.go": "package http\n\nimport \"net/url\"\n",
+			"src/net/url/url.go":     "package url\n",
+		}, "src/net/http/client.go", []string{"src/net/url/url.go"}},
+		{"typescript relative, .js for .ts, index", map[string]string{
+			"src/app.ts":   "import { a } from './a.js';\nimport b from '../lib';\nimport React from 'react';\nconst c = require('./c');\n",
+			"src/a.ts":     "export const a = 1;\n",
+			"src/c.js":     "module.exports = 1;\n",
+			"lib/index.ts": "export default 1;\n",
+		}, "src/app.ts", []string{"src/a.ts", "lib/index.ts", "src/c.js"}},
+		{"java class, wildcard, static, package", map[string]string{
+			"src/com/x/App.java":    "package com.x;\n\nimport com.y.Util;\nimport com.z.*;\nimport static com.y.Consts.MAX;\n\nclass App {}\n",
+			"src/com/x/Peer.java":   "package com.x;\nclass Peer {}\n",
+			"src/com/y/Util.java":   "package com.y;\npublic class Util {}\n",
+			"src/com/y/Consts.java": "package com.y;\npublic class Consts { public static int MAX = 1; }\n",
+			"src/com/z/One.java":    "package com.z;\npublic class One {}\n",
+			"src/com/z/Two.java":    "package com.z;\npublic class Two {}\n",
+		}, "src/com/x/App.java", []string{"src/com/y/Util.java", "src/com/z/One.java", "src/com/z/Two.java", "src/com/y/Consts.java", "+src/com/x/Peer.java"}},
+		{"rust crate, super and mod", map[string]string{
+			"src/lib.rs":     "mod net;\nmod util;\n",
+			"src/net/mod.rs": "mod tcp;\nuse crate::util::{helper, Thing};\nuse super::util;\n",
+			"src/net/tcp.rs": "pub fn connect() {}\n",
+			"src/util.rs":    "pub fn helper() {}\n",
+		}, "src/net/mod.rs", []string{"src/net/tcp.rs", "src/util.rs"}},
+		{"c quote, system, matching header", map[string]string{
+			"src/main.c":        "#include \"util.h\"\n#include <lib/api.h>\n#include <stdio.h>\n",
+			"src/main.h":        "int main(void);\n",
+			"src/util.h":        "int util(void);\n",
+			"include/lib/api.h": "int api(void);\n",
+		}, "src/main.c", []string{"src/util.h", "include/lib/api.h", "+src/main.h"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newIndex()
+			var files []RequestFile
+			paths := make([]string, 0, len(tc.files))
+			for p := range tc.files {
+				paths = append(paths, p)
+			}
+			slices.Sort(paths)
+			for _, p := range paths {
+				lang := syntax.DetectLang(p, "")
+				a, err := syntax.Analyze(context.Background(), g, tc.files[p], lang,
+					syntax.Options{MaxParseBytes: 1 << 20, ParseTimeoutUS: 1e6, WindowLines: 20, WindowStride: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				files = append(files, RequestFile{Path: p, Lang: lang, Indexed: &Content{Text: tc.files[p]}, Analysis: a})
+			}
+			x.Update(files, true)
+			var got []string
+			for _, h := range x.View().ResolveImports(x.File(tc.cursor)) {
+				p := h.File.Path
+				if !h.Explicit {
+					p = "+" + p
+				}
+				got = append(got, p)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("resolved %s\n want %s", fmt.Sprint(got), strings.Join(tc.want, " "))
+			}
+		})
+	}
+}
