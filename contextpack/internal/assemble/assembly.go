@@ -16,6 +16,9 @@ type Weights struct {
 	Similar    float64
 	Imports    float64
 	File       float64 // files ranked by the summed similarity of their windows
+	// OffTopic multiplies the score of a test file's candidate for a
+	// cursor outside tests and of a prose file's for a cursor in code.
+	OffTopic float64
 }
 
 // Params are an assembly's explicit parameters: budget shares, limits,

@@ -48,7 +48,7 @@ func (as *Assembly) packCursorTier(pool []*Candidate) {
 		if fr := as.sel.fileRank[c.file]; fr > 0 && as.input.Strategy == StrategyFused {
 			s += as.params.Weights.File / (k + float64(fr))
 		}
-		c.score = s
+		c.score = s * as.topicWeight(c.file)
 	}
 	slices.SortStableFunc(fused, func(x, y *Candidate) int {
 		if x.score != y.score {
@@ -134,6 +134,17 @@ func (as *Assembly) packCursorTier(pool []*Candidate) {
 		c.reason = "cursor tier: " + why
 		as.noteIncluded(c)
 	}
+}
+
+// topicWeight is Weights.OffTopic for context off the cursor file's topic
+// (a test file for code outside tests, prose for code), else 1.
+func (as *Assembly) topicWeight(f *index.File) float64 {
+	cur := as.input.Cursor
+	if isTestPath(f.Path) && !isTestPath(cur.Path) ||
+		f.Analysis.Lang == syntax.LangPlain && cur.Analysis.Lang != syntax.LangPlain && isProsePath(f.Path) {
+		return as.params.Weights.OffTopic
+	}
+	return 1
 }
 
 // fusedWhy is the manifest's account of a fused candidate:

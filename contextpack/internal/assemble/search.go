@@ -166,14 +166,53 @@ func (q *SearchQuery) localsIn(reg LineRange) map[syntax.Term]bool {
 	return out
 }
 
-// isTestPath reports test files by the usual naming conventions.
+// isTestPath reports test files by the usual naming conventions of the
+// languages contextpack parses: Go's *_test.go, Python's test_*.py,
+// *_test.py and conftest.py, JavaScript/TypeScript's *.test.* and
+// *.spec.* and __tests__/, Java's *Test.java, *Tests.java, *IT.java and
+// src/test/, C/C++'s *_test.c* and *_unittest.c*, and test, tests and
+// testdata directories (Rust's integration tests among them).
 func isTestPath(p string) bool {
 	base := p[strings.LastIndexByte(p, '/')+1:]
-	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") ||
-		strings.HasSuffix(base, "_test.py") || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
-		strings.HasSuffix(base, "Test.java") || strings.HasSuffix(base, "Tests.java") ||
-		strings.Contains(p, "/tests/") || strings.HasPrefix(p, "tests/") || strings.Contains(p, "/test/") ||
-		strings.HasPrefix(p, "test/") || strings.Contains(p, "/testdata/")
+	stem := base
+	if i := strings.IndexByte(base, '.'); i > 0 {
+		stem = base[:i]
+	}
+	return strings.HasSuffix(stem, "_test") || strings.HasSuffix(stem, "_unittest") || strings.HasPrefix(base, "test_") ||
+		base == "conftest.py" || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
+		strings.HasSuffix(base, "Test.java") || strings.HasSuffix(base, "Tests.java") || strings.HasSuffix(base, "IT.java") ||
+		hasDir(p, "tests") || hasDir(p, "test") || hasDir(p, "testdata") || hasDir(p, "__tests__")
+}
+
+// hasDir reports whether path p has a directory named dir.
+func hasDir(p, dir string) bool {
+	for {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return false
+		}
+		if p[:i] == dir {
+			return true
+		}
+		p = p[i+1:]
+	}
+}
+
+// isProsePath reports documentation: README, CHANGELOG and the like, and
+// Markdown, reStructuredText, AsciiDoc and text files.
+func isProsePath(p string) bool {
+	base := strings.ToLower(p[strings.LastIndexByte(p, '/')+1:])
+	for _, ext := range []string{".md", ".markdown", ".rst", ".adoc", ".txt"} {
+		if strings.HasSuffix(base, ext) {
+			return true
+		}
+	}
+	for _, name := range []string{"readme", "changelog", "changes", "license", "copying", "notice", "authors", "contributing"} {
+		if base == name || strings.HasPrefix(base, name+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // defCandidates looks up the region's identifiers (locals excluded) in the
