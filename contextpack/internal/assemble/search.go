@@ -293,6 +293,7 @@ func (q *SearchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 	})
 	var out []*Candidate
 	seen := map[string]bool{}
+	texts := map[uint64]bool{} // normalised text of the definitions kept
 	for _, h := range hits {
 		if len(out) >= q.params.MaxCandidates {
 			break
@@ -308,6 +309,11 @@ func (q *SearchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 			continue
 		}
 		seen[key] = true
+		if th := normalisedHash(sl.Analysis, rs); texts[th] {
+			continue // the same definition in another file (generated or copied code)
+		} else {
+			texts[th] = true
+		}
 		out = append(out, &Candidate{file: sl, kind: SourceDefinition, ranges: rs, key: key, score: h.score,
 			label: d.Kind.String() + " " + d.Name})
 	}
@@ -336,6 +342,8 @@ func (q *SearchQuery) simCandidates(ids map[string]float64) ([]*Candidate, map[*
 	}
 	var out []*Candidate
 	taken := map[*index.File][]LineRange{}
+	var kept []*syntax.Chunk
+hits:
 	for _, h := range hits {
 		if len(out) >= q.params.MaxCandidates {
 			break
@@ -351,6 +359,12 @@ func (q *SearchQuery) simCandidates(ids map[string]float64) ([]*Candidate, map[*
 		if overlaps(taken[sl], rg) {
 			continue // a shifted copy of a better window
 		}
+		for _, k := range kept {
+			if nearDuplicate(k.Terms, c.Terms) {
+				continue hits // a copy of a better window, from another file
+			}
+		}
+		kept = append(kept, c)
 		taken[sl] = append(taken[sl], rg)
 		rs := []LineRange{rg}
 		out = append(out, &Candidate{file: sl, kind: SourceSimilar, ranges: rs, key: rangesKey(sl, rs),
@@ -387,4 +401,58 @@ func (q *SearchQuery) rankFiles(score map[uint32]float64) map[*index.File]int {
 		rank[x.sl] = i + 1
 	}
 	return rank
+}
+
+// nearDupJaccard is the weighted Jaccard similarity of two windows'
+// identifier counts from which the lower-ranked one is a near-duplicate.
+const nearDupJaccard = 0.8
+
+// nearDuplicate reports whether two windows' identifier counts (sorted by
+// term) have a weighted Jaccard similarity (Σ min / Σ max) of at least
+// nearDupJaccard: the same code repeated in sibling files, give or take a
+// name.
+func nearDuplicate(x, y []syntax.TermCount) bool {
+	var inter, union int
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case j == len(y) || i < len(x) && x[i].Term < y[j].Term:
+			union += int(x[i].Count)
+			i++
+		case i == len(x) || y[j].Term < x[i].Term:
+			union += int(y[j].Count)
+			j++
+		default:
+			inter += int(min(x[i].Count, y[j].Count))
+			union += int(max(x[i].Count, y[j].Count))
+			i++
+			j++
+		}
+	}
+	return union > 0 && float64(inter) >= nearDupJaccard*float64(union)
+}
+
+// normalisedHash hashes the text of a's ranges with runs of white space
+// made one space (FNV-1a), so copies that differ in indentation or line
+// breaks hash alike.
+func normalisedHash(a *syntax.Analysis, rs []LineRange) uint64 {
+	h := uint64(14695981039346656037)
+	space := false
+	for _, r := range rs {
+		s := a.RangeText(r.First, r.Last)
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				space = true
+				continue
+			}
+			if space {
+				h = (h ^ ' ') * 1099511628211
+				space = false
+			}
+			h = (h ^ uint64(c)) * 1099511628211
+		}
+		space = true
+	}
+	return h
 }
