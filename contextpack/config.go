@@ -128,7 +128,7 @@ func DefaultConfig() Config {
 		MaxSnippetTokens:    384,
 		MaxImportFileTokens: 1024,
 		RRFK:                60,
-		DefinitionWeight:    0.25,
+		DefinitionWeight:    3,
 		SimilarWeight:       4,
 		ImportWeight:        1,
 		FileWeight:          0,
