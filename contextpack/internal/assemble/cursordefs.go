@@ -26,7 +26,8 @@ func (as *Assembly) cursorDefs() []*Candidate {
 		return nil
 	}
 	q := as.searchQuery()
-	locals := q.localsIn(q.queryRegion())
+	reg, _, _ := q.query()
+	locals := q.localsIn(reg)
 	cls, parents := as.enclosingClass()
 	r, t := as.index, as.input.Cursor
 	testCursor := isTestPath(t.Path)

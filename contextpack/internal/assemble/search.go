@@ -72,76 +72,14 @@ func (as *Assembly) searchQuery() SearchQuery {
 // in the definitions index, and its windows scored by BM25.
 func Search(q SearchQuery) *SearchResult {
 	var res SearchResult
-	reg := q.queryRegion()
-	ids := q.queryIdents(reg)
+	reg, ids, inCode := q.query()
 	if q.strategy != StrategySimilarOnly {
-		res.definitions = q.defCandidates(ids, q.localsIn(reg))
+		res.definitions = q.defCandidates(ids, inCode, q.localsIn(reg))
 	}
 	if q.strategy != StrategyDefinitionsOnly {
 		res.similar, res.fileRank = q.simCandidates(ids)
 	}
 	return &res
-}
-
-// queryRegion is the code the cursor-dependent sources look at: the
-// enclosing function when it is short enough, else a window of lines
-// aligned to 8-line steps so that it moves only every few lines.
-func (q *SearchQuery) queryRegion() LineRange {
-	a, cl := q.text, q.cursorLine
-	ql := int32(q.params.QueryLines)
-	var best *syntax.Def
-	for i := range a.Defs {
-		d := &a.Defs[i]
-		if d.Start > cl {
-			break
-		}
-		if d.End >= cl && (d.Kind == syntax.KindFunction || d.Kind == syntax.KindMethod) {
-			best = d
-		}
-	}
-	if best != nil && best.End-best.Start+1 <= 2*ql {
-		return LineRange{best.Start, best.End}
-	}
-	const step = 8
-	base := cl / step * step
-	return LineRange{max(0, base-ql*3/4), min(a.NumLines()-1, base+step-1+ql/4)}
-}
-
-// queryIdents weighs the identifiers of the query region, leaving out the
-// cursor line (it changes on every keystroke; excluding it keeps the
-// cursor-dependent context stable while typing) and names defined inside
-// the region (locals). An occurrence counts more when it is called or
-// looks like a type (capitalised) than when it is a bare lower-case word.
-func (q *SearchQuery) queryIdents(reg LineRange) map[string]float64 {
-	a := q.text
-	ids := map[string]float64{}
-	for i := reg.First; i <= reg.Last; i++ {
-		if i == q.cursorLine {
-			continue
-		}
-		line := a.LineText(i)
-		syntax.ScanIdents(line, a.Lang, func(id string, off int) bool {
-			w := 0.5
-			end := off + len(id)
-			switch {
-			case end < len(line) && line[end] == '(':
-				w = 1.5
-			case off > 0 && line[off-1] == '.':
-				w = 1
-			case id[0] >= 'A' && id[0] <= 'Z':
-				w = 1
-			}
-			ids[id] += w
-			return true
-		})
-	}
-	for i := range a.Defs {
-		d := &a.Defs[i]
-		if d.Start > reg.First && d.Start <= reg.Last {
-			delete(ids, d.Name)
-		}
-	}
-	return ids
 }
 
 // localsIn is the set of parameters and local variables declared from the
@@ -198,8 +136,9 @@ func hasDir(p, dir string) bool {
 	}
 }
 
-// isProsePath reports documentation: README, CHANGELOG and the like, and
-// Markdown, reStructuredText, AsciiDoc and text files.
+// isProsePath reports documentation by its name: README, CHANGELOG and
+// the like, and Markdown, reStructuredText, AsciiDoc and text files (the
+// caller checks that the file is plain text: readme.go is code).
 func isProsePath(p string) bool {
 	base := strings.ToLower(p[strings.LastIndexByte(p, '/')+1:])
 	for _, ext := range []string{".md", ".markdown", ".rst", ".adoc", ".txt"} {
@@ -215,14 +154,15 @@ func isProsePath(p string) bool {
 	return false
 }
 
-// defCandidates looks up the region's identifiers (locals excluded) in the
-// definitions index.
-func (q *SearchQuery) defCandidates(ids map[string]float64, locals map[syntax.Term]bool) []*Candidate {
+// defCandidates looks up the region's identifiers that occur in its code
+// (locals excluded) in the definitions index: a name only a comment or a
+// string mentions is not one the code uses.
+func (q *SearchQuery) defCandidates(ids map[string]float64, inCode map[string]bool, locals map[syntax.Term]bool) []*Candidate {
 	r, t := q.index, q.cursor
 	testTarget := isTestPath(t.Path)
 	names := make([]string, 0, len(ids))
 	for n := range ids {
-		if !locals[syntax.HashIdent(n)] {
+		if inCode[n] && !locals[syntax.HashIdent(n)] {
 			names = append(names, n)
 		}
 	}
