@@ -85,15 +85,16 @@ func (as *Assembly) cursorDefs() []*Candidate {
 	return out
 }
 
-// lineUsesOf lists the identifiers typed on the cursor's line before the
-// cursor that are complete, nearest first and space-separated, those
-// called on self, this or super with a leading dot (see cursorDefs).
+// lineUsesOf lists the identifiers in code typed on the cursor's line
+// before the cursor that are complete, nearest first and space-separated,
+// those called on self, this or super with a leading dot (see
+// cursorDefs). Words of a comment or string literal are no names.
 func (as *Assembly) lineUsesOf() string {
 	if !as.input.Cursor.Viewed() {
 		return "" // the line is empty
 	}
 	a := as.text
-	line := a.Content[a.Lines[as.cursorLine]:as.input.Offset]
+	line := codeOnly(a.Content[a.Lines[as.cursorLine]:as.input.Offset], a.Lang)
 	var uses []string
 	syntax.ScanIdents(line, a.Lang, func(id string, off int) bool {
 		if off+len(id) < len(line) {

@@ -145,15 +145,65 @@ var stopWords = func() map[string]bool {
 	return m
 }()
 
+// blankTemplate blanks the literal text of the JavaScript template string
+// b[from:to] (to is after its closing back-quote) and keeps the code of its
+// ${...} substitutions; a substitution left open runs to the end of b.
+// A template nested in a substitution is taken for code (rare; lexing it
+// would need a stack).
+func blankTemplate(b []byte, from, to int) int {
+	i := from
+	for i < to {
+		if b[i] == '$' && i+1 < len(b) && b[i+1] == '{' {
+			b[i], b[i+1] = ' ', ' '
+			depth := 1
+			j := i + 2
+			for ; j < len(b) && depth > 0; j++ {
+				switch b[j] {
+				case '{':
+					depth++
+				case '}':
+					depth--
+				}
+			}
+			if depth == 0 {
+				b[j-1] = ' '
+			}
+			i = j
+			if i >= to {
+				// The substitution held the back-quote that ended the
+				// literal: find the real end.
+				for to = i; to < len(b) && b[to] != '`'; to++ {
+					if b[to] != '\n' {
+						b[to] = ' '
+					}
+				}
+				if to < len(b) {
+					b[to] = ' '
+					to++
+				}
+				return to
+			}
+			continue
+		}
+		if b[i] != '\n' {
+			b[i] = ' '
+		}
+		i++
+	}
+	return to
+}
+
 // codeOnly returns s with its comments and string literals made blank
 // (their bytes replaced by spaces, line breaks kept), by the lexical
 // rules of lang: # comments and single, double and triple quotes for
 // Python; // and /* */ comments, double quotes, character literals and
 // back-quoted raw or template strings for the C family (Go, JavaScript,
-// TypeScript, Java, Rust, C, C++). Other languages are returned as they
+// TypeScript, Java, Rust, C, C++; a JavaScript template's ${...} stays
+// code). Other languages are returned as they
 // are. s is assumed to start outside a comment or string.
 func codeOnly(s string, lang syntax.Lang) string {
 	python := lang == syntax.LangPython
+	js := lang == syntax.LangJS || lang == syntax.LangTS || lang == syntax.LangTSX
 	if !python && lang == syntax.LangPlain {
 		return s
 	}
@@ -208,7 +258,11 @@ func codeOnly(s string, lang syntax.Lang) string {
 			i = end
 		case !python && c == '`':
 			end := closeQuote(i, "`", true)
-			blank(i, end)
+			if js {
+				end = blankTemplate(b, i, end)
+			} else {
+				blank(i, end)
+			}
 			i = end
 		case !python && c == '\'':
 			// A character literal ('x', '\n'); a Rust lifetime ('a) is not.

@@ -17,6 +17,8 @@ func TestCodeOnly(t *testing.T) {
 		{syntax.LangGo, "import \"net/http\" // the path\nv := '\\n' + `raw\nstring` /* c\n d */ w", "import\nv :=      +\n\n      w"},
 		{syntax.LangRust, "fn f<'a>(s: &'a str) -> char { 'x' }", "fn f<'a>(s: &'a str) -> char {     }"},
 		{syntax.LangPlain, "# kept", "# kept"},
+		{syntax.LangJS, "return `${formatQuantity(count)}: ${", "return    formatQuantity(count)"},
+		{syntax.LangTS, "x = `a ${f(y)} b` + z", "x =      f(y)     + z"},
 	} {
 		got := codeOnly(tc.src, tc.lang)
 		if len(got) != len(tc.src) {
