@@ -61,6 +61,11 @@ type Config struct {
 	// FileWeight weighs a file-level signal in the fusion: files ranked by
 	// the summed similarity of their windows to the code around the cursor.
 	FileWeight float64
+	// OffTopicWeight multiplies the fused score of context from a test
+	// file for a cursor outside tests, and from a prose file (README,
+	// Markdown, text) for a cursor in code: demoted, not banned (a test
+	// can be the only user of an API).
+	OffTopicWeight float64
 	// Diversity is the exponent of maximal-marginal-relevance packing: a
 	// candidate's fused score is multiplied by the share of its
 	// identifiers that the prompt does not show yet to this power; 0 packs
@@ -123,10 +128,11 @@ func DefaultConfig() Config {
 		MaxSnippetTokens:    384,
 		MaxImportFileTokens: 1024,
 		RRFK:                60,
-		DefinitionWeight:    0.25,
+		DefinitionWeight:    3,
 		SimilarWeight:       4,
 		ImportWeight:        1,
 		FileWeight:          0,
+		OffTopicWeight:      0.5,
 		MaxParseBytes:       1 << 20,
 		ParseTimeout:        500 * time.Millisecond,
 		Workers:             runtime.GOMAXPROCS(0),
@@ -195,6 +201,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.Diversity >= 0 && c.Diversity <= 10) {
 		return fmt.Errorf("contextpack: Diversity %v out of range [0, 10]", c.Diversity)
+	}
+	if !(c.OffTopicWeight >= 0 && c.OffTopicWeight <= 1) {
+		return fmt.Errorf("contextpack: OffTopicWeight %v out of range [0, 1]", c.OffTopicWeight)
 	}
 	for _, w := range []float64{c.DefinitionWeight, c.SimilarWeight, c.ImportWeight, c.FileWeight} {
 		if !(w >= 0 && w <= 100) {

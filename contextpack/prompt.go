@@ -27,7 +27,7 @@ func assemblyParams(cfg Config, c *assemble.Counter, neutral func(string) string
 		MaxSnippetTokens:    cfg.MaxSnippetTokens,
 		MaxImportFileTokens: cfg.MaxImportFileTokens,
 		Weights: assemble.Weights{RRFK: cfg.RRFK, Definition: cfg.DefinitionWeight, Similar: cfg.SimilarWeight,
-			Imports: cfg.ImportWeight, File: cfg.FileWeight},
+			Imports: cfg.ImportWeight, File: cfg.FileWeight, OffTopic: cfg.OffTopicWeight},
 		Diversity: cfg.Diversity,
 		Counter:   c,
 		Neutral:   neutral,

@@ -272,6 +272,8 @@ func applySet(cfg *contextpack.Config, s string) error {
 			cfg.ImportWeight = f
 		case "FileWeight":
 			cfg.FileWeight = f
+		case "OffTopicWeight":
+			cfg.OffTopicWeight = f
 		case "Diversity":
 			cfg.Diversity = f
 		case "MaxSnippetsPerFile":

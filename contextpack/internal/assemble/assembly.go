@@ -16,6 +16,9 @@ type Weights struct {
 	Similar    float64
 	Imports    float64
 	File       float64 // files ranked by the summed similarity of their windows
+	// OffTopic multiplies the score of a test file's candidate for a
+	// cursor outside tests and of a prose file's for a cursor in code.
+	OffTopic float64
 }
 
 // Params are an assembly's explicit parameters: budget shares, limits,
@@ -96,6 +99,7 @@ type Assembly struct {
 	text          *syntax.Analysis // the cursor file with its own text (index.File.WithText)
 	cursorLine    int32
 	lineIdents    string // see lineIdentsOf
+	lineUses      string // see lineUsesOf
 	repoLevel     bool
 	overhead      int // tokens of the control tokens and path lines
 	available     int // prompt budget less overhead
@@ -208,6 +212,7 @@ func New(in Input, p *Params, r index.View, m Memos) *Assembly {
 		stableRanges: map[*index.File][]LineRange{}, importRank: map[*index.File]int{}}
 	if as.contextBudget > 0 && in.Strategy.selects() {
 		as.lineIdents = as.lineIdentsOf()
+		as.lineUses = as.lineUsesOf()
 	}
 	return as
 }
@@ -217,7 +222,7 @@ func New(in Input, p *Params, r index.View, m Memos) *Assembly {
 // prefix/suffix window's first line and scope headers (same-file context
 // is counted against them), the context budget, the cursor line's
 // indentation (an elision line next to the window can take it) and its
-// identifiers. ok is false when there is no selection to keep: no context
+// identifiers (lineIdents, and lineUses for cursorDefs). ok is false when there is no selection to keep: no context
 // budget, or a baseline strategy.
 type SelectionKey struct {
 	search      SearchKey
@@ -226,6 +231,7 @@ type SelectionKey struct {
 	budget      int
 	indent      string
 	lineIdents  string
+	lineUses    string
 }
 
 func (as *Assembly) SelectionKey() (SelectionKey, bool) {
@@ -236,6 +242,7 @@ func (as *Assembly) SelectionKey() (SelectionKey, bool) {
 		search:      as.searchQuery().Key(),
 		prefixFirst: as.prefixFirstLine(), headers: rangesKey(as.input.Cursor, as.window.headers),
 		budget: as.contextBudget, indent: lineIndent(as.text, as.cursorLine), lineIdents: as.lineIdents,
+		lineUses: as.lineUses,
 	}, true
 }
 

@@ -48,7 +48,7 @@ func (as *Assembly) packCursorTier(pool []*Candidate) {
 		if fr := as.sel.fileRank[c.file]; fr > 0 && as.input.Strategy == StrategyFused {
 			s += as.params.Weights.File / (k + float64(fr))
 		}
-		c.score = s
+		c.score = s * as.topicWeight(c.file)
 	}
 	slices.SortStableFunc(fused, func(x, y *Candidate) int {
 		if x.score != y.score {
@@ -62,16 +62,35 @@ func (as *Assembly) packCursorTier(pool []*Candidate) {
 		}
 		return int(x.ranges[0].First - y.ranges[0].First)
 	})
+	var pinned []*Candidate
+	if as.input.Strategy != StrategySimilarOnly {
+		pinned = as.cursorDefs()
+	}
+	for i, c := range pinned {
+		if len(fused) > 0 {
+			c.score = fused[0].score // its block ranks first for expandBlocks
+		}
+		if prev := byKey[c.key]; prev != nil {
+			prev.label = c.label
+			pinned[i] = prev
+			fused = slices.DeleteFunc(fused, func(x *Candidate) bool { return x == prev })
+		}
+	}
 	remaining := as.contextBudget - as.sel.contextUsed
 	perFile := map[*index.File]int{}
 	next := as.picker(fused)
 	for {
-		c := next()
-		if c == nil {
+		c, first := (*Candidate)(nil), len(pinned) > 0
+		if first {
+			c, pinned = pinned[0], pinned[1:]
+		} else if c = next(); c == nil {
 			break
 		}
 		as.sel.considered = append(as.sel.considered, c)
 		why := c.fusedWhy()
+		if first {
+			why = "first slot: " + why
+		}
 		if tooLong(rangesBytes(c.file.Analysis, c.ranges), remaining) {
 			c.reason = "dropped: far larger than the budget left (not counted); " + why
 			continue
@@ -84,56 +103,78 @@ func (as *Assembly) packCursorTier(pool []*Candidate) {
 		case as.sel.stableWhole[c.file] || covered(c.ranges, as.sel.stableRanges[c.file]):
 			c.reason = "dropped: already in the stable tier; " + why
 			continue
-		case perFile[c.file] >= as.params.MaxSnippetsPerFile:
+		}
+		cost, commit := as.cursorTierCost(c)
+		// The cap counts the pieces that cost tokens: a piece already
+		// shown is free, and an imported file's whole or outline is
+		// the file's one piece, never capped.
+		if cost > 0 && c.kind != SourceImport && !first && perFile[c.file] >= as.params.MaxSnippetsPerFile {
 			c.reason = fmt.Sprintf("dropped: %d snippets from this file already (cap); %s", as.params.MaxSnippetsPerFile, why)
 			continue
-		}
-		var cost int
-		if c.file == as.input.Cursor {
-			var ab, be []LineRange
-			for _, r := range c.ranges {
-				if r.Last < as.windowLines.First {
-					ab = append(ab, r)
-				} else {
-					be = append(be, r)
-				}
-			}
-			n := as.extrasTokens(append(slices.Clone(as.sel.above), ab...), append(slices.Clone(as.sel.below), be...))
-			cost = n - as.sel.extraTokens
-			if cost <= remaining {
-				as.sel.above, as.sel.below = append(as.sel.above, ab...), append(as.sel.below, be...)
-				as.sel.extraTokens = n
-			}
-		} else {
-			bl := as.sel.blocks[c.file]
-			nb := bl == nil
-			if nb {
-				bl = &block{file: c.file, headTokens: as.headTokens(c.file)}
-			}
-			rs := mergeRanges(append(slices.Clone(bl.ranges), c.ranges...))
-			n := as.params.Counter.rangesTokens(c.file.Analysis, rs, -1, -1)
-			cost = n - bl.tokens
-			if nb {
-				cost += bl.headTokens
-			}
-			if cost <= remaining {
-				bl.ranges, bl.tokens = rs, n
-				bl.best = max(bl.best, c.score)
-				bl.snippets++
-				as.sel.blocks[c.file] = bl
-			}
 		}
 		if cost > remaining {
 			c.reason = fmt.Sprintf("dropped: needs %d tokens, %d left; %s", cost, remaining, why)
 			continue
 		}
+		commit()
 		remaining -= cost
 		as.sel.contextUsed += cost
-		perFile[c.file]++
+		if cost > 0 {
+			perFile[c.file]++
+		}
 		c.included, c.tier, c.tokens = true, 2, cost
 		c.reason = "cursor tier: " + why
 		as.noteIncluded(c)
 	}
+}
+
+// cursorTierCost is what adding c to the cursor tier costs, and the
+// function that adds it: same-file ranges for the cursor file, else its
+// file's block (a new block pays its path line).
+func (as *Assembly) cursorTierCost(c *Candidate) (int, func()) {
+	if c.file == as.input.Cursor {
+		var ab, be []LineRange
+		for _, r := range c.ranges {
+			if r.Last < as.windowLines.First {
+				ab = append(ab, r)
+			} else {
+				be = append(be, r)
+			}
+		}
+		above, below := append(slices.Clone(as.sel.above), ab...), append(slices.Clone(as.sel.below), be...)
+		n := as.extrasTokens(above, below)
+		return n - as.sel.extraTokens, func() {
+			as.sel.above, as.sel.below, as.sel.extraTokens = above, below, n
+		}
+	}
+	bl := as.sel.blocks[c.file]
+	nb := bl == nil
+	if nb {
+		bl = &block{file: c.file, headTokens: as.headTokens(c.file)}
+	}
+	rs := mergeRanges(append(slices.Clone(bl.ranges), c.ranges...))
+	n := as.params.Counter.rangesTokens(c.file.Analysis, rs, -1, -1)
+	cost := n - bl.tokens
+	if nb {
+		cost += bl.headTokens
+	}
+	return cost, func() {
+		bl.ranges, bl.tokens = rs, n
+		bl.best = max(bl.best, c.score)
+		bl.snippets++
+		as.sel.blocks[c.file] = bl
+	}
+}
+
+// topicWeight is Weights.OffTopic for context off the cursor file's topic
+// (a test file for code outside tests, prose for code), else 1.
+func (as *Assembly) topicWeight(f *index.File) float64 {
+	cur := as.input.Cursor
+	if isTestPath(f.Path) && !isTestPath(cur.Path) ||
+		f.Analysis.Lang == syntax.LangPlain && cur.Analysis.Lang != syntax.LangPlain && isProsePath(f.Path) {
+		return as.params.Weights.OffTopic
+	}
+	return 1
 }
 
 // fusedWhy is the manifest's account of a fused candidate:

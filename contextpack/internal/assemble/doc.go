@@ -19,10 +19,16 @@
 // Where to change what:
 //   - ranking.go: the order of imported files and how an import is shown
 //     (whole or outline); the stable tier.
-//   - search.go: the query region, definitions lookup and its weights,
-//     BM25 windows.
-//   - cursortier.go: the fusion (Weights), diversity, the per-file cap and
-//     the packing of the cursor tier.
+//   - query.go: the query region (widened when thin) and its weighted
+//     identifiers (comment and string words weigh little, stop-words
+//     nothing).
+//   - search.go: definitions lookup and its weights, BM25 windows,
+//     near-duplicate suppression, test and prose paths.
+//   - cursordefs.go: the definitions of the names typed on the cursor's
+//     line, which take the cursor tier's first slots.
+//   - cursortier.go: the fusion (Weights, test and prose files demoted),
+//     diversity, the per-file cap (pieces that cost tokens) and the
+//     packing of the cursor tier.
 //   - window.go: the prefix/suffix cut; render.go: the prompt layout.
 //   - baselines.go: the baselines the quality tool compares against.
 //

@@ -72,76 +72,14 @@ func (as *Assembly) searchQuery() SearchQuery {
 // in the definitions index, and its windows scored by BM25.
 func Search(q SearchQuery) *SearchResult {
 	var res SearchResult
-	reg := q.queryRegion()
-	ids := q.queryIdents(reg)
+	reg, ids, inCode := q.query()
 	if q.strategy != StrategySimilarOnly {
-		res.definitions = q.defCandidates(ids, q.localsIn(reg))
+		res.definitions = q.defCandidates(ids, inCode, q.localsIn(reg))
 	}
 	if q.strategy != StrategyDefinitionsOnly {
 		res.similar, res.fileRank = q.simCandidates(ids)
 	}
 	return &res
-}
-
-// queryRegion is the code the cursor-dependent sources look at: the
-// enclosing function when it is short enough, else a window of lines
-// aligned to 8-line steps so that it moves only every few lines.
-func (q *SearchQuery) queryRegion() LineRange {
-	a, cl := q.text, q.cursorLine
-	ql := int32(q.params.QueryLines)
-	var best *syntax.Def
-	for i := range a.Defs {
-		d := &a.Defs[i]
-		if d.Start > cl {
-			break
-		}
-		if d.End >= cl && (d.Kind == syntax.KindFunction || d.Kind == syntax.KindMethod) {
-			best = d
-		}
-	}
-	if best != nil && best.End-best.Start+1 <= 2*ql {
-		return LineRange{best.Start, best.End}
-	}
-	const step = 8
-	base := cl / step * step
-	return LineRange{max(0, base-ql*3/4), min(a.NumLines()-1, base+step-1+ql/4)}
-}
-
-// queryIdents weighs the identifiers of the query region, leaving out the
-// cursor line (it changes on every keystroke; excluding it keeps the
-// cursor-dependent context stable while typing) and names defined inside
-// the region (locals). An occurrence counts more when it is called or
-// looks like a type (capitalised) than when it is a bare lower-case word.
-func (q *SearchQuery) queryIdents(reg LineRange) map[string]float64 {
-	a := q.text
-	ids := map[string]float64{}
-	for i := reg.First; i <= reg.Last; i++ {
-		if i == q.cursorLine {
-			continue
-		}
-		line := a.LineText(i)
-		syntax.ScanIdents(line, a.Lang, func(id string, off int) bool {
-			w := 0.5
-			end := off + len(id)
-			switch {
-			case end < len(line) && line[end] == '(':
-				w = 1.5
-			case off > 0 && line[off-1] == '.':
-				w = 1
-			case id[0] >= 'A' && id[0] <= 'Z':
-				w = 1
-			}
-			ids[id] += w
-			return true
-		})
-	}
-	for i := range a.Defs {
-		d := &a.Defs[i]
-		if d.Start > reg.First && d.Start <= reg.Last {
-			delete(ids, d.Name)
-		}
-	}
-	return ids
 }
 
 // localsIn is the set of parameters and local variables declared from the
@@ -166,24 +104,65 @@ func (q *SearchQuery) localsIn(reg LineRange) map[syntax.Term]bool {
 	return out
 }
 
-// isTestPath reports test files by the usual naming conventions.
+// isTestPath reports test files by the usual naming conventions of the
+// languages contextpack parses: Go's *_test.go, Python's test_*.py,
+// *_test.py and conftest.py, JavaScript/TypeScript's *.test.* and
+// *.spec.* and __tests__/, Java's *Test.java, *Tests.java, *IT.java and
+// src/test/, C/C++'s *_test.c* and *_unittest.c*, and test, tests and
+// testdata directories (Rust's integration tests among them).
 func isTestPath(p string) bool {
 	base := p[strings.LastIndexByte(p, '/')+1:]
-	return strings.HasSuffix(base, "_test.go") || strings.HasPrefix(base, "test_") ||
-		strings.HasSuffix(base, "_test.py") || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
-		strings.HasSuffix(base, "Test.java") || strings.HasSuffix(base, "Tests.java") ||
-		strings.Contains(p, "/tests/") || strings.HasPrefix(p, "tests/") || strings.Contains(p, "/test/") ||
-		strings.HasPrefix(p, "test/") || strings.Contains(p, "/testdata/")
+	stem := base
+	if i := strings.IndexByte(base, '.'); i > 0 {
+		stem = base[:i]
+	}
+	return strings.HasSuffix(stem, "_test") || strings.HasSuffix(stem, "_unittest") || strings.HasPrefix(base, "test_") ||
+		base == "conftest.py" || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
+		strings.HasSuffix(base, "Test.java") || strings.HasSuffix(base, "Tests.java") || strings.HasSuffix(base, "IT.java") ||
+		hasDir(p, "tests") || hasDir(p, "test") || hasDir(p, "testdata") || hasDir(p, "__tests__")
 }
 
-// defCandidates looks up the region's identifiers (locals excluded) in the
-// definitions index.
-func (q *SearchQuery) defCandidates(ids map[string]float64, locals map[syntax.Term]bool) []*Candidate {
+// hasDir reports whether path p has a directory named dir.
+func hasDir(p, dir string) bool {
+	for {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return false
+		}
+		if p[:i] == dir {
+			return true
+		}
+		p = p[i+1:]
+	}
+}
+
+// isProsePath reports documentation by its name: README, CHANGELOG and
+// the like, and Markdown, reStructuredText, AsciiDoc and text files (the
+// caller checks that the file is plain text: readme.go is code).
+func isProsePath(p string) bool {
+	base := strings.ToLower(p[strings.LastIndexByte(p, '/')+1:])
+	for _, ext := range []string{".md", ".markdown", ".rst", ".adoc", ".txt"} {
+		if strings.HasSuffix(base, ext) {
+			return true
+		}
+	}
+	for _, name := range []string{"readme", "changelog", "changes", "license", "copying", "notice", "authors", "contributing"} {
+		if base == name || strings.HasPrefix(base, name+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// defCandidates looks up the region's identifiers that occur in its code
+// (locals excluded) in the definitions index: a name only a comment or a
+// string mentions is not one the code uses.
+func (q *SearchQuery) defCandidates(ids map[string]float64, inCode map[string]bool, locals map[syntax.Term]bool) []*Candidate {
 	r, t := q.index, q.cursor
 	testTarget := isTestPath(t.Path)
 	names := make([]string, 0, len(ids))
 	for n := range ids {
-		if !locals[syntax.HashIdent(n)] {
+		if inCode[n] && !locals[syntax.HashIdent(n)] {
 			names = append(names, n)
 		}
 	}
@@ -254,6 +233,7 @@ func (q *SearchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 	})
 	var out []*Candidate
 	seen := map[string]bool{}
+	texts := map[uint64]bool{} // normalised text of the definitions kept
 	for _, h := range hits {
 		if len(out) >= q.params.MaxCandidates {
 			break
@@ -269,6 +249,11 @@ func (q *SearchQuery) defCandidates(ids map[string]float64, locals map[syntax.Te
 			continue
 		}
 		seen[key] = true
+		if th := normalisedHash(sl.Analysis, rs); texts[th] {
+			continue // the same definition in another file (generated or copied code)
+		} else {
+			texts[th] = true
+		}
 		out = append(out, &Candidate{file: sl, kind: SourceDefinition, ranges: rs, key: key, score: h.score,
 			label: d.Kind.String() + " " + d.Name})
 	}
@@ -297,6 +282,8 @@ func (q *SearchQuery) simCandidates(ids map[string]float64) ([]*Candidate, map[*
 	}
 	var out []*Candidate
 	taken := map[*index.File][]LineRange{}
+	var kept []*syntax.Chunk
+hits:
 	for _, h := range hits {
 		if len(out) >= q.params.MaxCandidates {
 			break
@@ -312,6 +299,12 @@ func (q *SearchQuery) simCandidates(ids map[string]float64) ([]*Candidate, map[*
 		if overlaps(taken[sl], rg) {
 			continue // a shifted copy of a better window
 		}
+		for _, k := range kept {
+			if nearDuplicate(k.Terms, c.Terms) {
+				continue hits // a copy of a better window, from another file
+			}
+		}
+		kept = append(kept, c)
 		taken[sl] = append(taken[sl], rg)
 		rs := []LineRange{rg}
 		out = append(out, &Candidate{file: sl, kind: SourceSimilar, ranges: rs, key: rangesKey(sl, rs),
@@ -348,4 +341,58 @@ func (q *SearchQuery) rankFiles(score map[uint32]float64) map[*index.File]int {
 		rank[x.sl] = i + 1
 	}
 	return rank
+}
+
+// nearDupJaccard is the weighted Jaccard similarity of two windows'
+// identifier counts from which the lower-ranked one is a near-duplicate.
+const nearDupJaccard = 0.8
+
+// nearDuplicate reports whether two windows' identifier counts (sorted by
+// term) have a weighted Jaccard similarity (Σ min / Σ max) of at least
+// nearDupJaccard: the same code repeated in sibling files, give or take a
+// name.
+func nearDuplicate(x, y []syntax.TermCount) bool {
+	var inter, union int
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case j == len(y) || i < len(x) && x[i].Term < y[j].Term:
+			union += int(x[i].Count)
+			i++
+		case i == len(x) || y[j].Term < x[i].Term:
+			union += int(y[j].Count)
+			j++
+		default:
+			inter += int(min(x[i].Count, y[j].Count))
+			union += int(max(x[i].Count, y[j].Count))
+			i++
+			j++
+		}
+	}
+	return union > 0 && float64(inter) >= nearDupJaccard*float64(union)
+}
+
+// normalisedHash hashes the text of a's ranges with runs of white space
+// made one space (FNV-1a), so copies that differ in indentation or line
+// breaks hash alike.
+func normalisedHash(a *syntax.Analysis, rs []LineRange) uint64 {
+	h := uint64(14695981039346656037)
+	space := false
+	for _, r := range rs {
+		s := a.RangeText(r.First, r.Last)
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				space = true
+				continue
+			}
+			if space {
+				h = (h ^ ' ') * 1099511628211
+				space = false
+			}
+			h = (h ^ uint64(c)) * 1099511628211
+		}
+		space = true
+	}
+	return h
 }

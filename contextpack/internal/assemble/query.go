@@ -1,0 +1,287 @@
+package assemble
+
+import (
+	"strings"
+
+	"github.com/infill-dev/infill/contextpack/internal/syntax"
+)
+
+// minQueryIdents is the number of distinct identifiers below which a
+// query region is widened: an enclosing function of a line or two gives
+// one or two search words, too few to rank windows or definitions by.
+const minQueryIdents = 8
+
+// query is the region the cursor-dependent sources look at and its
+// weighted identifiers and those of them that occur in code (queryIdents):
+// the enclosing function when it is
+// short enough, widened to the lines around the cursor (lineWindow) when
+// it names fewer than minQueryIdents distinct identifiers.
+func (q *SearchQuery) query() (reg LineRange, ids map[string]float64, inCode map[string]bool) {
+	reg, fn := q.queryRegion()
+	ids, inCode = q.queryIdents(reg)
+	if fn && len(inCode) < minQueryIdents {
+		w := q.lineWindow()
+		reg = LineRange{min(reg.First, w.First), max(reg.Last, w.Last)}
+		ids, inCode = q.queryIdents(reg)
+	}
+	return reg, ids, inCode
+}
+
+// queryRegion is the enclosing function when it is short enough (fn is
+// true), else lineWindow.
+func (q *SearchQuery) queryRegion() (reg LineRange, fn bool) {
+	a, cl := q.text, q.cursorLine
+	ql := int32(q.params.QueryLines)
+	var best *syntax.Def
+	for i := range a.Defs {
+		d := &a.Defs[i]
+		if d.Start > cl {
+			break
+		}
+		if d.End >= cl && (d.Kind == syntax.KindFunction || d.Kind == syntax.KindMethod) {
+			best = d
+		}
+	}
+	if best != nil && best.End-best.Start+1 <= 2*ql {
+		return LineRange{best.Start, best.End}, true
+	}
+	return q.lineWindow(), false
+}
+
+// lineWindow is a window of lines around the cursor aligned to 8-line
+// steps so that it moves only every few lines.
+func (q *SearchQuery) lineWindow() LineRange {
+	a, cl := q.text, q.cursorLine
+	ql := int32(q.params.QueryLines)
+	const step = 8
+	base := cl / step * step
+	return LineRange{max(0, base-ql*3/4), min(a.NumLines()-1, base+step-1+ql/4)}
+}
+
+// queryIdents weighs the identifiers of the query region's code, those
+// of its comments and string literals (codeOnly) much less (proseWeight),
+// and leaves out English stop-words, the
+// cursor line (it changes on every keystroke; excluding it keeps the
+// cursor-dependent context stable while typing) and names defined inside
+// the region (locals). An occurrence counts more when it is called or
+// looks like a type (capitalised) than when it is a bare lower-case word.
+func (q *SearchQuery) queryIdents(reg LineRange) (ids map[string]float64, inCode map[string]bool) {
+	a := q.text
+	ids = map[string]float64{}
+	text := a.RangeText(reg.First, reg.Last)
+	code := codeOnly(text, a.Lang)
+	lines, prose := strings.Split(code, "\n"), strings.Split(proseOf(text, code), "\n")
+	inCode = map[string]bool{}
+	for k, line := range lines {
+		if reg.First+int32(k) == q.cursorLine {
+			continue
+		}
+		syntax.ScanIdents(line, a.Lang, func(id string, off int) bool {
+			if stopWords[id] {
+				return true
+			}
+			w := 0.5
+			end := off + len(id)
+			switch {
+			case end < len(line) && line[end] == '(':
+				w = 1.5
+			case off > 0 && line[off-1] == '.':
+				w = 1
+			case id[0] >= 'A' && id[0] <= 'Z':
+				w = 1
+			}
+			ids[id] += w
+			inCode[id] = true
+			return true
+		})
+	}
+	for k, line := range prose {
+		if reg.First+int32(k) == q.cursorLine {
+			continue
+		}
+		syntax.ScanIdents(line, a.Lang, func(id string, off int) bool {
+			if !stopWords[id] {
+				ids[id] += proseWeight
+			}
+			return true
+		})
+	}
+	for i := range a.Defs {
+		d := &a.Defs[i]
+		if d.Start > reg.First && d.Start <= reg.Last {
+			delete(ids, d.Name)
+		}
+	}
+	return ids, inCode
+}
+
+// proseWeight is what an occurrence of a word in a comment or string
+// literal adds to the query, against 0.5 to 1.5 for one in code: prose
+// names the code it documents, but a licence header or a message is not
+// what the cursor's code is about.
+const proseWeight = 0.125
+
+// proseOf is the part of text that codeOnly made blank (comments and
+// string literals), the rest made blank.
+func proseOf(text, code string) string {
+	b := []byte(text)
+	for i := range b {
+		if b[i] != '\n' && code[i] == b[i] && b[i] != ' ' {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}
+
+// stopWords are English words that say nothing about code when they are
+// identifiers (and are prose when they are not).
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an and are as at be been but by do does for from had has have he her
+		his how i if in into is it its me my no nor not of on or our she so such than that the their them
+		then there these they this those to too us was we were what when where which who why will with would you your`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// blankTemplate blanks the literal text of the JavaScript template string
+// b[from:to] (to is after its closing back-quote) and keeps the code of its
+// ${...} substitutions; a substitution left open runs to the end of b.
+// A template nested in a substitution is taken for code (rare; lexing it
+// would need a stack).
+func blankTemplate(b []byte, from, to int) int {
+	i := from
+	for i < to {
+		if b[i] == '$' && i+1 < len(b) && b[i+1] == '{' {
+			b[i], b[i+1] = ' ', ' '
+			depth := 1
+			j := i + 2
+			for ; j < len(b) && depth > 0; j++ {
+				switch b[j] {
+				case '{':
+					depth++
+				case '}':
+					depth--
+				}
+			}
+			if depth == 0 {
+				b[j-1] = ' '
+			}
+			i = j
+			if i >= to {
+				// The substitution held the back-quote that ended the
+				// literal: find the real end.
+				for to = i; to < len(b) && b[to] != '`'; to++ {
+					if b[to] != '\n' {
+						b[to] = ' '
+					}
+				}
+				if to < len(b) {
+					b[to] = ' '
+					to++
+				}
+				return to
+			}
+			continue
+		}
+		if b[i] != '\n' {
+			b[i] = ' '
+		}
+		i++
+	}
+	return to
+}
+
+// codeOnly returns s with its comments and string literals made blank
+// (their bytes replaced by spaces, line breaks kept), by the lexical
+// rules of lang: # comments and single, double and triple quotes for
+// Python; // and /* */ comments, double quotes, character literals and
+// back-quoted raw or template strings for the C family (Go, JavaScript,
+// TypeScript, Java, Rust, C, C++; a JavaScript template's ${...} stays
+// code). Other languages are returned as they
+// are. s is assumed to start outside a comment or string.
+func codeOnly(s string, lang syntax.Lang) string {
+	python := lang == syntax.LangPython
+	js := lang == syntax.LangJS || lang == syntax.LangTS || lang == syntax.LangTSX
+	if !python && lang == syntax.LangPlain {
+		return s
+	}
+	b := []byte(s)
+	blank := func(from, to int) {
+		for i := from; i < to && i < len(b); i++ {
+			if b[i] != '\n' {
+				b[i] = ' '
+			}
+		}
+	}
+	// closeQuote is the end (after the closing quote) of a quoted literal
+	// opened by q at i; a one-line literal ends at the end of its line.
+	closeQuote := func(i int, q string, multiline bool) int {
+		for j := i + len(q); j < len(s); j++ {
+			switch {
+			case s[j] == '\\':
+				j++
+			case strings.HasPrefix(s[j:], q):
+				return j + len(q)
+			case s[j] == '\n' && !multiline:
+				return j
+			}
+		}
+		return len(s)
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case python && c == '#', !python && strings.HasPrefix(s[i:], "//"):
+			j := strings.IndexByte(s[i:], '\n')
+			if j < 0 {
+				j = len(s) - i
+			}
+			blank(i, i+j)
+			i += j
+		case !python && strings.HasPrefix(s[i:], "/*"):
+			j := strings.Index(s[i+2:], "*/")
+			end := len(s)
+			if j >= 0 {
+				end = i + 2 + j + 2
+			}
+			blank(i, end)
+			i = end
+		case python && (strings.HasPrefix(s[i:], `"""`) || strings.HasPrefix(s[i:], `'''`)):
+			end := closeQuote(i, s[i:i+3], true)
+			blank(i, end)
+			i = end
+		case c == '"' || python && c == '\'':
+			end := closeQuote(i, s[i:i+1], false)
+			blank(i, end)
+			i = end
+		case !python && c == '`':
+			end := closeQuote(i, "`", true)
+			if js {
+				end = blankTemplate(b, i, end)
+			} else {
+				blank(i, end)
+			}
+			i = end
+		case !python && c == '\'':
+			// A character literal ('x', '\n'); a Rust lifetime ('a) is not.
+			end := i + 1
+			if end < len(s) && s[end] == '\\' {
+				end = closeQuote(i, "'", false)
+			} else if i+2 < len(s) && s[i+2] == '\'' {
+				end = i + 3
+			} else if lang != syntax.LangRust {
+				end = closeQuote(i, "'", false) // a JavaScript string
+			} else {
+				i++
+				continue
+			}
+			blank(i, end)
+			i = end
+		default:
+			i++
+		}
+	}
+	return string(b)
+}
