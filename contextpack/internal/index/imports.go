@@ -91,7 +91,11 @@ func (r *Index) resolveOne(t *File, im syntax.Import) []*File {
 	case syntax.ImportGo:
 		return r.goPackage(t, im.Spec)
 	case syntax.ImportJS:
-		return one(r.jsModule(t, im.Spec))
+		f := r.jsModule(t, im.Spec)
+		if f == nil {
+			return nil
+		}
+		return append([]*File{f}, r.jsReexports(f, im.Names)...)
 	case syntax.ImportJava:
 		return r.javaImport(t, im.Spec)
 	case syntax.ImportRustUse:
@@ -248,30 +252,13 @@ func (r *Index) goPackage(t *File, imp string) []*File {
 
 var jsExts = []string{".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts"}
 
-// jsModule resolves a relative JavaScript/TypeScript module specifier.
+// jsModule resolves a JavaScript/TypeScript module specifier: relative,
+// or bare through the module map (jsmodules.go).
 func (r *Index) jsModule(t *File, spec string) *File {
 	if !strings.HasPrefix(spec, "./") && !strings.HasPrefix(spec, "../") && spec != "." && spec != ".." {
-		return nil // a package; not in the repository
+		return r.jsBare(t, spec)
 	}
-	p := joinDir(t.Dir, spec)
-	if sl := r.files[p]; sl != nil {
-		return sl
-	}
-	stem := p
-	if ext := path.Ext(p); ext == ".js" || ext == ".jsx" || ext == ".mjs" || ext == ".cjs" {
-		stem = strings.TrimSuffix(p, ext) // TypeScript imports "./x.js" for x.ts
-	}
-	for _, ext := range jsExts {
-		if sl := r.files[stem+ext]; sl != nil {
-			return sl
-		}
-	}
-	for _, ext := range jsExts {
-		if sl := r.files[p+"/index"+ext]; sl != nil {
-			return sl
-		}
-	}
-	return nil
+	return r.jsPath(joinDir(t.Dir, spec))
 }
 
 // javaImport resolves a.b.C, a.b.* and static a.b.C.member.

@@ -56,6 +56,41 @@ func TestResolveImports(t *testing.T) {
 			"src/c.js":     "module.exports = 1;\n",
 			"lib/index.ts": "export default 1;\n",
 		}, "src/app.ts", []string{"src/a.ts", "lib/index.ts", "src/c.js"}},
+		{"typescript monorepo: workspace packages, tsconfig paths through extends, re-exports", map[string]string{
+			"package.json": `{"name": "root", "private": true, "workspaces": ["packages/*"]}`,
+			"tsconfig.base.json": `{
+  // shared options
+  "compilerOptions": {
+    "baseUrl": ".",
+    "paths": {
+      "~/*": ["packages/app/src/*"], /* app-local alias */
+      "@shared": ["packages/core/src/shared.ts",],
+    },
+  },
+}`,
+			"packages/app/tsconfig.json":       `{"extends": "../../tsconfig.base.json", "compilerOptions": {"outDir": "dist"}}`,
+			"packages/app/package.json":        `{"name": "@acme/app", "dependencies": {"@acme/core": "workspace:*"}}`,
+			"packages/app/src/main.ts":         "import { makeUser, Role } from '@acme/core';\nimport { fmt } from '@acme/core/util/format';\nimport { cfg } from '~/config';\nimport { S } from '@shared';\nimport { b } from '@acme/ui/button';\nimport lodash from 'lodash';\n",
+			"packages/app/src/config.ts":       "export const cfg = 1;\n",
+			"packages/core/package.json":       `{"name": "@acme/core", "main": "./dist/index.js", "types": "./dist/index.d.ts"}`,
+			"packages/core/src/index.ts":       "export * from './user.js';\nexport { Role } from './roles';\nexport { other } from './other';\n",
+			"packages/core/src/user.ts":        "export function makeUser() {}\n",
+			"packages/core/src/roles.ts":       "export enum Role { A }\n",
+			"packages/core/src/other.ts":       "export const other = 1;\n",
+			"packages/core/src/util/format.ts": "export function fmt() {}\n",
+			"packages/core/src/shared.ts":      "export const S = 1;\n",
+			"packages/ui/package.json":         `{"name": "@acme/ui", "exports": {".": "./src/index.ts", "./*": {"types": "./dist/*.d.ts", "import": "./dist/*.mjs"}}}`,
+			"packages/ui/src/button.tsx":       "export const b = 1;\n",
+		}, "packages/app/src/main.ts", []string{"packages/core/src/index.ts", "packages/core/src/user.ts", "packages/core/src/roles.ts",
+			"packages/core/src/util/format.ts", "packages/app/src/config.ts", "packages/core/src/shared.ts", "packages/ui/src/button.tsx"}},
+		{"javascript jsconfig baseUrl, directory package, cycle-safe re-exports", map[string]string{
+			"jsconfig.json":            `{"compilerOptions": {"baseUrl": "src"}}`,
+			"src/app.js":               "import { a, z } from 'lib';\nimport { w } from 'widgets';\n",
+			"src/lib/index.js":         "export * from './a.mjs';\nexport * from './index.js';\n",
+			"src/lib/a.mjs":            "export * from './index.js';\nexport function a() {}\n",
+			"src/widgets/package.json": `{"main": "w.cjs"}`,
+			"src/widgets/w.cjs":        "exports.w = 1;\n",
+		}, "src/app.js", []string{"src/lib/index.js", "src/lib/a.mjs", "src/widgets/w.cjs"}},
 		{"java class, wildcard, static, package", map[string]string{
 			"src/com/x/App.java":    "package com.x;\n\nimport com.y.Util;\nimport com.z.*;\nimport static com.y.Consts.MAX;\n\nclass App {}\n",
 			"src/com/x/Peer.java":   "package com.x;\nclass Peer {}\n",

@@ -33,6 +33,7 @@ type Index struct {
 	byBase       map[string][]*File    // base name → files
 	byDir        map[string][]*File    // directory → files
 	goMods       map[string]string     // directory of a go.mod → module path
+	jsMap        *jsModuleMap          // derived from package.json and tsconfig files; nil when one changed
 	fileDocFreqs map[syntax.Term]int32 // files per term; nil until a baseline needs it
 
 	scratch []float32
@@ -219,6 +220,7 @@ func (r *Index) add(f *RequestFile) *File {
 			r.goMods[sl.Dir] = m
 		}
 	}
+	r.noteJSConfig(sl)
 	return sl
 }
 
@@ -328,6 +330,7 @@ func (r *Index) replace(sl *File, f *RequestFile) {
 		r.dropChunk(oldIDs[i], &oc[i])
 	}
 	sl.chunkIDs = ids
+	r.noteJSConfig(sl)
 	if sl.Base == "go.mod" {
 		delete(r.goMods, sl.Dir)
 		if m := goModulePath(f.content()); m != "" {
@@ -397,6 +400,7 @@ func (r *Index) removeAll(gone []*File) {
 		if sl.Base == "go.mod" {
 			delete(r.goMods, sl.Dir)
 		}
+		r.noteJSConfig(sl)
 		if r.viewHolder == sl {
 			r.viewHolder = nil
 		}

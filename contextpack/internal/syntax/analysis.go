@@ -85,6 +85,9 @@ type Import struct {
 	Spec  string
 	Names []string
 	Line  int32 // of the import statement
+	// Reexport marks a JavaScript/TypeScript export ... from statement
+	// (Names empty: export * from).
+	Reexport bool
 }
 
 // Local is a parameter or local variable declared on a line.
