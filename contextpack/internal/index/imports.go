@@ -122,11 +122,15 @@ func one(sl *File) []*File {
 
 // suffixMatch finds the file whose path is rel or ends with "/"+rel,
 // preferring the one nearest to dir.
-func (r *Index) suffixMatch(rel, dir string) *File {
+func (r *Index) suffixMatch(rel, dir string) *File { return r.suffixMatchIf(rel, dir, nil) }
+
+// suffixMatchIf is suffixMatch among the files that keep accepts (all
+// when it is nil).
+func (r *Index) suffixMatchIf(rel, dir string, keep func(*File) bool) *File {
 	var best *File
 	bestScore := -1
 	for _, sl := range r.byBase[path.Base(rel)] {
-		if sl.Path != rel && !strings.HasSuffix(sl.Path, "/"+rel) {
+		if sl.Path != rel && !strings.HasSuffix(sl.Path, "/"+rel) || keep != nil && !keep(sl) {
 			continue
 		}
 		s := commonPrefixDirs(sl.Dir, dir)
@@ -215,11 +219,31 @@ func (r *Index) pyModule(t *File, mod string) []*File {
 		return one(r.files[joinDir(base, rel+"/__init__.py")])
 	}
 	rel := strings.ReplaceAll(mod, ".", "/")
-	if sl := r.suffixMatch(rel+".py", t.Dir); sl != nil {
+	top, _, _ := strings.Cut(rel, "/")
+	// An absolute import names a module under a directory on sys.path:
+	// the repository root, a src/-style directory, the importing file's
+	// own directory (scripts, tests), or the parent of a regular
+	// top-level package. Not any file with a matching name: "import
+	// json" is not tools/json.py.
+	onPath := func(sl *File, suffix string) bool {
+		root := strings.TrimSuffix(strings.TrimSuffix(sl.Path, suffix), "/")
+		switch {
+		case root == "" || root == t.Dir || pyRootDirs[path.Base(root)]:
+			return true
+		case r.files[joinDir(root, top+"/__init__.py")] != nil:
+			return r.files[joinDir(root, "__init__.py")] == nil
+		}
+		return false
+	}
+	if sl := r.suffixMatchIf(rel+".py", t.Dir, func(sl *File) bool { return onPath(sl, rel+".py") }); sl != nil {
 		return []*File{sl}
 	}
-	return one(r.suffixMatch(rel+"/__init__.py", t.Dir))
+	return one(r.suffixMatchIf(rel+"/__init__.py", t.Dir, func(sl *File) bool { return onPath(sl, rel+"/__init__.py") }))
 }
+
+// pyRootDirs are directory names that hold a repository's importable
+// Python code (src/ layout and its variants).
+var pyRootDirs = map[string]bool{"src": true, "lib": true, "python": true, "py": true}
 
 // goPackage resolves a Go import path to the non-test files of the package
 // directory: through a go.mod module path when the request has one, else
