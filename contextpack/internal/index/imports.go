@@ -246,15 +246,26 @@ func (r *Index) pyModule(t *File, mod string) []*File {
 var pyRootDirs = map[string]bool{"src": true, "lib": true, "python": true, "py": true}
 
 // goPackage resolves a Go import path to the non-test files of the package
-// directory: through a go.mod module path when the request has one, else
+// directory: through a go.mod module path or a replace directive with a
+// local target when the request has one, else
 // by the longest directory suffix (which also finds standard library
 // packages when the repository is GOROOT/src).
 func (r *Index) goPackage(t *File, imp string) []*File {
 	dir, ok := "", false
 	bestLen := -1
+	try := func(modDir, mod string) {
+		if imp != mod && !strings.HasPrefix(imp, mod+"/") || len(mod) < bestLen {
+			return
+		}
+		d := joinDir(modDir, strings.TrimPrefix(strings.TrimPrefix(imp, mod), "/"))
+		if len(mod) > bestLen || d < dir { // ties by directory: map order must not decide
+			dir, ok, bestLen = d, true, len(mod)
+		}
+	}
 	for d, m := range r.goMods {
-		if (imp == m || strings.HasPrefix(imp, m+"/")) && len(m) > bestLen {
-			dir, ok, bestLen = joinDir(d, strings.TrimPrefix(strings.TrimPrefix(imp, m), "/")), true, len(m)
+		try(d, m.path)
+		for _, rp := range m.replaces {
+			try(rp.dir, rp.module)
 		}
 	}
 	if !ok {

@@ -55,6 +55,15 @@ func TestResolveImports(t *testing.T) {
 			"tests/test_engine.py":      "import acme.core.engine\nfrom acme.core import Engine\nimport json\n",
 			"tools/json.py":             "x = 1\n",
 		}, "tests/test_engine.py", []string{"src/acme/core/engine.py", "src/acme/core/__init__.py"}},
+		{"go nested module and replace within the repository", map[string]string{
+			"go.mod":                         "module example.com/app\n\nrequire example.com/lib v0.0.0\n\nreplace example.com/lib => ./third_party/lib\n",
+			"main.go":                        "package main\n\nimport (\n\t\"example.com/app/internal/db\"\n\t\"example.com/lib/codec\"\n\t\"example.com/app/tools/gen\"\n)\n",
+			"internal/db/db.go":              "package db\n",
+			"third_party/lib/go.mod":         "module github.com/vendor/lib\n",
+			"third_party/lib/codec/codec.go": "package codec\n",
+			"tools/go.mod":                   "module example.com/app/tools\n",
+			"tools/gen/gen.go":               "package gen\n",
+		}, "main.go", []string{"internal/db/db.go", "third_party/lib/codec/codec.go", "tools/gen/gen.go"}},
 		{"go module path and package", map[string]string{
 			"go.mod":        "module example.com/m\n\ngo 1.22\n",
 			"cmd/main.go":   "package main\n\nimport (\n\t\"fmt\"\n\t\"example.com/m/lib\"\n)\n\nfunc main() { fmt.Println(lib.X) }\n",
