@@ -358,13 +358,19 @@ func (r *Index) rustCrateRoot(t *File) string {
 	}
 }
 
-// rustUse resolves crate::, self:: and super:: paths to module files.
+// rustUse resolves crate::, self::, super:: and workspace crate paths to
+// module files.
 func (r *Index) rustUse(t *File, im syntax.Import) []*File {
 	parts := strings.Split(im.Spec, "::")
 	var base string
+	var rootFile *File // the crate root, when the path starts at one
 	switch {
 	case len(parts) > 0 && parts[0] == "crate":
 		base, parts = r.rustCrateRoot(t), parts[1:]
+		rootFile = r.files[joinDir(base, "lib.rs")]
+		if rootFile == nil {
+			rootFile = r.files[joinDir(base, "main.rs")]
+		}
 	case len(parts) > 0 && (parts[0] == "self" || parts[0] == "super"):
 		base = rustModDir(t)
 		for len(parts) > 0 && (parts[0] == "self" || parts[0] == "super") {
@@ -378,6 +384,12 @@ func (r *Index) rustUse(t *File, im syntax.Import) []*File {
 		}
 	default:
 		base = rustModDir(t) // a module declared in this one, if any
+		if len(parts) > 0 && r.rustFile(base, parts[0]) == nil {
+			// Another crate of the workspace: its root module.
+			if root := r.files[r.rustCrates()[parts[0]]]; root != nil {
+				rootFile, base, parts = root, root.Dir, parts[1:]
+			}
+		}
 	}
 	paths := [][]string{parts}
 	if len(im.Names) > 0 {
@@ -388,12 +400,16 @@ func (r *Index) rustUse(t *File, im syntax.Import) []*File {
 	}
 	var out []*File
 	for _, p := range paths {
-		// The longest prefix of the path that is a module file.
-		for k := len(p); k > 0; k-- {
+		// The longest prefix of the path that is a module file, else
+		// the crate root that defines the item.
+		found := false
+		for k := len(p); k > 0 && !found; k-- {
 			if sl := r.rustFile(joinDir(base, strings.Join(p[:k-1], "/")), p[k-1]); sl != nil {
-				out = append(out, sl)
-				break
+				out, found = append(out, sl), true
 			}
+		}
+		if !found && rootFile != nil && rootFile != t {
+			out = append(out, rootFile)
 		}
 	}
 	return out

@@ -132,6 +132,16 @@ func TestResolveImports(t *testing.T) {
 			"src/net/tcp.rs": "pub fn connect() {}\n",
 			"src/util.rs":    "pub fn helper() {}\n",
 		}, "src/net/mod.rs", []string{"src/net/tcp.rs", "src/util.rs"}},
+		{"rust workspace members and 2018 modules", map[string]string{
+			"Cargo.toml":                   "[workspace]\nmembers = [\"crates/*\"]\n",
+			"crates/core-types/Cargo.toml": "[package]\nname = \"core-types\"\nversion = \"0.1.0\"\n",
+			"crates/core-types/src/lib.rs": "pub mod id;\n",
+			"crates/core-types/src/id.rs":  "pub struct Id;\n",
+			"crates/server/Cargo.toml":     "[package]\nname = \"server\"\n\n[lib]\npath = \"src/lib.rs\"\n",
+			"crates/server/src/main.rs":    "mod net;\nuse core_types::id::Id;\nuse core_types::Thing;\nuse serde::Serialize;\n",
+			"crates/server/src/net.rs":     "mod tcp;\n",
+			"crates/server/src/net/tcp.rs": "pub fn c() {}\n",
+		}, "crates/server/src/main.rs", []string{"crates/server/src/net.rs", "crates/core-types/src/id.rs", "crates/core-types/src/lib.rs"}},
 		{"c quote, system, matching header", map[string]string{
 			"src/main.c":        "#include \"util.h\"\n#include <lib/api.h>\n#include <stdio.h>\n",
 			"src/main.h":        "int main(void);\n",

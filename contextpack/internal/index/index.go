@@ -34,6 +34,7 @@ type Index struct {
 	byDir        map[string][]*File    // directory → files
 	goMods       map[string]goModule   // directory of a go.mod → what it says
 	jsMap        *jsModuleMap          // derived from package.json and tsconfig files; nil when one changed
+	crateRoots   map[string]string     // derived from Cargo.toml files; nil when one changed
 	fileDocFreqs map[syntax.Term]int32 // files per term; nil until a baseline needs it
 
 	scratch []float32
@@ -220,7 +221,7 @@ func (r *Index) add(f *RequestFile) *File {
 			r.goMods[sl.Dir] = m
 		}
 	}
-	r.noteJSConfig(sl)
+	r.noteConfig(sl)
 	return sl
 }
 
@@ -330,7 +331,7 @@ func (r *Index) replace(sl *File, f *RequestFile) {
 		r.dropChunk(oldIDs[i], &oc[i])
 	}
 	sl.chunkIDs = ids
-	r.noteJSConfig(sl)
+	r.noteConfig(sl)
 	if sl.Base == "go.mod" {
 		delete(r.goMods, sl.Dir)
 		if m := parseGoMod(sl.Dir, f.content()); m.path != "" {
@@ -400,7 +401,7 @@ func (r *Index) removeAll(gone []*File) {
 		if sl.Base == "go.mod" {
 			delete(r.goMods, sl.Dir)
 		}
-		r.noteJSConfig(sl)
+		r.noteConfig(sl)
 		if r.viewHolder == sl {
 			r.viewHolder = nil
 		}

@@ -53,10 +53,17 @@ func isJSConfig(base string) bool {
 		strings.HasPrefix(base, "tsconfig") && strings.HasSuffix(base, ".json")
 }
 
-// noteJSConfig drops the module map when sl is a file it derives from.
-func (r *Index) noteJSConfig(sl *File) {
-	if isJSConfig(sl.Base) {
-		r.jsMap = nil
+// noteConfig drops what is derived from manifests (the JavaScript module
+// map, the Rust crate roots) when sl is one of them. Both hold paths,
+// not files, so other files coming and going leave them valid.
+func (r *Index) noteConfig(sl *File) {
+	switch sl.Base {
+	case "Cargo.toml":
+		r.crateRoots = nil
+	default:
+		if isJSConfig(sl.Base) {
+			r.jsMap = nil
+		}
 	}
 }
 
