@@ -107,6 +107,8 @@ func (r *Index) resolveOne(t *File, im syntax.Import) []*File {
 			if sl := r.files[path.Join(t.Dir, im.Spec)]; sl != nil {
 				return []*File{sl}
 			}
+		} else if systemHeader(im.Spec) {
+			return nil // <string.h> is the C library's, not third_party/string.h
 		}
 		return one(r.suffixMatch(path.Clean(im.Spec), t.Dir))
 	}
@@ -413,4 +415,37 @@ func (r *Index) rustUse(t *File, im syntax.Import) []*File {
 		}
 	}
 	return out
+}
+
+// cSystemHeaders are the C standard and common POSIX headers: an angle
+// include of one of them names the system's, whatever files of the same
+// name the repository holds.
+var cSystemHeaders = map[string]bool{}
+
+func init() {
+	for _, h := range strings.Fields(`assert complex ctype errno fenv float inttypes iso646 limits locale
+		math setjmp signal stdalign stdarg stdatomic stdbit stdbool stdckdint stddef stdint stdio stdlib
+		stdnoreturn string tgmath threads time uchar wchar wctype
+		aio dirent dlfcn fcntl fnmatch getopt glob grp iconv langinfo libgen malloc netdb poll pthread pwd
+		regex sched search semaphore spawn strings syslog termios unistd utime wordexp alloca endian execinfo`) {
+		cSystemHeaders[h+".h"] = true
+	}
+}
+
+// systemHeader reports whether an angle include names a system header:
+// a standard or POSIX one, or one under a system directory (sys/, arpa/,
+// netinet/, linux/, ...).
+func systemHeader(spec string) bool {
+	if cSystemHeaders[spec] {
+		return true
+	}
+	dir, _, ok := strings.Cut(spec, "/")
+	if !ok {
+		return false
+	}
+	switch dir {
+	case "sys", "arpa", "net", "netinet", "linux", "asm", "bits", "mach", "machine":
+		return true
+	}
+	return false
 }

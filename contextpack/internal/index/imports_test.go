@@ -142,6 +142,14 @@ func TestResolveImports(t *testing.T) {
 			"crates/server/src/net.rs":     "mod tcp;\n",
 			"crates/server/src/net/tcp.rs": "pub fn c() {}\n",
 		}, "crates/server/src/main.rs", []string{"crates/server/src/net.rs", "crates/core-types/src/id.rs", "crates/core-types/src/lib.rs"}},
+		{"c and c++ include directories", map[string]string{
+			"include/acme/api.h":     "int api(void);\n",
+			"src/core/api.c":         "#include \"acme/api.h\"\n#include \"../common/log.h\"\n#include \"internal.h\"\n#include <string.h>\n",
+			"src/common/log.h":       "void log(void);\n",
+			"src/core/internal/x.h":  "",
+			"src/private/internal.h": "int i;\n",
+			"third_party/string.h":   "",
+		}, "src/core/api.c", []string{"include/acme/api.h", "src/common/log.h", "src/private/internal.h"}},
 		{"c quote, system, matching header", map[string]string{
 			"src/main.c":        "#include \"util.h\"\n#include <lib/api.h>\n#include <stdio.h>\n",
 			"src/main.h":        "int main(void);\n",
