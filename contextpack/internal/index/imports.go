@@ -53,6 +53,15 @@ func (r *Index) resolveImports(t *File) []ImportHit {
 				addFile(sl, false)
 			}
 		}
+		// A test sees its package's main sources (Maven and Gradle
+		// layouts), not the other way round.
+		if main := javaMainDir(t.Dir); main != "" {
+			for _, sl := range r.byDir[main] {
+				if sl.Lang == syntax.LangJava {
+					addFile(sl, false)
+				}
+			}
+		}
 	case syntax.LangC, syntax.LangCPP:
 		stem := strings.TrimSuffix(t.Base, path.Ext(t.Base))
 		for _, ext := range []string{".h", ".hpp", ".hh", ".hxx", ".c", ".cc", ".cpp", ".cxx"} {
@@ -326,6 +335,19 @@ func (r *Index) javaImport(t *File, spec string) []*File {
 		rel = rel[:i]
 	}
 	return nil
+}
+
+// javaMainDir is the main source directory of the package of a test
+// source directory (…/src/test/java/a/b → …/src/main/java/a/b), "" when
+// dir is not one.
+func javaMainDir(dir string) string {
+	for _, set := range []string{"test", "androidTest"} {
+		test := "src/" + set + "/java/"
+		if i := strings.Index("/"+dir+"/", "/"+test); i >= 0 {
+			return strings.TrimSuffix(dir[:i]+"src/main/java/"+dir[min(i+len(test), len(dir)):], "/")
+		}
+	}
+	return ""
 }
 
 // rustModDir is the directory holding the submodules of t's module.

@@ -150,6 +150,19 @@ func TestResolveImports(t *testing.T) {
 			"src/private/internal.h": "int i;\n",
 			"third_party/string.h":   "",
 		}, "src/core/api.c", []string{"include/acme/api.h", "src/common/log.h", "src/private/internal.h"}},
+		{"java maven modules", map[string]string{
+			"core/src/main/java/org/acme/core/Engine.java":     "package org.acme.core;\n\nimport org.acme.api.Plugin;\nimport org.acme.api.spi.*;\nimport java.util.List;\n\nclass Engine {}\n",
+			"api/src/main/java/org/acme/api/Plugin.java":       "package org.acme.api;\npublic interface Plugin {}\n",
+			"api/src/main/java/org/acme/api/spi/Hook.java":     "package org.acme.api.spi;\npublic interface Hook {}\n",
+			"core/src/test/java/org/acme/core/EngineTest.java": "package org.acme.core;\nclass EngineTest {}\n",
+			"core/src/main/java/org/acme/core/State.java":      "package org.acme.core;\nclass State {}\n",
+		}, "core/src/main/java/org/acme/core/Engine.java", []string{"api/src/main/java/org/acme/api/Plugin.java", "api/src/main/java/org/acme/api/spi/Hook.java", "+core/src/main/java/org/acme/core/State.java"}},
+		{"java test sees its package's main sources", map[string]string{
+			"core/src/main/java/org/acme/core/Engine.java":     "package org.acme.core;\nclass Engine {}\n",
+			"core/src/main/java/org/acme/core/State.java":      "package org.acme.core;\nclass State {}\n",
+			"core/src/test/java/org/acme/core/EngineTest.java": "package org.acme.core;\n\nimport org.junit.jupiter.api.Test;\n\nclass EngineTest {}\n",
+			"core/src/test/java/org/acme/core/Fixtures.java":   "package org.acme.core;\nclass Fixtures {}\n",
+		}, "core/src/test/java/org/acme/core/EngineTest.java", []string{"+core/src/main/java/org/acme/core/Engine.java", "+core/src/main/java/org/acme/core/State.java", "+core/src/test/java/org/acme/core/Fixtures.java"}},
 		{"c quote, system, matching header", map[string]string{
 			"src/main.c":        "#include \"util.h\"\n#include <lib/api.h>\n#include <stdio.h>\n",
 			"src/main.h":        "int main(void);\n",
