@@ -118,6 +118,13 @@ func TestResolveImports(t *testing.T) {
 			"src/widgets/package.json": `{"main": "w.cjs"}`,
 			"src/widgets/w.cjs":        "exports.w = 1;\n",
 		}, "src/app.js", []string{"src/lib/index.js", "src/lib/a.mjs", "src/widgets/w.cjs"}},
+		{"typescript component barrel with renamed and default re-exports", map[string]string{
+			"src/components/index.ts":   "export { default as Button } from './Button';\nexport { Card as Panel } from './Card';\nexport * from './icons';\n",
+			"src/components/Button.tsx": "export default function Button() { return null; }\n",
+			"src/components/Card.tsx":   "export interface CardProps { title: string }\nexport function Card(p: CardProps) { return null; }\n",
+			"src/components/icons.tsx":  "export const Icon = 1;\n",
+			"src/pages/Home.tsx":        "import { Button, Panel } from '../components';\n",
+		}, "src/pages/Home.tsx", []string{"src/components/index.ts", "src/components/Button.tsx", "src/components/Card.tsx"}},
 		{"java class, wildcard, static, package", map[string]string{
 			"src/com/x/App.java":    "package com.x;\n\nimport com.y.Util;\nimport com.z.*;\nimport static com.y.Consts.MAX;\n\nclass App {}\n",
 			"src/com/x/Peer.java":   "package com.x;\nclass Peer {}\n",

@@ -484,6 +484,9 @@ func (r *Index) jsReexports(f *File, names []string) []*File {
 		queue = queue[1:]
 		var rest []string // names s.file does not define itself
 		for _, n := range s.names {
+			if n == "default" && s.depth > 0 {
+				continue // the module a re-export named for it defines it
+			}
 			if !definesTop(s.file, n) {
 				rest = append(rest, n)
 			}
@@ -499,7 +502,10 @@ func (r *Index) jsReexports(f *File, names []string) []*File {
 			if len(im.Names) > 0 {
 				want = nil
 				for _, n := range rest {
-					if slices.Contains(im.Names, n) {
+					if i := slices.Index(im.Names, n); i >= 0 {
+						if im.Sources != nil {
+							n = im.Sources[i] // its name in the module re-exported
+						}
 						want = append(want, n)
 					}
 				}
@@ -512,7 +518,8 @@ func (r *Index) jsReexports(f *File, names []string) []*File {
 				continue
 			}
 			seen[next] = true
-			if slices.ContainsFunc(want, func(n string) bool { return definesTop(next, n) }) {
+			// A default export has no name to look up.
+			if slices.ContainsFunc(want, func(n string) bool { return n == "default" || definesTop(next, n) }) {
 				out = append(out, next)
 			}
 			queue = append(queue, step{next, want, s.depth + 1})

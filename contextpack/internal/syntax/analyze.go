@@ -468,9 +468,26 @@ func jsImport(n *sitter.Node, spec string, src []byte) Import {
 		for i := 0; i < int(x.NamedChildCount()); i++ {
 			c := x.NamedChild(i)
 			switch c.Type() {
-			case "import_specifier", "export_specifier":
+			case "import_specifier":
 				if name := c.ChildByFieldName("name"); name != nil {
 					im.Names = append(im.Names, unquote(name.Content(src)))
+				}
+			case "export_specifier":
+				name, alias := c.ChildByFieldName("name"), c.ChildByFieldName("alias")
+				if name == nil {
+					continue
+				}
+				src0 := unquote(name.Content(src))
+				if alias != nil && im.Sources == nil {
+					im.Sources = append(make([]string, 0, len(im.Names)+1), im.Names...) // unrenamed so far
+				}
+				if alias != nil {
+					im.Names = append(im.Names, unquote(alias.Content(src)))
+				} else {
+					im.Names = append(im.Names, src0)
+				}
+				if im.Sources != nil {
+					im.Sources = append(im.Sources, src0)
 				}
 			case "import_clause", "named_imports", "export_clause":
 				if depth < 3 {
