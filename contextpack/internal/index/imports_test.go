@@ -125,6 +125,14 @@ func TestResolveImports(t *testing.T) {
 			"src/components/icons.tsx":  "export const Icon = 1;\n",
 			"src/pages/Home.tsx":        "import { Button, Panel } from '../components';\n",
 		}, "src/pages/Home.tsx", []string{"src/components/index.ts", "src/components/Button.tsx", "src/components/Card.tsx"}},
+		{"typescript vite app: aliases in tsconfig.app.json beside a solution tsconfig.json", map[string]string{
+			"tsconfig.json":                `{"files": [], "references": [{"path": "./tsconfig.app.json"}, {"path": "./tsconfig.node.json"}]}`,
+			"tsconfig.app.json":            "{\n  \"compilerOptions\": {\n    /* Bundler mode */\n    \"paths\": { \"@/*\": [\"./src/*\"] },\n  },\n  \"include\": [\"src\"]\n}\n",
+			"tsconfig.node.json":           `{"compilerOptions": {"module": "ESNext"}, "include": ["vite.config.ts"]}`,
+			"src/App.tsx":                  "import { Button } from '@/components/ui/button';\nimport { cn } from '@/lib/utils';\n",
+			"src/components/ui/button.tsx": "export function Button() { return null; }\n",
+			"src/lib/utils.ts":             "export function cn() {}\n",
+		}, "src/App.tsx", []string{"src/components/ui/button.tsx", "src/lib/utils.ts"}},
 		{"java class, wildcard, static, package", map[string]string{
 			"src/com/x/App.java":    "package com.x;\n\nimport com.y.Util;\nimport com.z.*;\nimport static com.y.Consts.MAX;\n\nclass App {}\n",
 			"src/com/x/Peer.java":   "package com.x;\nclass Peer {}\n",

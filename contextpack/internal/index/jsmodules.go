@@ -91,6 +91,24 @@ func (r *Index) jsModules() *jsModuleMap {
 			}
 		}
 	}
+	// A solution-style tsconfig.json (Vite's: "files": [] and references
+	// to tsconfig.app.json, tsconfig.node.json) leaves the aliases to a
+	// sibling config: take the first sibling, by name, that has some.
+	var siblings []*File
+	for base, fs := range r.byBase {
+		if base != "tsconfig.json" && isJSConfig(base) && base != "package.json" && base != "jsconfig.json" {
+			siblings = append(siblings, fs...)
+		}
+	}
+	slices.SortFunc(siblings, func(x, y *File) int { return strings.Compare(x.Path, y.Path) })
+	for _, sl := range siblings {
+		if c := m.configs[sl.Dir]; c != nil && (c.hasBase || len(c.paths) > 0) {
+			continue
+		}
+		if c := r.jsCompileOptions(sl.Path, 0); c != nil && (c.hasBase || len(c.paths) > 0) {
+			m.configs[sl.Dir] = c
+		}
+	}
 	r.jsMap = m
 	return m
 }
