@@ -101,7 +101,7 @@
 // the cursor (class line, function signature). Cross-file context comes
 // from three sources: the files the cursor file imports (resolved per
 // language, plus same-package files for Go and Java and the matching
-// header for C and C++), definitions of the identifiers around the cursor
+// header for C and C++; see Module resolution), definitions of the identifiers around the cursor
 // (locals excluded) from the definitions index, and the windows most
 // similar to the code around the cursor (BM25). Imports fill a stable tier
 // first (Config.ImportShare of the context budget); the three sources are
@@ -146,4 +146,36 @@
 // model-free quality tool in cmd/cpquality; cmd/cpbench and the Build
 // benchmarks measure latency on a generated 2,000-file repository. Results
 // and the measurements behind DefaultConfig are in scripts/contextpack.
+//
+// # Module resolution
+//
+// Import statements resolve to the request's files as the language's
+// tools would find them in the repository (internal/index/imports.go);
+// imports of anything the request lacks (the standard library,
+// third-party packages) resolve to nothing. The manifests must be among
+// the request's files (the command-line tool, the client library and the
+// workspace loaders send them: they are text):
+//
+//   - TypeScript/JavaScript: relative specifiers (a ".js", ".mjs" or
+//     ".cjs" specifier names the ".ts", ".mts" or ".cts" file; index
+//     files; a directory's package.json entry); compilerOptions.paths
+//     and baseUrl of the nearest tsconfig.json or jsconfig.json, with its
+//     extends chain in the repository; the repository's own packages by
+//     their package.json name (every package.json with a name: npm, Yarn
+//     and pnpm workspaces), subpaths through "exports", entries in a
+//     build directory mapped to src/. A named import follows re-exports
+//     (export * from, export {x} from) to the files defining the names.
+//   - Python: relative imports with dots; absolute imports under a
+//     directory on sys.path (the root, src/-style directories, the
+//     importing file's directory, the parent of a top-level package);
+//     namespace packages.
+//   - Go: go.mod module paths (nested modules: the longest path) and
+//     replace directives with a local target, else a directory suffix.
+//   - Java: a class or package path anywhere (any source root, any
+//     module); a test also sees its package's main sources.
+//   - Rust: mod declarations, crate::, self::, super:: and paths into
+//     other crates of the workspace (their Cargo.toml names).
+//   - C/C++: quoted includes relative to the file, then the nearest file
+//     whose path ends in the include (include directories); angle
+//     includes of standard and POSIX headers name the system's.
 package contextpack

@@ -219,3 +219,34 @@ func TestWalkSubdirectory(t *testing.T) {
 		t.Errorf("kept %v, want %v (left out %v)", kept, want, left)
 	}
 }
+
+// The manifests that module resolution reads (package.json, tsconfig and
+// jsconfig, pnpm-workspace.yaml, go.mod, Cargo.toml) are sent with the
+// sources; dependency trees and ignored build outputs are not.
+func TestWalkKeepsManifests(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		".gitignore":                       "dist/\n",
+		"package.json":                     `{"name": "root", "workspaces": ["packages/*"]}`,
+		"pnpm-workspace.yaml":              "packages:\n  - packages/*\n",
+		"tsconfig.base.json":               "{ // comment\n \"compilerOptions\": {},\n}\n",
+		"packages/app/package.json":        `{"name": "@x/app"}`,
+		"packages/app/tsconfig.json":       `{"extends": "../../tsconfig.base.json"}`,
+		"packages/app/jsconfig.json":       `{}`,
+		"packages/app/src/main.ts":         "export {}\n",
+		"packages/app/dist/main.js":        "export {}\n",
+		"node_modules/@x/app/package.json": `{"name": "@x/app"}`,
+		"tools/go.mod":                     "module example.com/tools\n",
+		"crates/core/Cargo.toml":           "[package]\nname = \"core\"\n",
+	})
+	tree, err := NewTree(root, Rules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, left := walk(t, tree, "")
+	want := []string{".gitignore", "crates/core/Cargo.toml", "package.json", "packages/app/jsconfig.json",
+		"packages/app/package.json", "packages/app/src/main.ts", "packages/app/tsconfig.json",
+		"pnpm-workspace.yaml", "tools/go.mod", "tsconfig.base.json"}
+	if !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v (left out %v)", kept, want, left)
+	}
+}

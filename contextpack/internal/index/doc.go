@@ -5,7 +5,11 @@
 // files the last request described: an inverted index of definitions by
 // name, a BM25 index over the analyses' sliding windows, files by base name
 // and directory, and the resolution of import statements to files
-// (imports.go, per language). Requests update an index incrementally: only
+// (imports.go, per language). What the repository's manifests say about
+// module names (package.json and tsconfig/jsconfig: jsmodules.go;
+// Cargo.toml: rustcrates.go) is derived when one of them changes, at the
+// next resolution, never per request; go.mod files are read as they are
+// indexed. Requests update an index incrementally: only
 // the paths whose content changed are re-indexed, and a keystroke
 // re-indexes only the windows it touched.
 //

@@ -53,6 +53,15 @@ func (r *Index) resolveImports(t *File) []ImportHit {
 				addFile(sl, false)
 			}
 		}
+		// A test sees its package's main sources (Maven and Gradle
+		// layouts), not the other way round.
+		if main := javaMainDir(t.Dir); main != "" {
+			for _, sl := range r.byDir[main] {
+				if sl.Lang == syntax.LangJava {
+					addFile(sl, false)
+				}
+			}
+		}
 	case syntax.LangC, syntax.LangCPP:
 		stem := strings.TrimSuffix(t.Base, path.Ext(t.Base))
 		for _, ext := range []string{".h", ".hpp", ".hh", ".hxx", ".c", ".cc", ".cpp", ".cxx"} {
@@ -91,7 +100,11 @@ func (r *Index) resolveOne(t *File, im syntax.Import) []*File {
 	case syntax.ImportGo:
 		return r.goPackage(t, im.Spec)
 	case syntax.ImportJS:
-		return one(r.jsModule(t, im.Spec))
+		f := r.jsModule(t, im.Spec)
+		if f == nil {
+			return nil
+		}
+		return append([]*File{f}, r.jsReexports(f, im.Names)...)
 	case syntax.ImportJava:
 		return r.javaImport(t, im.Spec)
 	case syntax.ImportRustUse:
@@ -103,6 +116,8 @@ func (r *Index) resolveOne(t *File, im syntax.Import) []*File {
 			if sl := r.files[path.Join(t.Dir, im.Spec)]; sl != nil {
 				return []*File{sl}
 			}
+		} else if systemHeader(im.Spec) {
+			return nil // <string.h> is the C library's, not third_party/string.h
 		}
 		return one(r.suffixMatch(path.Clean(im.Spec), t.Dir))
 	}
@@ -118,11 +133,15 @@ func one(sl *File) []*File {
 
 // suffixMatch finds the file whose path is rel or ends with "/"+rel,
 // preferring the one nearest to dir.
-func (r *Index) suffixMatch(rel, dir string) *File {
+func (r *Index) suffixMatch(rel, dir string) *File { return r.suffixMatchIf(rel, dir, nil) }
+
+// suffixMatchIf is suffixMatch among the files that keep accepts (all
+// when it is nil).
+func (r *Index) suffixMatchIf(rel, dir string, keep func(*File) bool) *File {
 	var best *File
 	bestScore := -1
 	for _, sl := range r.byBase[path.Base(rel)] {
-		if sl.Path != rel && !strings.HasSuffix(sl.Path, "/"+rel) {
+		if sl.Path != rel && !strings.HasSuffix(sl.Path, "/"+rel) || keep != nil && !keep(sl) {
 			continue
 		}
 		s := commonPrefixDirs(sl.Dir, dir)
@@ -211,22 +230,53 @@ func (r *Index) pyModule(t *File, mod string) []*File {
 		return one(r.files[joinDir(base, rel+"/__init__.py")])
 	}
 	rel := strings.ReplaceAll(mod, ".", "/")
-	if sl := r.suffixMatch(rel+".py", t.Dir); sl != nil {
+	top, _, _ := strings.Cut(rel, "/")
+	// An absolute import names a module under a directory on sys.path:
+	// the repository root, a src/-style directory, the importing file's
+	// own directory (scripts, tests), or the parent of a regular
+	// top-level package. Not any file with a matching name: "import
+	// json" is not tools/json.py.
+	onPath := func(sl *File, suffix string) bool {
+		root := strings.TrimSuffix(strings.TrimSuffix(sl.Path, suffix), "/")
+		switch {
+		case root == "" || root == t.Dir || pyRootDirs[path.Base(root)]:
+			return true
+		case r.files[joinDir(root, top+"/__init__.py")] != nil:
+			return r.files[joinDir(root, "__init__.py")] == nil
+		}
+		return false
+	}
+	if sl := r.suffixMatchIf(rel+".py", t.Dir, func(sl *File) bool { return onPath(sl, rel+".py") }); sl != nil {
 		return []*File{sl}
 	}
-	return one(r.suffixMatch(rel+"/__init__.py", t.Dir))
+	return one(r.suffixMatchIf(rel+"/__init__.py", t.Dir, func(sl *File) bool { return onPath(sl, rel+"/__init__.py") }))
 }
 
+// pyRootDirs are directory names that hold a repository's importable
+// Python code (src/ layout and its variants).
+var pyRootDirs = map[string]bool{"src": true, "lib": true, "python": true, "py": true}
+
 // goPackage resolves a Go import path to the non-test files of the package
-// directory: through a go.mod module path when the request has one, else
+// directory: through a go.mod module path or a replace directive with a
+// local target when the request has one, else
 // by the longest directory suffix (which also finds standard library
 // packages when the repository is GOROOT/src).
 func (r *Index) goPackage(t *File, imp string) []*File {
 	dir, ok := "", false
 	bestLen := -1
+	try := func(modDir, mod string) {
+		if imp != mod && !strings.HasPrefix(imp, mod+"/") || len(mod) < bestLen {
+			return
+		}
+		d := joinDir(modDir, strings.TrimPrefix(strings.TrimPrefix(imp, mod), "/"))
+		if len(mod) > bestLen || d < dir { // ties by directory: map order must not decide
+			dir, ok, bestLen = d, true, len(mod)
+		}
+	}
 	for d, m := range r.goMods {
-		if (imp == m || strings.HasPrefix(imp, m+"/")) && len(m) > bestLen {
-			dir, ok, bestLen = joinDir(d, strings.TrimPrefix(strings.TrimPrefix(imp, m), "/")), true, len(m)
+		try(d, m.path)
+		for _, rp := range m.replaces {
+			try(rp.dir, rp.module)
 		}
 	}
 	if !ok {
@@ -248,30 +298,13 @@ func (r *Index) goPackage(t *File, imp string) []*File {
 
 var jsExts = []string{".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts"}
 
-// jsModule resolves a relative JavaScript/TypeScript module specifier.
+// jsModule resolves a JavaScript/TypeScript module specifier: relative,
+// or bare through the module map (jsmodules.go).
 func (r *Index) jsModule(t *File, spec string) *File {
 	if !strings.HasPrefix(spec, "./") && !strings.HasPrefix(spec, "../") && spec != "." && spec != ".." {
-		return nil // a package; not in the repository
+		return r.jsBare(t, spec)
 	}
-	p := joinDir(t.Dir, spec)
-	if sl := r.files[p]; sl != nil {
-		return sl
-	}
-	stem := p
-	if ext := path.Ext(p); ext == ".js" || ext == ".jsx" || ext == ".mjs" || ext == ".cjs" {
-		stem = strings.TrimSuffix(p, ext) // TypeScript imports "./x.js" for x.ts
-	}
-	for _, ext := range jsExts {
-		if sl := r.files[stem+ext]; sl != nil {
-			return sl
-		}
-	}
-	for _, ext := range jsExts {
-		if sl := r.files[p+"/index"+ext]; sl != nil {
-			return sl
-		}
-	}
-	return nil
+	return r.jsPath(joinDir(t.Dir, spec))
 }
 
 // javaImport resolves a.b.C, a.b.* and static a.b.C.member.
@@ -302,6 +335,19 @@ func (r *Index) javaImport(t *File, spec string) []*File {
 		rel = rel[:i]
 	}
 	return nil
+}
+
+// javaMainDir is the main source directory of the package of a test
+// source directory (…/src/test/java/a/b → …/src/main/java/a/b), "" when
+// dir is not one.
+func javaMainDir(dir string) string {
+	for _, set := range []string{"test", "androidTest"} {
+		test := "src/" + set + "/java/"
+		if i := strings.Index("/"+dir+"/", "/"+test); i >= 0 {
+			return strings.TrimSuffix(dir[:i]+"src/main/java/"+dir[min(i+len(test), len(dir)):], "/")
+		}
+	}
+	return ""
 }
 
 // rustModDir is the directory holding the submodules of t's module.
@@ -336,13 +382,19 @@ func (r *Index) rustCrateRoot(t *File) string {
 	}
 }
 
-// rustUse resolves crate::, self:: and super:: paths to module files.
+// rustUse resolves crate::, self::, super:: and workspace crate paths to
+// module files.
 func (r *Index) rustUse(t *File, im syntax.Import) []*File {
 	parts := strings.Split(im.Spec, "::")
 	var base string
+	var rootFile *File // the crate root, when the path starts at one
 	switch {
 	case len(parts) > 0 && parts[0] == "crate":
 		base, parts = r.rustCrateRoot(t), parts[1:]
+		rootFile = r.files[joinDir(base, "lib.rs")]
+		if rootFile == nil {
+			rootFile = r.files[joinDir(base, "main.rs")]
+		}
 	case len(parts) > 0 && (parts[0] == "self" || parts[0] == "super"):
 		base = rustModDir(t)
 		for len(parts) > 0 && (parts[0] == "self" || parts[0] == "super") {
@@ -356,6 +408,12 @@ func (r *Index) rustUse(t *File, im syntax.Import) []*File {
 		}
 	default:
 		base = rustModDir(t) // a module declared in this one, if any
+		if len(parts) > 0 && r.rustFile(base, parts[0]) == nil {
+			// Another crate of the workspace: its root module.
+			if root := r.files[r.rustCrates()[parts[0]]]; root != nil {
+				rootFile, base, parts = root, root.Dir, parts[1:]
+			}
+		}
 	}
 	paths := [][]string{parts}
 	if len(im.Names) > 0 {
@@ -366,13 +424,50 @@ func (r *Index) rustUse(t *File, im syntax.Import) []*File {
 	}
 	var out []*File
 	for _, p := range paths {
-		// The longest prefix of the path that is a module file.
-		for k := len(p); k > 0; k-- {
+		// The longest prefix of the path that is a module file, else
+		// the crate root that defines the item.
+		found := false
+		for k := len(p); k > 0 && !found; k-- {
 			if sl := r.rustFile(joinDir(base, strings.Join(p[:k-1], "/")), p[k-1]); sl != nil {
-				out = append(out, sl)
-				break
+				out, found = append(out, sl), true
 			}
+		}
+		if !found && rootFile != nil && rootFile != t {
+			out = append(out, rootFile)
 		}
 	}
 	return out
+}
+
+// cSystemHeaders are the C standard and common POSIX headers: an angle
+// include of one of them names the system's, whatever files of the same
+// name the repository holds.
+var cSystemHeaders = map[string]bool{}
+
+func init() {
+	for _, h := range strings.Fields(`assert complex ctype errno fenv float inttypes iso646 limits locale
+		math setjmp signal stdalign stdarg stdatomic stdbit stdbool stdckdint stddef stdint stdio stdlib
+		stdnoreturn string tgmath threads time uchar wchar wctype
+		aio dirent dlfcn fcntl fnmatch getopt glob grp iconv langinfo libgen malloc netdb poll pthread pwd
+		regex sched search semaphore spawn strings syslog termios unistd utime wordexp alloca endian execinfo`) {
+		cSystemHeaders[h+".h"] = true
+	}
+}
+
+// systemHeader reports whether an angle include names a system header:
+// a standard or POSIX one, or one under a system directory (sys/, arpa/,
+// netinet/, linux/, ...).
+func systemHeader(spec string) bool {
+	if cSystemHeaders[spec] {
+		return true
+	}
+	dir, _, ok := strings.Cut(spec, "/")
+	if !ok {
+		return false
+	}
+	switch dir {
+	case "sys", "arpa", "net", "netinet", "linux", "asm", "bits", "mach", "machine":
+		return true
+	}
+	return false
 }

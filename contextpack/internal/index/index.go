@@ -32,7 +32,9 @@ type Index struct {
 
 	byBase       map[string][]*File    // base name → files
 	byDir        map[string][]*File    // directory → files
-	goMods       map[string]string     // directory of a go.mod → module path
+	goMods       map[string]goModule   // directory of a go.mod → what it says
+	jsMap        *jsModuleMap          // derived from package.json and tsconfig files; nil when one changed
+	crateRoots   map[string]string     // derived from Cargo.toml files; nil when one changed
 	fileDocFreqs map[syntax.Term]int32 // files per term; nil until a baseline needs it
 
 	scratch []float32
@@ -93,7 +95,7 @@ func newIndex() *Index {
 	return &Index{
 		files: map[string]*File{}, defs: map[string][]DefRef{}, postings: map[syntax.Term][]posting{},
 		docFreq: map[syntax.Term]uint32{}, byBase: map[string][]*File{}, byDir: map[string][]*File{},
-		goMods: map[string]string{},
+		goMods: map[string]goModule{},
 	}
 }
 
@@ -215,10 +217,11 @@ func (r *Index) add(f *RequestFile) *File {
 		r.fileDFAdd(f.Analysis, 1)
 	}
 	if sl.Base == "go.mod" {
-		if m := goModulePath(f.content()); m != "" {
+		if m := parseGoMod(sl.Dir, f.content()); m.path != "" {
 			r.goMods[sl.Dir] = m
 		}
 	}
+	r.noteConfig(sl)
 	return sl
 }
 
@@ -328,9 +331,10 @@ func (r *Index) replace(sl *File, f *RequestFile) {
 		r.dropChunk(oldIDs[i], &oc[i])
 	}
 	sl.chunkIDs = ids
+	r.noteConfig(sl)
 	if sl.Base == "go.mod" {
 		delete(r.goMods, sl.Dir)
-		if m := goModulePath(f.content()); m != "" {
+		if m := parseGoMod(sl.Dir, f.content()); m.path != "" {
 			r.goMods[sl.Dir] = m
 		}
 	}
@@ -397,6 +401,7 @@ func (r *Index) removeAll(gone []*File) {
 		if sl.Base == "go.mod" {
 			delete(r.goMods, sl.Dir)
 		}
+		r.noteConfig(sl)
 		if r.viewHolder == sl {
 			r.viewHolder = nil
 		}
@@ -428,14 +433,53 @@ func (r *Index) MemBytes() int64 {
 		int64(len(r.files))*(200) + int64(len(r.scratch))*4
 }
 
-func goModulePath(gomod string) string {
+// goModule is what a go.mod says about import paths: its module path
+// and where its replace directives with a local target point.
+type goModule struct {
+	path     string
+	replaces []goReplace
+}
+
+// goReplace maps a module path to a directory of the repository.
+type goReplace struct{ module, dir string }
+
+// parseGoMod reads the module path and the local replace directives
+// ("replace a/b => ./x", also in a replace block) of the go.mod in dir.
+func parseGoMod(dir, gomod string) goModule {
+	var m goModule
+	inBlock := false
 	for _, ln := range strings.Split(gomod, "\n") {
+		if i := strings.Index(ln, "//"); i >= 0 {
+			ln = ln[:i]
+		}
 		f := strings.Fields(ln)
-		if len(f) >= 2 && f[0] == "module" {
-			return strings.Trim(f[1], `"`)
+		switch {
+		case len(f) == 0:
+			continue
+		case inBlock && f[0] == ")":
+			inBlock = false
+			continue
+		case f[0] == "module" && len(f) >= 2:
+			m.path = strings.Trim(f[1], `"`)
+			continue
+		case f[0] == "replace" && len(f) == 2 && f[1] == "(":
+			inBlock = true
+			continue
+		case f[0] == "replace":
+			f = f[1:]
+		case !inBlock:
+			continue
+		}
+		// old [version] => new [version]
+		k := slices.Index(f, "=>")
+		if k < 1 || k+1 >= len(f) {
+			continue
+		}
+		if tgt := f[k+1]; strings.HasPrefix(tgt, "./") || strings.HasPrefix(tgt, "../") {
+			m.replaces = append(m.replaces, goReplace{strings.Trim(f[0], `"`), joinDir(dir, tgt)})
 		}
 	}
-	return ""
+	return m
 }
 
 // fileDocFreq is the number of files that contain each term, built on

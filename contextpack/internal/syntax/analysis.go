@@ -85,6 +85,12 @@ type Import struct {
 	Spec  string
 	Names []string
 	Line  int32 // of the import statement
+	// Reexport marks a JavaScript/TypeScript export ... from statement
+	// (Names empty: export * from); its Names are the names it exports,
+	// and Sources, when any is renamed ("export {default as X} from"),
+	// the names they have in the module it re-exports, one for each.
+	Reexport bool
+	Sources  []string
 }
 
 // Local is a parameter or local variable declared on a line.

@@ -396,7 +396,7 @@ func (a *Analysis) addImport(capName string, n *sitter.Node, src []byte, reqFn b
 		case LangGo:
 			a.Imports = append(a.Imports, Import{Kind: ImportGo, Spec: unquote(text)})
 		case LangJS, LangTS, LangTSX:
-			a.Imports = append(a.Imports, Import{Kind: ImportJS, Spec: text})
+			a.Imports = append(a.Imports, jsImport(n, text, src))
 		case LangRust:
 			a.Imports = append(a.Imports, parseRustUse(text))
 		case LangC, LangCPP:
@@ -447,6 +447,57 @@ func (a *Analysis) addImport(capName string, n *sitter.Node, src []byte, reqFn b
 		s := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text), ";"))
 		a.pkg = strings.Join(strings.Fields(strings.TrimPrefix(s, "package")), "")
 	}
+}
+
+// jsImport is the import or export ... from statement whose source
+// string's text is n: the specifier, the member names it imports or
+// re-exports (their exported names, not local aliases), and whether it
+// re-exports.
+func jsImport(n *sitter.Node, spec string, src []byte) Import {
+	im := Import{Kind: ImportJS, Spec: spec}
+	stmt := n.Parent()
+	if stmt != nil {
+		stmt = stmt.Parent()
+	}
+	if stmt == nil {
+		return im
+	}
+	im.Reexport = stmt.Type() == "export_statement"
+	var walk func(x *sitter.Node, depth int)
+	walk = func(x *sitter.Node, depth int) {
+		for i := 0; i < int(x.NamedChildCount()); i++ {
+			c := x.NamedChild(i)
+			switch c.Type() {
+			case "import_specifier":
+				if name := c.ChildByFieldName("name"); name != nil {
+					im.Names = append(im.Names, unquote(name.Content(src)))
+				}
+			case "export_specifier":
+				name, alias := c.ChildByFieldName("name"), c.ChildByFieldName("alias")
+				if name == nil {
+					continue
+				}
+				src0 := unquote(name.Content(src))
+				if alias != nil && im.Sources == nil {
+					im.Sources = append(make([]string, 0, len(im.Names)+1), im.Names...) // unrenamed so far
+				}
+				if alias != nil {
+					im.Names = append(im.Names, unquote(alias.Content(src)))
+				} else {
+					im.Names = append(im.Names, src0)
+				}
+				if im.Sources != nil {
+					im.Sources = append(im.Sources, src0)
+				}
+			case "import_clause", "named_imports", "export_clause":
+				if depth < 3 {
+					walk(c, depth+1)
+				}
+			}
+		}
+	}
+	walk(stmt, 0)
+	return im
 }
 
 // parseRustUse splits "crate::a::{B, c::D as E}" into the path "crate::a"
