@@ -1,7 +1,9 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -202,9 +204,17 @@ func TestRunDir(t *testing.T) {
 	o := options{samples: 12, budgets: []int{1024, 4096}, gen: 64, seed: 1, boot: 200, maxFiles: 4000,
 		strategies: []contextpack.Strategy{contextpack.StrategyFused, contextpack.StrategyExecRepoBench,
 			contextpack.StrategyJaccard}}
+	manifests := filepath.Join(t.TempDir(), "prompts.jsonl.gz")
 	measure := func() *results {
-		res, err := run(context.Background(), o, specs, nil, io.Discard)
+		mw, err := newManifestWriter(manifests)
 		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := run(context.Background(), o, specs, mw, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mw.Close(); err != nil {
 			t.Fatal(err)
 		}
 		for i := range res.records {
@@ -237,8 +247,45 @@ func TestRunDir(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+	checkManifests(t, manifests, res)
 	again := measure()
 	if !reflect.DeepEqual(aggregate(res), aggregate(again)) {
 		t.Error("two runs with one seed differ")
+	}
+}
+
+// checkManifests reads the JSON lines back: one per prompt, each
+// agreeing with the run's scores.
+func checkManifests(t *testing.T, name string, res *results) {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(gz)
+	n := 0
+	for ; ; n++ {
+		var ml manifestLine
+		if err := dec.Decode(&ml); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		si, bi := n/len(res.opts.budgets)%len(res.opts.strategies), n%len(res.opts.budgets)
+		rec := res.records[n/(len(res.opts.budgets)*len(res.opts.strategies))]
+		c := rec.cells[si][bi]
+		if ml.Strategy != res.opts.strategies[si].String() || ml.Budget != res.opts.budgets[bi] ||
+			len(ml.CodeNeeded) != c.CodeNeed || len(ml.CodeFound) != c.CodeFound || ml.Cell.CodeMid != c.CodeMid ||
+			ml.Middle == "" || len(ml.Sources) == 0 {
+			t.Fatalf("line %d does not match its prompt's scores: %+v", n, ml)
+		}
+	}
+	if want := len(res.records) * len(res.opts.strategies) * len(res.opts.budgets); n != want {
+		t.Errorf("%d lines, want %d", n, want)
 	}
 }

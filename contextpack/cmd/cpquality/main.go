@@ -279,7 +279,7 @@ func run(ctx context.Context, o options, specs []repoSpec, mw *manifestWriter, l
 					c.Nanos = el.Nanoseconds()
 					rec.cells[sti][bi] = c
 					if mw != nil {
-						if err := mw.write(s, rec, st, bud, p, c, needed, found); err != nil {
+						if err := mw.write(s, si, rec, st, bud, p, c, needed, found); err != nil {
 							return nil, err
 						}
 					}
@@ -379,6 +379,7 @@ type manifestSource struct {
 
 type manifestLine struct {
 	Repo       string           `json:"repo"`
+	Sample     int              `json:"sample"` // index in the repository's samples
 	Lang       string           `json:"lang"`
 	Path       string           `json:"path"`
 	Kind       string           `json:"kind"`
@@ -398,9 +399,9 @@ type manifestLine struct {
 	Warnings       []string       `json:"warnings,omitempty"`
 }
 
-func (m *manifestWriter) write(s *sample, rec record, st contextpack.Strategy, budget int, p *contextpack.Prompt,
-	c cell, needed, found []string) error {
-	ml := manifestLine{Repo: s.repo.spec.name, Lang: s.lang, Path: s.path, Kind: s.kind, Start: s.start, End: s.end,
+func (m *manifestWriter) write(s *sample, index int, rec record, st contextpack.Strategy, budget int,
+	p *contextpack.Prompt, c cell, needed, found []string) error {
+	ml := manifestLine{Repo: s.repo.spec.name, Sample: index, Lang: s.lang, Path: s.path, Kind: s.kind, Start: s.start, End: s.end,
 		Middle: s.middle(), TestFile: rec.test, Imports: rec.imports, Strategy: st.String(), Budget: budget,
 		CodeNeeded: needed, CodeFound: found, Cell: c, Warnings: p.Manifest.Warnings}
 	for _, src := range p.Manifest.Sources {
