@@ -252,6 +252,10 @@ func report(res *results) string {
 		}
 	}
 
+	if fused >= 0 && len(bases) > 0 {
+		res.notAhead(&sb, t, rows, fused, bases)
+	}
+
 	shown := []int{}
 	for _, s := range append([]int{fused}, bases...) {
 		if s >= 0 {
@@ -291,10 +295,9 @@ func report(res *results) string {
 	langRows("\nCode coverage %: the middle's code identifiers shown anywhere in the prompt (cursor file or context)",
 		"; comparable with the prefix/suffix-only strategy", nil, func(a agg) float64 { return pct(a.CodeShown, a.CodeMid) }, false)
 
-	sb.WriteString("\n## What the context is made of\n\nShares of the cross-file context's bytes; every row is over " +
-		"the samples whose cursor file is not a test file.\n")
+	sb.WriteString("\n## What the context is made of\n\nShares of the cross-file context's bytes.\n")
 	notTest := func(r *record) bool { return !r.test }
-	langRows("\nFrom test files %", "", notTest, func(a agg) float64 { return pct(a.TestBytes, a.CtxBytes) }, true)
+	langRows("\nFrom test files %, for cursor files that are not tests", "", notTest, func(a agg) float64 { return pct(a.TestBytes, a.CtxBytes) }, true)
 	langRows("\nDuplicated windows % (a window whose lines an earlier block of the prompt already showed)", "", nil,
 		func(a agg) float64 { return pct(a.DupBytes, a.CtxBytes) }, true)
 	langRows("\nFrom files with no code (documentation, manifests) %", "", nil,
@@ -401,5 +404,41 @@ func (res *results) importTable(sb *strings.Builder, t mdTable, rows []row, fuse
 		t.line(rw.name, fmt.Sprint(n), fmt.Sprintf("%.0f%%", pct(with, n)), fmt.Sprintf("%.0f%%", pct(none, with)),
 			fmt.Sprintf("%.2f", float64(own)/float64(max(1, n))), fmt.Sprintf("%.2f", float64(rel)/float64(max(1, n))),
 			fmt.Sprintf("%.2f", float64(resolved)/float64(max(1, n))))
+	}
+}
+
+// notAhead lists, per budget, the pooled lead over each baseline and the
+// languages where fused is not shown ahead of it: the interval of
+// fused − baseline reaches below 0.
+func (res *results) notAhead(sb *strings.Builder, t mdTable, rows []row, fused int, bases []int) {
+	o := res.opts
+	sb.WriteString("\n### Where fused is not shown ahead\n\nPer budget: the pooled lead over each baseline (its " +
+		"interval's lower bound in brackets) and the languages whose interval of fused − baseline reaches below 0, " +
+		"with their difference and interval.\n")
+	cols := []string{"budget"}
+	for _, b := range bases {
+		cols = append(cols, "vs "+o.strategies[b].String())
+	}
+	t.header(cols...)
+	for bi, bud := range o.budgets {
+		line := []string{fmt.Sprint(bud)}
+		for _, b := range bases {
+			all := res.interval(rows[0], fused, b, bi)
+			cell := fmt.Sprintf("pooled %s [%s]", signed(all.Diff), signed(all.Lo))
+			var behind []string
+			for _, rw := range rows[1:] {
+				if strings.HasPrefix(rw.name, "repo ") {
+					continue
+				}
+				if iv := res.interval(rw, fused, b, bi); iv.Lo < 0 {
+					behind = append(behind, fmt.Sprintf("%s %s [%s, %s]", rw.name, signed(iv.Diff), signed(iv.Lo), signed(iv.Hi)))
+				}
+			}
+			if len(behind) > 0 {
+				cell += "; not ahead: " + strings.Join(behind, ", ")
+			}
+			line = append(line, cell)
+		}
+		t.line(line...)
 	}
 }
