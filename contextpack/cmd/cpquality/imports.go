@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"path"
 	"regexp"
@@ -185,19 +184,12 @@ func (ri *repoImports) classify(l lang, spec string) importClass {
 
 // fileImports lists the imports written in content.
 func fileImports(content string, l lang) []string {
-	g := grammarOf(l)
-	if g == nil {
-		return nil
-	}
-	p := sitter.NewParser()
-	defer p.Close()
-	p.SetLanguage(g.lang)
-	src := []byte(content)
-	tree, err := p.ParseCtx(context.Background(), nil, src)
-	if err != nil || tree == nil {
+	tree, _ := parse(content, l)
+	if tree == nil {
 		return nil
 	}
 	defer tree.Close()
+	src := []byte(content)
 	var out []string
 	text := func(n *sitter.Node) string {
 		if n == nil {

@@ -273,8 +273,9 @@ func report(res *results) string {
 		}
 		return strings.Join(parts, " / ")
 	}
-	langRows := func(title, note string, keep func(*record) bool, f func(a agg) float64, repos bool) {
-		fmt.Fprintf(&sb, "\n%s (%s)%s\n", title, strings.Join(names, " / "), note)
+	// budgetTable writes rows × budgets; repository rows only with repos.
+	budgetTable := func(title string, repos bool, cell func(recs []*record, bi int) string) {
+		sb.WriteString(title)
 		t.header(budgetCols("row", o.budgets)...)
 		for _, rw := range rows {
 			if !repos && strings.HasPrefix(rw.name, "repo ") {
@@ -282,10 +283,14 @@ func report(res *results) string {
 			}
 			line := []string{rw.name}
 			for bi := range o.budgets {
-				line = append(line, cellOf(rw.recs, bi, keep, f))
+				line = append(line, cell(rw.recs, bi))
 			}
 			t.line(line...)
 		}
+	}
+	langRows := func(title, note string, keep func(*record) bool, f func(a agg) float64, repos bool) {
+		budgetTable(fmt.Sprintf("\n%s (%s)%s\n", title, strings.Join(names, " / "), note), repos,
+			func(recs []*record, bi int) string { return cellOf(recs, bi, keep, f) })
 	}
 	sb.WriteString("\n## Other measures\n")
 	langRows("\nProse recall %: words of the middle's comments and strings absent from the cursor file's part, "+
@@ -305,40 +310,24 @@ func report(res *results) string {
 
 	if fused >= 0 {
 		res.importTable(&sb, t, rows, fused)
-		sb.WriteString("\n### Fused: what reaches the prompt\n\nCross-file candidates in fused's manifests: imports " +
-			"included / seen, definitions included / seen, drops by the per-file cap of import and definition " +
-			"candidates per prompt, and the context tokens' split import / definition / similar.\n")
-		t.header(budgetCols("row", o.budgets)...)
-		for _, rw := range rows {
-			if strings.HasPrefix(rw.name, "repo ") {
-				continue
-			}
-			line := []string{rw.name}
-			for bi := range o.budgets {
-				a := sum(rw.recs, fused, bi, nil)
+		budgetTable("\n### Fused: what reaches the prompt\n\nCross-file candidates in fused's manifests: imports "+
+			"included / seen, definitions included / seen, drops by the per-file cap of import and definition "+
+			"candidates per prompt, and the context tokens' split import / definition / similar.\n", false,
+			func(recs []*record, bi int) string {
+				a := sum(recs, fused, bi, nil)
+				n := float64(max(1, a.Prompts))
 				tok := a.ImpTokens + a.DefTokens + a.SimTokens
-				line = append(line, fmt.Sprintf("imp %.0f%% of %.1f, def %.0f%% of %.1f, cap %.2f; %.0f/%.0f/%.0f",
-					pct(a.ImpIncl, a.ImpSeen), float64(a.ImpSeen)/float64(max(1, a.Prompts)),
-					pct(a.DefIncl, a.DefSeen), float64(a.DefSeen)/float64(max(1, a.Prompts)),
-					float64(a.CapDropsImpDef)/float64(max(1, a.Prompts)),
-					pct(a.ImpTokens, tok), pct(a.DefTokens, tok), pct(a.SimTokens, tok)))
-			}
-			t.line(line...)
-		}
-		sb.WriteString("\nIncluded definitions whose name is not a code identifier of the cursor file (matched on " +
-			"something else), % of included definitions; in brackets those whose name is a word of its comments or strings:\n")
-		t.header(budgetCols("row", o.budgets)...)
-		for _, rw := range rows {
-			if strings.HasPrefix(rw.name, "repo ") {
-				continue
-			}
-			line := []string{rw.name}
-			for bi := range o.budgets {
-				a := sum(rw.recs, fused, bi, nil)
-				line = append(line, fmt.Sprintf("%.0f [%.0f] of %d", pct(a.DefNotCode, a.DefIncl), pct(a.DefProse, a.DefIncl), a.DefIncl))
-			}
-			t.line(line...)
-		}
+				return fmt.Sprintf("imp %.0f%% of %.1f, def %.0f%% of %.1f, cap %.2f; %.0f/%.0f/%.0f",
+					pct(a.ImpIncl, a.ImpSeen), float64(a.ImpSeen)/n, pct(a.DefIncl, a.DefSeen), float64(a.DefSeen)/n,
+					float64(a.CapDropsImpDef)/n, pct(a.ImpTokens, tok), pct(a.DefTokens, tok), pct(a.SimTokens, tok))
+			})
+		budgetTable("\nIncluded definitions whose name is not a code identifier of the cursor file (matched on "+
+			"something else), % of included definitions; in brackets those whose name is a word of its comments "+
+			"or strings:\n", false,
+			func(recs []*record, bi int) string {
+				a := sum(recs, fused, bi, nil)
+				return fmt.Sprintf("%.0f [%.0f] of %d", pct(a.DefNotCode, a.DefIncl), pct(a.DefProse, a.DefIncl), a.DefIncl)
+			})
 	}
 
 	sb.WriteString("\n## Cost\n")

@@ -287,19 +287,28 @@ type fileSyntax struct {
 	parsed    bool // a grammar read it (else occs is empty)
 }
 
-// analyzeFile reads content as language l.
-func analyzeFile(content string, l lang) *fileSyntax {
-	fs := &fileSyntax{lang: l, lineStart: lineStarts(content)}
+// parse parses content as language l; nil when l has no grammar. The
+// caller closes the tree.
+func parse(content string, l lang) (*sitter.Tree, *grammarInfo) {
 	g := grammarOf(l)
 	if g == nil {
-		return fs
+		return nil, nil
 	}
 	p := sitter.NewParser()
 	defer p.Close()
 	p.SetLanguage(g.lang)
-	src := []byte(content)
-	tree, err := p.ParseCtx(context.Background(), nil, src)
+	tree, err := p.ParseCtx(context.Background(), nil, []byte(content))
 	if err != nil || tree == nil {
+		return nil, nil
+	}
+	return tree, g
+}
+
+// analyzeFile reads content as language l.
+func analyzeFile(content string, l lang) *fileSyntax {
+	fs := &fileSyntax{lang: l, lineStart: lineStarts(content)}
+	tree, g := parse(content, l)
+	if tree == nil {
 		return fs
 	}
 	defer tree.Close()
