@@ -183,7 +183,8 @@ func TestScoreCodeAgainstProse(t *testing.T) {
 		contextpack.FileSep + "cart.go\n" + contextpack.FIMPrefix + full[:start] + contextpack.FIMSuffix + full[end:] +
 		contextpack.FIMMiddle
 	c, needed, found := sc.score(&contextpack.Prompt{Text: text})
-	if c.CodeMid != 2 || c.CodeNeed != 2 || c.CodeFound != 1 || c.CodeFoundWord != 2 || c.CodeShown != 1 {
+	if c.CodeMid != 2 || c.CodeNeed != 2 || c.CodeFound != 1 || c.CodeFoundWord != 2 || c.CodeShown != 1 ||
+		c.CodeNeedFile != 2 || c.CodeFoundFile != 1 {
 		t.Errorf("scores %+v", c)
 	}
 	if joinSorted(needed) != "ComputeTotal helperName" || joinSorted(found) != "ComputeTotal" {
@@ -234,7 +235,8 @@ func TestRunDir(t *testing.T) {
 		for si := range r.cells {
 			for _, c := range r.cells[si] {
 				if c.CodeFound > c.CodeNeed || c.CodeNeed > c.CodeMid || c.CodeFound > c.CodeFoundWord ||
-					c.ProseFound > c.ProseNeed || c.Tokens > 4096 || c.Unmatched != 0 {
+					c.ProseFound > c.ProseNeed || c.Tokens > 4096 || c.Unmatched != 0 ||
+					c.CodeNeedFile > c.CodeNeed || c.CodeFoundFile > c.CodeFound || c.CodeNeedFile != r.cells[0][0].CodeNeedFile {
 					t.Errorf("inconsistent cell %+v", c)
 				}
 			}

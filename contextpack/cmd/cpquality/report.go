@@ -21,6 +21,8 @@ func (a *agg) add(c cell) {
 	a.CodeFound += c.CodeFound
 	a.CodeFoundWord += c.CodeFoundWord
 	a.CodeShown += c.CodeShown
+	a.CodeNeedFile += c.CodeNeedFile
+	a.CodeFoundFile += c.CodeFoundFile
 	a.ProseNeed += c.ProseNeed
 	a.ProseFound += c.ProseFound
 	a.Tokens += c.Tokens
@@ -249,6 +251,15 @@ func report(res *results) string {
 				}
 				t.line(line...)
 			}
+			needs := []string{}
+			for si, st := range o.strategies {
+				if st != contextpack.StrategyNone {
+					needs = append(needs, fmt.Sprintf("%s %d", st, sum(all.recs, si, bi, nil).CodeNeed))
+				}
+			}
+			fmt.Fprintf(&sb, "\nNeeded is fused's count; each strategy's own cursor-file part differs (fused's same-file "+
+				"excerpts, a window grown into unused context budget), so its needed identifiers do (all rows: %s).\n",
+				strings.Join(needs, ", "))
 		}
 	}
 
@@ -295,6 +306,9 @@ func report(res *results) string {
 	sb.WriteString("\n## Other measures\n")
 	langRows("\nProse recall %: words of the middle's comments and strings absent from the cursor file's part, "+
 		"found as words in the context", "", nil, func(a agg) float64 { return pct(a.ProseFound, a.ProseNeed) }, false)
+	langRows("\nCross-file-only recall %: the middle's code identifiers that occur nowhere in the cursor file or "+
+		"its path (one set for every strategy and budget), found as code in the context", "", nil,
+		func(a agg) float64 { return pct(a.CodeFoundFile, a.CodeNeedFile) }, false)
 	langRows("\nLenient code-identifier recall %: needed code identifiers found as a word anywhere in the context "+
 		"(comments, strings and paths included)", "", nil, func(a agg) float64 { return pct(a.CodeFoundWord, a.CodeNeed) }, false)
 	langRows("\nCode coverage %: the middle's code identifiers shown anywhere in the prompt (cursor file or context)",

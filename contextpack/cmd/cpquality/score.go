@@ -17,6 +17,11 @@ type cell struct {
 	// CodeShown: middle code identifiers shown anywhere in the prompt (as
 	// a word in the cursor file's part or as code in the context).
 	CodeShown int
+	// CodeNeedFile are the middle's code identifiers that occur nowhere
+	// in the masked cursor file or its path (the same set for every
+	// strategy and budget); CodeFoundFile those of them found as code in
+	// the context.
+	CodeNeedFile, CodeFoundFile int
 	// Prose words of the middle (comments and strings), counted like
 	// words: Need absent from the cursor file's part, Found present as a
 	// word in the cross-file context.
@@ -143,10 +148,12 @@ type scorer struct {
 	midProse    []string
 	cursorCode  map[string]bool // code identifiers of the cursor file outside the middle
 	cursorProse map[string]bool
+	fileWords   map[string]bool // every word of the masked cursor file and its path
 }
 
 func newScorer(s *sample) *scorer {
-	sc := &scorer{s: s, cursorCode: map[string]bool{}, cursorProse: map[string]bool{}}
+	sc := &scorer{s: s, cursorCode: map[string]bool{}, cursorProse: map[string]bool{},
+		fileWords: wordSet(s.path + "\n" + s.full[:s.start] + s.full[s.end:])}
 	sc.midCode, sc.midProse = s.syntax.middleWords(s.start, s.end)
 	for _, o := range s.syntax.occs {
 		if int(o.end) <= s.start || int(o.start) >= s.end {
@@ -197,6 +204,12 @@ func (sc *scorer) score(p *contextpack.Prompt) (c cell, needed, found []string) 
 		c.CodeMid++
 		if inCursor[id] || ctxCode[id] {
 			c.CodeShown++
+		}
+		if !sc.fileWords[id] {
+			c.CodeNeedFile++
+			if ctxCode[id] {
+				c.CodeFoundFile++
+			}
 		}
 		if inCursor[id] {
 			continue
