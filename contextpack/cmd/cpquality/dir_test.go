@@ -244,7 +244,7 @@ func TestRunDir(t *testing.T) {
 	}
 	md := report(res)
 	for _, want := range []string{"## Code-identifier recall, all repositories", "### Budget 4096", "| **All** |",
-		"| repo shop |", "| Go |", "fused − execrepobench", "### Import resolution", "### Where fused is not shown ahead"} {
+		"| repo shop |", "| Go |", "fused − execrepobench", "### Import resolution", "### Where fused is not shown ahead", "Per-sample mean"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}

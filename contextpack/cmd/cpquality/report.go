@@ -12,10 +12,18 @@ import (
 type agg struct {
 	cell
 	Prompts int
+	// SampleRecall sums each prompt's own code-identifier recall over the
+	// SampleRecallN prompts that needed any identifier.
+	SampleRecall  float64
+	SampleRecallN int
 }
 
 func (a *agg) add(c cell) {
 	a.Prompts++
+	if c.CodeNeed > 0 {
+		a.SampleRecall += float64(c.CodeFound) / float64(c.CodeNeed)
+		a.SampleRecallN++
+	}
 	a.CodeMid += c.CodeMid
 	a.CodeNeed += c.CodeNeed
 	a.CodeFound += c.CodeFound
@@ -306,6 +314,9 @@ func report(res *results) string {
 	sb.WriteString("\n## Other measures\n")
 	langRows("\nProse recall %: words of the middle's comments and strings absent from the cursor file's part, "+
 		"found as words in the context", "", nil, func(a agg) float64 { return pct(a.ProseFound, a.ProseNeed) }, false)
+	langRows("\nPer-sample mean of code-identifier recall %: every sample that needs an identifier weighs the "+
+		"same (the headline pools identifiers, so a sample that needs many weighs more)", "", nil,
+		func(a agg) float64 { return 100 * a.SampleRecall / float64(max(1, a.SampleRecallN)) }, false)
 	langRows("\nCross-file-only recall %: the middle's code identifiers that occur nowhere in the cursor file or "+
 		"its path (one set for every strategy and budget), found as code in the context", "", nil,
 		func(a agg) float64 { return pct(a.CodeFoundFile, a.CodeNeedFile) }, false)
