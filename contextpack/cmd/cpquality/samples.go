@@ -9,14 +9,80 @@ import (
 	"github.com/infill-dev/infill/evaluator/dataset"
 )
 
+// repository is a loaded repository with its files' syntax (parsed on
+// first use).
+type repository struct {
+	spec       repoSpec
+	index      int // position in the run's list: seeds its sampling
+	files      []contextpack.File
+	byPath     map[string]int
+	cppHeaders bool
+	syntax     map[int]*fileSyntax
+	bytes      int
+	commit     string
+}
+
+func newRepository(spec repoSpec, index int, files []contextpack.File) *repository {
+	r := &repository{spec: spec, index: index, files: files, byPath: map[string]int{}, syntax: map[int]*fileSyntax{}}
+	for i, f := range files {
+		r.byPath[f.Path] = i
+		r.bytes += len(f.Content)
+		switch langOf(f.Path, false) {
+		case langCPP:
+			r.cppHeaders = true
+		}
+	}
+	return r
+}
+
+// fileSyntax is file i's syntax as loaded (the unmasked text).
+func (r *repository) fileSyntax(i int) *fileSyntax {
+	fs, ok := r.syntax[i]
+	if !ok {
+		fs = analyzeFile(r.files[i].Content, langOf(r.files[i].Path, r.cppHeaders))
+		r.syntax[i] = fs
+	}
+	return fs
+}
+
+// sample is one masked middle: file's text full with [start, end) taken
+// out is the cursor file, the cursor at start.
+type sample struct {
+	repo       *repository
+	lang       string // the report's language row
+	path       string
+	kind       string // line, multiline, span, humaneval-single, humaneval-multi
+	file       int
+	full       string
+	start, end int
+	syntax     *fileSyntax // of full
+}
+
+func (s *sample) middle() string { return s.full[s.start:s.end] }
+
+// requestFiles is the repository with the sample's middle removed.
+func (s *sample) requestFiles() []contextpack.File {
+	fs := make([]contextpack.File, len(s.repo.files))
+	copy(fs, s.repo.files)
+	fs[s.file].Content = s.full[:s.start] + s.full[s.end:]
+	return fs
+}
+
+// countedCode reports whether [start, end) overlaps a code identifier
+// that the metric counts.
+func countedCode(fs *fileSyntax, start, end int) bool {
+	code, _ := fs.middleWords(start, end)
+	return len(code) > 0
+}
+
 // repoSamples masks random spans of random source files: a single line,
 // 2–5 whole lines, or a random span of 20–150 bytes, in turn. Masks keep
 // indentation and the newline in the prefix/suffix (as ExecRepoBench's line
-// masks do) and always contain an identifier.
-func repoSamples(spec repoSpec, files []contextpack.File, n int, rng *rand.Rand) []sample {
+// masks do) and always overlap a code identifier the metric counts.
+func repoSamples(r *repository, n int, rng *rand.Rand) []sample {
 	var eligible []int
-	for i, f := range files {
-		if len(f.Content) >= 200 && len(f.Content) <= 200<<10 && !strings.HasSuffix(f.Path, "go.mod") {
+	for i, f := range r.files {
+		if len(f.Content) >= 200 && len(f.Content) <= 200<<10 && langOf(f.Path, r.cppHeaders) != langNone {
 			eligible = append(eligible, i)
 		}
 	}
@@ -24,21 +90,18 @@ func repoSamples(spec repoSpec, files []contextpack.File, n int, rng *rand.Rand)
 	kinds := []string{"line", "multiline", "span"}
 	for tries := 0; len(out) < n && tries < n*50 && len(eligible) > 0; tries++ {
 		fi := eligible[rng.IntN(len(eligible))]
-		f := files[fi]
+		f := r.files[fi]
 		kind := kinds[len(out)%3]
 		start, end, ok := pickMask(f.Content, kind, rng)
 		if !ok {
 			continue
 		}
-		mid := f.Content[start:end]
-		if len(contextpack.Identifiers(mid, f.Path, "")) == 0 {
+		fs := r.fileSyntax(fi)
+		if !countedCode(fs, start, end) {
 			continue
 		}
-		fs := make([]contextpack.File, len(files))
-		copy(fs, files)
-		fs[fi].Content = f.Content[:start] + f.Content[end:]
-		out = append(out, sample{repo: spec.name, group: spec.group, path: f.Path, kind: kind, middle: mid,
-			files: fs, offset: start})
+		out = append(out, sample{repo: r, lang: langSpecs[fs.lang].group, path: f.Path, kind: kind, file: fi,
+			full: f.Content, start: start, end: end, syntax: fs})
 	}
 	return out
 }
@@ -92,10 +155,10 @@ func pickMask(s, kind string, rng *rand.Rand) (int, int, bool) {
 // humanEvalSamples uses the single- and multi-line infilling tasks. The
 // repository is the 164 problems, each a file holding its prompt and
 // canonical solution; a sample masks one task's middle in its file.
-func humanEvalSamples(spec repoSpec, n int, rng *rand.Rand) ([]sample, int, int, error) {
+func humanEvalSamples(spec repoSpec, index, n int, rng *rand.Rand) (*repository, []sample, error) {
 	tasks, err := dataset.LoadHumanEvalDir(spec.root, dataset.HumanEvalSingleLine, dataset.HumanEvalMultiLine)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("%s: %w", spec.name, err)
+		return nil, nil, fmt.Errorf("%s: %w", spec.name, err)
 	}
 	// One full solution per problem: any task's prompt+middle+suffix.
 	full := map[string]string{}
@@ -107,30 +170,28 @@ func humanEvalSamples(spec repoSpec, n int, rng *rand.Rand) ([]sample, int, int,
 			order = append(order, p)
 		}
 	}
-	index := map[string]int{}
+	index2 := map[string]int{}
 	var files []contextpack.File
-	bytes := 0
 	for _, p := range order {
-		index[p] = len(files)
+		index2[p] = len(files)
 		files = append(files, contextpack.File{Path: heFile(p), Content: full[p], HasContent: true})
-		bytes += len(full[p])
 	}
+	r := newRepository(spec, index, files)
 	var out []sample
-	for len(out) < n && len(tasks) > 0 {
+	for tries := 0; len(out) < n && len(tasks) > 0 && tries < n*50; tries++ {
 		t := tasks[rng.IntN(len(tasks))]
-		if len(contextpack.Identifiers(t.Reference, "x.py", "")) == 0 {
+		text := t.Prefix + t.Reference + t.Suffix
+		fs := analyzeFile(text, langPython)
+		if !countedCode(fs, len(t.Prefix), len(t.Prefix)+len(t.Reference)) {
 			continue
 		}
 		p := problemID(t.ID)
-		fs := make([]contextpack.File, len(files))
-		copy(fs, files)
-		fs[index[p]].Content = t.Prefix + t.Suffix
 		kind := "humaneval-single"
 		if t.Benchmark == string(dataset.HumanEvalMultiLine) {
 			kind = "humaneval-multi"
 		}
-		out = append(out, sample{repo: spec.name, group: spec.group, path: heFile(p), kind: kind,
-			middle: t.Reference, files: fs, offset: len(t.Prefix)})
+		out = append(out, sample{repo: r, lang: "HumanEval", path: heFile(p), kind: kind, file: index2[p],
+			full: text, start: len(t.Prefix), end: len(t.Prefix) + len(t.Reference), syntax: fs})
 	}
-	return out, len(files), bytes, nil
+	return r, out, nil
 }
