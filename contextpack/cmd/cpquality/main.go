@@ -207,11 +207,12 @@ func run(ctx context.Context, o options, specs []repoSpec, mw *manifestWriter, l
 		return nil, err
 	}
 	cfg.ContextTokens = max(cfg.ContextTokens, o.budgets[len(o.budgets)-1])
-	// A parse past ParseTimeout makes the file plain text, so on a loaded
-	// machine the same sample could get other context: measured at 16 of
-	// 10,080 prompts of one repository (a 73 KB generated C lexer) between
-	// runs at load 2 and at load 15-20. A measurement must not depend on
-	// the load, so parses here always finish.
+	// A parse past ParseTimeout makes the file plain text, so on a busy
+	// machine the same sample can get other context: two runs of the
+	// held-out set on this shared machine differed in 16 of jq's 10,080
+	// prompts (execrepobench chose src/lexer.h in one, src/parser.h in the
+	// other, next to a 73 KB generated lexer). A measurement must not
+	// depend on the machine's load, so parses here always finish.
 	cfg.ParseTimeout = max(cfg.ParseTimeout, 10*time.Minute)
 	b, err := contextpack.NewBuilder(cfg, tok, nil)
 	if err != nil {
