@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -99,7 +100,7 @@ func anchors(doc string) map[string]bool {
 		}
 		slug := slugify(m[2])
 		if n := seen[slug]; n > 0 {
-			out[slug+"-"+itoa(n)] = true
+			out[slug+"-"+strconv.Itoa(n)] = true
 		} else {
 			out[slug] = true
 		}
@@ -122,14 +123,6 @@ func slugify(heading string) string {
 		}
 	}
 	return b.String()
-}
-
-func itoa(n int) string {
-	const digits = "0123456789"
-	if n < 10 {
-		return digits[n : n+1]
-	}
-	return itoa(n/10) + digits[n%10:n%10+1]
 }
 
 // TestLinks checks every relative link of every markdown file: the target

@@ -323,22 +323,31 @@ ollama_url() {
   printf '%s://%s:%s\n' "$scheme" "$host" "$port"
 }
 
+# need_curl URL: https goes through curl (plain http needs nothing: bash's
+# /dev/tcp); says so and fails when curl is missing.
+need_curl() {
+  command -v curl >/dev/null && return 0
+  log "cannot ask $1 without curl (plain http needs nothing)"
+  return 1
+}
+
+# host_port HOST:PORT: prints "HOST PORT", an IPv6 host without brackets.
+host_port() {
+  local host="${1%:*}"
+  host="${host#[}"
+  printf '%s %s\n' "${host%]}" "${1##*:}"
+}
+
 # http_get URL PATH: the body of a 200 answer, within 5 seconds.
 http_get() {
   local url="$1" path="$2"
   if [[ "$url" == https://* ]]; then
-    command -v curl >/dev/null || {
-      log "cannot ask $url without curl (plain http needs nothing)"
-      return 1
-    }
+    need_curl "$url" || return 1
     curl -fsS --max-time 5 "$url$path"
     return
   fi
   local hp="${url#http://}" host port
-  port="${hp##*:}"
-  host="${hp%:*}"
-  host="${host#[}"
-  host="${host%]}"
+  read -r host port < <(host_port "$hp")
   local resp
   # HTTP/1.0: the answer is not chunked and the server closes after it.
   resp="$(timeout 5 bash -c 'exec 3<>"/dev/tcp/$0/$1" || exit 1
@@ -453,18 +462,12 @@ cmd_find_ollama() {
 http_post_stream() {
   local url="$1" path="$2" body="$3"
   if [[ "$url" == https://* ]]; then
-    command -v curl >/dev/null || {
-      log "cannot ask $url without curl (plain http needs nothing)"
-      return 1
-    }
+    need_curl "$url" || return 1
     curl -sSN -X POST -H 'Content-Type: application/json' --data "$body" "$url$path"
     return
   fi
   local hp="${url#http://}" host port
-  port="${hp##*:}"
-  host="${hp%:*}"
-  host="${host#[}"
-  host="${host%]}"
+  read -r host port < <(host_port "$hp")
   (
     exec 3<>"/dev/tcp/$host/$port" || exit 1
     printf 'POST %s HTTP/1.0\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %s\r\n\r\n%s' \
