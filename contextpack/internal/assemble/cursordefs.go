@@ -94,7 +94,7 @@ func (as *Assembly) lineUsesOf() string {
 		return "" // the line is empty
 	}
 	a := as.text
-	line := codeOnly(a.Content[a.Lines[as.cursorLine]:as.input.Offset], a.Lang)
+	line := syntax.CodeOnly(a.Content[a.Lines[as.cursorLine]:as.input.Offset], a.Lang)
 	var uses []string
 	syntax.ScanIdents(line, a.Lang, func(id string, off int) bool {
 		if off+len(id) < len(line) {

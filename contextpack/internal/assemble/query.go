@@ -59,7 +59,7 @@ func (q *SearchQuery) lineWindow() LineRange {
 }
 
 // queryIdents weighs the identifiers of the query region's code, those
-// of its comments and string literals (codeOnly) much less (proseWeight),
+// of its comments and string literals (syntax.CodeOnly) much less (proseWeight),
 // and leaves out English stop-words, the
 // cursor line (it changes on every keystroke; excluding it keeps the
 // cursor-dependent context stable while typing) and names defined inside
@@ -69,7 +69,7 @@ func (q *SearchQuery) queryIdents(reg LineRange) (ids map[string]float64, inCode
 	a := q.text
 	ids = map[string]float64{}
 	text := a.RangeText(reg.First, reg.Last)
-	code := codeOnly(text, a.Lang)
+	code := syntax.CodeOnly(text, a.Lang)
 	lines, prose := strings.Split(code, "\n"), strings.Split(proseOf(text, code), "\n")
 	inCode = map[string]bool{}
 	for k, line := range lines {
@@ -121,7 +121,7 @@ func (q *SearchQuery) queryIdents(reg LineRange) (ids map[string]float64, inCode
 // what the cursor's code is about.
 const proseWeight = 0.125
 
-// proseOf is the part of text that codeOnly made blank (comments and
+// proseOf is the part of text that syntax.CodeOnly made blank (comments and
 // string literals), the rest made blank.
 func proseOf(text, code string) string {
 	b := []byte(text)
@@ -144,144 +144,3 @@ var stopWords = func() map[string]bool {
 	}
 	return m
 }()
-
-// blankTemplate blanks the literal text of the JavaScript template string
-// b[from:to] (to is after its closing back-quote) and keeps the code of its
-// ${...} substitutions; a substitution left open runs to the end of b.
-// A template nested in a substitution is taken for code (rare; lexing it
-// would need a stack).
-func blankTemplate(b []byte, from, to int) int {
-	i := from
-	for i < to {
-		if b[i] == '$' && i+1 < len(b) && b[i+1] == '{' {
-			b[i], b[i+1] = ' ', ' '
-			depth := 1
-			j := i + 2
-			for ; j < len(b) && depth > 0; j++ {
-				switch b[j] {
-				case '{':
-					depth++
-				case '}':
-					depth--
-				}
-			}
-			if depth == 0 {
-				b[j-1] = ' '
-			}
-			i = j
-			if i >= to {
-				// The substitution held the back-quote that ended the
-				// literal: find the real end.
-				for to = i; to < len(b) && b[to] != '`'; to++ {
-					if b[to] != '\n' {
-						b[to] = ' '
-					}
-				}
-				if to < len(b) {
-					b[to] = ' '
-					to++
-				}
-				return to
-			}
-			continue
-		}
-		if b[i] != '\n' {
-			b[i] = ' '
-		}
-		i++
-	}
-	return to
-}
-
-// codeOnly returns s with its comments and string literals made blank
-// (their bytes replaced by spaces, line breaks kept), by the lexical
-// rules of lang: # comments and single, double and triple quotes for
-// Python; // and /* */ comments, double quotes, character literals and
-// back-quoted raw or template strings for the C family (Go, JavaScript,
-// TypeScript, Java, Rust, C, C++; a JavaScript template's ${...} stays
-// code). Other languages are returned as they
-// are. s is assumed to start outside a comment or string.
-func codeOnly(s string, lang syntax.Lang) string {
-	python := lang == syntax.LangPython
-	js := lang == syntax.LangJS || lang == syntax.LangTS || lang == syntax.LangTSX
-	if !python && lang == syntax.LangPlain {
-		return s
-	}
-	b := []byte(s)
-	blank := func(from, to int) {
-		for i := from; i < to && i < len(b); i++ {
-			if b[i] != '\n' {
-				b[i] = ' '
-			}
-		}
-	}
-	// closeQuote is the end (after the closing quote) of a quoted literal
-	// opened by q at i; a one-line literal ends at the end of its line.
-	closeQuote := func(i int, q string, multiline bool) int {
-		for j := i + len(q); j < len(s); j++ {
-			switch {
-			case s[j] == '\\':
-				j++
-			case strings.HasPrefix(s[j:], q):
-				return j + len(q)
-			case s[j] == '\n' && !multiline:
-				return j
-			}
-		}
-		return len(s)
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case python && c == '#', !python && strings.HasPrefix(s[i:], "//"):
-			j := strings.IndexByte(s[i:], '\n')
-			if j < 0 {
-				j = len(s) - i
-			}
-			blank(i, i+j)
-			i += j
-		case !python && strings.HasPrefix(s[i:], "/*"):
-			j := strings.Index(s[i+2:], "*/")
-			end := len(s)
-			if j >= 0 {
-				end = i + 2 + j + 2
-			}
-			blank(i, end)
-			i = end
-		case python && (strings.HasPrefix(s[i:], `"""`) || strings.HasPrefix(s[i:], `'''`)):
-			end := closeQuote(i, s[i:i+3], true)
-			blank(i, end)
-			i = end
-		case c == '"' || python && c == '\'':
-			end := closeQuote(i, s[i:i+1], false)
-			blank(i, end)
-			i = end
-		case !python && c == '`':
-			end := closeQuote(i, "`", true)
-			if js {
-				end = blankTemplate(b, i, end)
-			} else {
-				blank(i, end)
-			}
-			i = end
-		case !python && c == '\'':
-			// A character literal ('x', '\n'); a Rust lifetime ('a) is not.
-			end := i + 1
-			if end < len(s) && s[end] == '\\' {
-				end = closeQuote(i, "'", false)
-			} else if i+2 < len(s) && s[i+2] == '\'' {
-				end = i + 3
-			} else if lang != syntax.LangRust {
-				end = closeQuote(i, "'", false) // a JavaScript string
-			} else {
-				i++
-				continue
-			}
-			blank(i, end)
-			i = end
-		default:
-			i++
-		}
-	}
-	return string(b)
-}

@@ -1,41 +1,10 @@
 package assemble
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
-
-func TestCodeOnly(t *testing.T) {
-	for _, tc := range []struct {
-		lang     syntax.Lang
-		src, out string
-	}{
-		{syntax.LangPython, "x = f(a)  # or not at all\ny = 'it is' + \"so\"", "x = f(a)\ny =      +"},
-		{syntax.LangPython, "\"\"\"Licence: or not\nat all\"\"\"\nz = g()", "\n\nz = g()"},
-		{syntax.LangGo, "import \"net/http\" // the path\nv := '\\n' + `raw\nstring` /* c\n d */ w", "import\nv :=      +\n\n      w"},
-		{syntax.LangRust, "fn f<'a>(s: &'a str) -> char { 'x' }", "fn f<'a>(s: &'a str) -> char {     }"},
-		{syntax.LangPlain, "# kept", "# kept"},
-		{syntax.LangJS, "return `${formatQuantity(count)}: ${", "return    formatQuantity(count)"},
-		{syntax.LangTS, "x = `a ${f(y)} b` + z", "x =      f(y)     + z"},
-	} {
-		got := codeOnly(tc.src, tc.lang)
-		if len(got) != len(tc.src) {
-			t.Errorf("codeOnly(%q) changed the length: %q", tc.src, got)
-		}
-		norm := func(s string) string {
-			var ls []string
-			for _, l := range strings.Split(s, "\n") {
-				ls = append(ls, strings.Join(strings.Fields(l), " "))
-			}
-			return strings.Join(ls, "\n")
-		}
-		if norm(got) != norm(tc.out) {
-			t.Errorf("codeOnly(%q) = %q, want %q", tc.src, got, tc.out)
-		}
-	}
-}
 
 func TestNearDuplicate(t *testing.T) {
 	tc := func(pairs ...int) []syntax.TermCount {
