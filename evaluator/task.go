@@ -77,6 +77,14 @@ const (
 	// TestCommand runs an arbitrary command. Pass: exit 0 only; this is the
 	// weakest signal (an early exit(0) passes) and results say so.
 	TestCommand TestKind = "command"
+	// TestGo runs `go test -json` on the masked file's package. Pass: every
+	// test in the JSON events passed, none failed, and ExpectedTests passed
+	// (at least one when ExpectedTests is 0).
+	TestGo TestKind = "go"
+	// TestNode runs node's built-in test runner (or the repository's own
+	// test script when its node_modules are present). Pass: the runner's
+	// report counts ExpectedTests passed (at least one) and no failure.
+	TestNode TestKind = "node"
 )
 
 // TestSpec is a repository's test entry point.
@@ -92,6 +100,10 @@ type TestSpec struct {
 	// one, else the sandbox's default (Config.Python and
 	// Config.Pythons come first; see pythonFor).
 	Python string `json:"python,omitempty"`
+	// Tests, when set, are the only tests run: those that execute the
+	// masked span on the pristine code, in the runner's own form (pytest
+	// node IDs, Go test names, node test files). Empty: the whole suite.
+	Tests []string `json:"tests,omitempty"`
 }
 
 // Exec describes how to execute a completed task.

@@ -513,11 +513,13 @@ var testKinds = map[infillv1.TestKind]evaluator.TestKind{
 	infillv1.TestKind_TEST_KIND_SCRIPT:  evaluator.TestScript,
 	infillv1.TestKind_TEST_KIND_PYTEST:  evaluator.TestPytest,
 	infillv1.TestKind_TEST_KIND_COMMAND: evaluator.TestCommand,
+	infillv1.TestKind_TEST_KIND_GO:      evaluator.TestGo,
+	infillv1.TestKind_TEST_KIND_NODE:    evaluator.TestNode,
 }
 
 func fromTestSpec(t *infillv1.TestSpec) evaluator.TestSpec {
 	return evaluator.TestSpec{Kind: testKinds[t.GetKind()], Script: t.GetScript(), Args: t.GetArgs(),
-		Command: t.GetCommand(), ExpectedTests: int(t.GetExpectedTests()), Python: t.GetPython()}
+		Command: t.GetCommand(), ExpectedTests: int(t.GetExpectedTests()), Python: t.GetPython(), Tests: t.GetTests()}
 }
 
 var verdicts = map[evaluator.Verdict]infillv1.Verdict{

@@ -36,6 +36,8 @@ var (
 		evaluator.TestScript:  infillv1.TestKind_TEST_KIND_SCRIPT,
 		evaluator.TestPytest:  infillv1.TestKind_TEST_KIND_PYTEST,
 		evaluator.TestCommand: infillv1.TestKind_TEST_KIND_COMMAND,
+		evaluator.TestGo:      infillv1.TestKind_TEST_KIND_GO,
+		evaluator.TestNode:    infillv1.TestKind_TEST_KIND_NODE,
 	}
 )
 
@@ -144,7 +146,8 @@ func taskToProto(t *evaluator.Task, m *repoMap) *infillv1.EvalTask {
 		out.Execution = &infillv1.EvalTask_Repository{Repository: &infillv1.RepositoryExecution{
 			Repository: m.apply(t.Exec.RepoDir),
 			Test: &infillv1.TestSpec{Kind: testKindsToProto[ts.Kind], Script: ts.Script, Args: ts.Args,
-				Command: ts.Command, ExpectedTests: uint32(max(ts.ExpectedTests, 0)), Python: ts.Python},
+				Command: ts.Command, ExpectedTests: uint32(max(ts.ExpectedTests, 0)), Python: ts.Python,
+				Tests: ts.Tests},
 		}}
 	}
 	if t.Exec.Timeout > 0 {

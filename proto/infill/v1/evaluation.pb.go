@@ -102,6 +102,13 @@ const (
 	TestKind_TEST_KIND_PYTEST TestKind = 2
 	// Any command: exit 0 only (weak signal; results say so).
 	TestKind_TEST_KIND_COMMAND TestKind = 3
+	// `go test -json` of the masked file's package (args: extra go test
+	// flags): every expected test passes in the JSON events, none fails.
+	TestKind_TEST_KIND_GO TestKind = 4
+	// node's built-in test runner (`node --test`), or the repository's own
+	// test script when its node_modules are present: the runner's report
+	// counts expected_tests passed and no failure.
+	TestKind_TEST_KIND_NODE TestKind = 5
 )
 
 // Enum value maps for TestKind.
@@ -111,12 +118,16 @@ var (
 		1: "TEST_KIND_SCRIPT",
 		2: "TEST_KIND_PYTEST",
 		3: "TEST_KIND_COMMAND",
+		4: "TEST_KIND_GO",
+		5: "TEST_KIND_NODE",
 	}
 	TestKind_value = map[string]int32{
 		"TEST_KIND_UNSPECIFIED": 0,
 		"TEST_KIND_SCRIPT":      1,
 		"TEST_KIND_PYTEST":      2,
 		"TEST_KIND_COMMAND":     3,
+		"TEST_KIND_GO":          4,
+		"TEST_KIND_NODE":        5,
 	}
 )
 
@@ -227,7 +238,12 @@ type TestSpec struct {
 	// the repository (--eval-python DIR=PYTHON), else the repository's own
 	// .venv/ or venv/, else the server's python3. A virtual environment's
 	// site-packages are mounted read-only in the sandbox.
-	Python        string `protobuf:"bytes,6,opt,name=python,proto3" json:"python,omitempty"`
+	Python string `protobuf:"bytes,6,opt,name=python,proto3" json:"python,omitempty"`
+	// The tests that execute the masked span (found once per repository on
+	// the pristine code): when set, only these run, unless the run asks for
+	// all tests. Their form is the runner's own (pytest node IDs, Go test
+	// names, test files for node).
+	Tests         []string `protobuf:"bytes,7,rep,name=tests,proto3" json:"tests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -302,6 +318,13 @@ func (x *TestSpec) GetPython() string {
 		return x.Python
 	}
 	return ""
+}
+
+func (x *TestSpec) GetTests() []string {
+	if x != nil {
+		return x.Tests
+	}
+	return nil
 }
 
 // ProgramExecution runs prefix + completion + suffix + epilogue as one
@@ -2000,14 +2023,15 @@ var File_infill_v1_evaluation_proto protoreflect.FileDescriptor
 
 const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\n" +
-	"\x1ainfill/v1/evaluation.proto\x12\tinfill.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1ainfill/v1/completion.proto\"\xb8\x01\n" +
+	"\x1ainfill/v1/evaluation.proto\x12\tinfill.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1ainfill/v1/completion.proto\"\xce\x01\n" +
 	"\bTestSpec\x12'\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x13.infill.v1.TestKindR\x04kind\x12\x16\n" +
 	"\x06script\x18\x02 \x01(\tR\x06script\x12\x12\n" +
 	"\x04args\x18\x03 \x03(\tR\x04args\x12\x18\n" +
 	"\acommand\x18\x04 \x03(\tR\acommand\x12%\n" +
 	"\x0eexpected_tests\x18\x05 \x01(\rR\rexpectedTests\x12\x16\n" +
-	"\x06python\x18\x06 \x01(\tR\x06python\".\n" +
+	"\x06python\x18\x06 \x01(\tR\x06python\x12\x14\n" +
+	"\x05tests\x18\a \x03(\tR\x05tests\".\n" +
 	"\x10ProgramExecution\x12\x1a\n" +
 	"\bepilogue\x18\x01 \x01(\tR\bepilogue\"^\n" +
 	"\x13RepositoryExecution\x12\x1e\n" +
@@ -2171,12 +2195,14 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\vLEVEL_CLASS\x10\x05\x12\x15\n" +
 	"\x11LEVEL_SINGLE_LINE\x10\x06\x12\x14\n" +
 	"\x10LEVEL_MULTI_LINE\x10\a\x12\x15\n" +
-	"\x11LEVEL_RANDOM_SPAN\x10\b*h\n" +
+	"\x11LEVEL_RANDOM_SPAN\x10\b*\x8e\x01\n" +
 	"\bTestKind\x12\x19\n" +
 	"\x15TEST_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10TEST_KIND_SCRIPT\x10\x01\x12\x14\n" +
 	"\x10TEST_KIND_PYTEST\x10\x02\x12\x15\n" +
-	"\x11TEST_KIND_COMMAND\x10\x03*\x87\x01\n" +
+	"\x11TEST_KIND_COMMAND\x10\x03\x12\x10\n" +
+	"\fTEST_KIND_GO\x10\x04\x12\x12\n" +
+	"\x0eTEST_KIND_NODE\x10\x05*\x87\x01\n" +
 	"\aVerdict\x12\x17\n" +
 	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eVERDICT_PASSED\x10\x01\x12\x12\n" +
