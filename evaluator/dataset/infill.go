@@ -37,21 +37,23 @@ type Span struct {
 // and middle. repository is relative to the JSON-lines file's directory
 // (or absolute); target is relative to the repository and may not leave it.
 type InfillRecord struct {
-	ID           string                  `json:"id"`
-	Benchmark    string                  `json:"benchmark,omitempty"`
-	Repository   string                  `json:"repository"`
-	RepoName     string                  `json:"repo_name,omitempty"`
-	Target       string                  `json:"target"`
-	Span         *Span                   `json:"span,omitempty"`
-	TargetSHA256 string                  `json:"target_sha256,omitempty"`
-	Prefix       *string                 `json:"prefix,omitempty"`
-	Suffix       *string                 `json:"suffix,omitempty"`
-	Middle       *string                 `json:"middle,omitempty"`
-	Level        evaluator.Level         `json:"level"`
-	NodeType     string                  `json:"node_type,omitempty"`
-	Test         evaluator.TestSpec      `json:"test"`
-	TimeoutS     float64                 `json:"timeout_s,omitempty"`
-	Context      []evaluator.ContextFile `json:"context,omitempty"`
+	ID           string          `json:"id"`
+	Benchmark    string          `json:"benchmark,omitempty"`
+	Repository   string          `json:"repository"`
+	RepoName     string          `json:"repo_name,omitempty"`
+	Target       string          `json:"target"`
+	Span         *Span           `json:"span,omitempty"`
+	TargetSHA256 string          `json:"target_sha256,omitempty"`
+	Prefix       *string         `json:"prefix,omitempty"`
+	Suffix       *string         `json:"suffix,omitempty"`
+	Middle       *string         `json:"middle,omitempty"`
+	Level        evaluator.Level `json:"level"`
+	// Language is the target file's language ("python" when absent).
+	Language string                  `json:"language,omitempty"`
+	NodeType string                  `json:"node_type,omitempty"`
+	Test     evaluator.TestSpec      `json:"test"`
+	TimeoutS float64                 `json:"timeout_s,omitempty"`
+	Context  []evaluator.ContextFile `json:"context,omitempty"`
 }
 
 // LoadInfill loads an infill-format JSON-lines file.
@@ -137,8 +139,12 @@ func (rec *InfillRecord) Task(baseDir string) (evaluator.Task, error) {
 	if bench == "" {
 		bench = InfillName
 	}
+	lang := rec.Language
+	if lang == "" {
+		lang = "python"
+	}
 	t := evaluator.Task{
-		ID: rec.ID, Benchmark: bench, Level: rec.Level, FillType: rec.NodeType, Language: "python",
+		ID: rec.ID, Benchmark: bench, Level: rec.Level, FillType: rec.NodeType, Language: lang,
 		RepoName: name, Path: filepath.ToSlash(filepath.Clean(filepath.FromSlash(rec.Target))),
 		Context: rec.Context,
 		Exec: evaluator.Exec{

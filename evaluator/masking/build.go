@@ -22,7 +22,6 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/dataset"
-	"github.com/infill-dev/infill/evaluator/sandbox"
 )
 
 // Options configures benchmark construction.
@@ -41,11 +40,16 @@ type Options struct {
 	MaxLines int
 	// MaxSpan bounds random spans in bytes (default 30).
 	MaxSpan int
+	// Language is the language masked (one of Languages(); default: the
+	// one with the most files to mask in the repository).
+	Language string
 	// Include selects the files to mask, by slash-separated path relative
-	// to the repository (default: DefaultInclude).
+	// to the repository (default: the language's own rule; Python's is
+	// DefaultInclude).
 	Include func(rel string) bool
-	// Test is the repository's test entry point (default: script
-	// evaluate_repo.py when the repository has one, else pytest -q).
+	// Test is the repository's test entry point (default: the language's;
+	// for Python, script evaluate_repo.py when the repository has one, else
+	// pytest -q).
 	Test *evaluator.TestSpec
 	// Benchmark names the records (default "infill").
 	Benchmark string
@@ -90,34 +94,9 @@ type Stats struct {
 // Errors.
 var (
 	ErrInvalidOptions = errors.New("masking: invalid options")
-	ErrNoFiles        = errors.New("masking: no Python files to mask")
+	ErrNoFiles        = errors.New("masking: no files to mask")
 	ErrBaselineFails  = errors.New("masking: the unmodified repository does not pass its tests")
 )
-
-// DefaultInclude accepts .py files outside test, docs and build trees,
-// except test files, conftest.py, setup.py and evaluate_repo.py.
-func DefaultInclude(rel string) bool {
-	if !strings.HasSuffix(rel, ".py") {
-		return false
-	}
-	parts := strings.Split(rel, "/")
-	for _, d := range parts[:len(parts)-1] {
-		switch d {
-		case "tests", "test", "testing", "docs", "doc", "build", "dist", "examples", "venv", ".venv", "node_modules":
-			return false
-		}
-		if strings.HasPrefix(d, ".") {
-			return false
-		}
-	}
-	base := parts[len(parts)-1]
-	switch {
-	case base == "evaluate_repo.py", base == "setup.py", base == "conftest.py",
-		strings.HasPrefix(base, "test_"), strings.HasSuffix(base, "_test.py"):
-		return false
-	}
-	return true
-}
 
 func (o Options) withDefaults() Options {
 	if o.PerLevel == 0 {
@@ -137,9 +116,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSpan == 0 {
 		o.MaxSpan = 30
-	}
-	if o.Include == nil {
-		o.Include = DefaultInclude
 	}
 	if o.Benchmark == "" {
 		o.Benchmark = dataset.InfillName
@@ -183,6 +159,8 @@ type source struct {
 // plan lists, per level, the candidates in the order they are tried.
 type plan struct {
 	repo    string
+	lang    *Language
+	include func(rel string) bool
 	files   map[string]*source
 	byLevel map[evaluator.Level][]Candidate
 	stats   Stats
@@ -191,20 +169,33 @@ type plan struct {
 func makePlan(ctx context.Context, repoDir string, o Options, log *zap.Logger) (*plan, error) {
 	p := &plan{repo: repoDir, files: map[string]*source{}, byLevel: map[evaluator.Level][]Candidate{},
 		stats: Stats{Candidates: map[evaluator.Level]int{}, Kept: map[evaluator.Level]int{}, Uncovered: map[evaluator.Level]int{}}}
+	var err error
+	if o.Language != "" {
+		p.lang, err = LanguageNamed(o.Language)
+	} else {
+		p.lang, err = DetectLanguage(repoDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.include = o.Include
+	if p.include == nil {
+		p.include = p.lang.include
+	}
 	var rels []string
-	err := filepath.WalkDir(repoDir, func(pth string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(repoDir, func(pth string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(repoDir, pth)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "__pycache__") {
+			if rel != "." && skippedDir(d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if d.Type().IsRegular() && o.Include(rel) {
+		if d.Type().IsRegular() && p.include(rel) {
 			rels = append(rels, rel)
 		}
 		return nil
@@ -230,7 +221,7 @@ func makePlan(ctx context.Context, repoDir string, o Options, log *zap.Logger) (
 			log.Debug("masking: skipping file that is not UTF-8 text", zap.String("file", rel))
 			continue
 		}
-		grammar, err := GrammarCandidates(ctx, rel, data)
+		grammar, err := p.lang.candidates(ctx, rel, data)
 		if err != nil {
 			if errors.Is(err, ErrSyntax) {
 				p.stats.Skipped = append(p.stats.Skipped, rel)
@@ -248,7 +239,7 @@ func makePlan(ctx context.Context, repoDir string, o Options, log *zap.Logger) (
 		all[evaluator.LevelSingleLine] = append(all[evaluator.LevelSingleLine], LineCandidates(rel, data)...)
 	}
 	if len(p.files) == 0 {
-		return nil, fmt.Errorf("%w in %s", ErrNoFiles, repoDir)
+		return nil, fmt.Errorf("%w in %s (language %s)", ErrNoFiles, repoDir, p.lang.Name)
 	}
 	for _, level := range o.Levels {
 		rng := rand.New(rand.NewPCG(o.Seed, levelSalt(level)))
@@ -358,6 +349,7 @@ func (p *plan) record(c Candidate, o Options, test evaluator.TestSpec) dataset.I
 		Span:         &dataset.Span{Start: c.Start, End: c.End},
 		TargetSHA256: f.sum,
 		Level:        c.Level,
+		Language:     p.lang.Name,
 		NodeType:     c.NodeType,
 		Test:         test,
 	}
@@ -382,7 +374,7 @@ func Select(ctx context.Context, repoDir string, o Options) ([]dataset.InfillRec
 	if err != nil {
 		return nil, Stats{}, err
 	}
-	test := defaultTest(repoDir, o)
+	test := p.lang.test(repoDir, o)
 	var out []dataset.InfillRecord
 	for _, level := range o.Levels {
 		for _, c := range p.byLevel[level][:min(o.PerLevel, len(p.byLevel[level]))] {
@@ -391,32 +383,6 @@ func Select(ctx context.Context, repoDir string, o Options) ([]dataset.InfillRec
 		}
 	}
 	return out, p.stats, nil
-}
-
-// defaultTest is the test command: Options.Test, else evaluate_repo.py
-// when the repository has one, else pytest -q; with the interpreter
-// Options.Python, else the repository's own virtual environment, named in
-// the records so that a benchmark says what it runs with.
-func defaultTest(repoDir string, o Options) evaluator.TestSpec {
-	var t evaluator.TestSpec
-	switch fi, err := os.Stat(filepath.Join(repoDir, "evaluate_repo.py")); {
-	case o.Test != nil:
-		t = *o.Test
-	case err == nil && fi.Mode().IsRegular():
-		t = evaluator.TestSpec{Kind: evaluator.TestScript, Script: "evaluate_repo.py"}
-	default:
-		t = evaluator.TestSpec{Kind: evaluator.TestPytest, Args: []string{"-q", "-p", "no:cacheprovider"}}
-	}
-	switch {
-	case o.Python != "":
-		t.Python = o.Python
-		if rel, err := filepath.Rel(repoDir, o.Python); err == nil && filepath.IsAbs(o.Python) && filepath.IsLocal(rel) {
-			t.Python = filepath.ToSlash(rel)
-		}
-	case t.Python == "":
-		t.Python = sandbox.RepositoryPython(repoDir)
-	}
-	return t
 }
 
 // Build selects samples like Select but keeps only those that pass the
@@ -444,7 +410,7 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 	if err != nil {
 		return nil, Stats{}, err
 	}
-	test := defaultTest(repoDir, o)
+	test := p.lang.test(repoDir, o)
 	// Baseline: the unmodified repository.
 	var first *source
 	for _, f := range p.files {

@@ -18,7 +18,6 @@ import (
 	"unicode/utf8"
 
 	sitter "github.com/smacker/go-tree-sitter"
-	"github.com/smacker/go-tree-sitter/python"
 
 	"github.com/infill-dev/infill/evaluator"
 )
@@ -35,35 +34,24 @@ type Candidate struct {
 // ErrSyntax is returned by GrammarCandidates for a file that does not parse.
 var ErrSyntax = errors.New("masking: syntax error")
 
-// expressionTypes are masked at the expression level.
-var expressionTypes = map[string]bool{
-	"call": true, "binary_operator": true, "boolean_operator": true, "comparison_operator": true,
-	"conditional_expression": true, "not_operator": true, "unary_operator": true,
-	"list_comprehension": true, "dictionary_comprehension": true, "set_comprehension": true,
-	"generator_expression": true, "lambda": true, "subscript": true, "attribute": true,
-	"list": true, "dictionary": true, "tuple": true, "set": true, "await": true,
-}
-
-// statementTypes are masked at the statement level (simple statements).
-var statementTypes = map[string]bool{
-	"expression_statement": true, "return_statement": true, "raise_statement": true,
-	"assert_statement": true, "import_statement": true, "import_from_statement": true,
-	"delete_statement": true, "global_statement": true, "nonlocal_statement": true,
-}
-
-// blockTypes are compound statements masked at the block level.
-var blockTypes = map[string]bool{
-	"if_statement": true, "for_statement": true, "while_statement": true,
-	"try_statement": true, "with_statement": true, "match_statement": true,
-}
-
-// GrammarCandidates parses Python source and returns its grammar-based
-// candidates (expression, statement, block, function, class) in source
-// order. Docstrings and comments are never candidates.
+// GrammarCandidates parses source of the language that masks path and
+// returns its grammar-based candidates (expression, statement, block,
+// function, class) in source order. Comments (and Python's docstrings) are
+// never candidates.
 func GrammarCandidates(ctx context.Context, path string, src []byte) ([]Candidate, error) {
+	lang := languageOfFile(path)
+	if lang == nil {
+		return nil, fmt.Errorf("%w: %s: no language masks this file (known: %v)", ErrInvalidOptions, path, Languages())
+	}
+	return lang.candidates(ctx, path, src)
+}
+
+// candidates parses src with the language's grammar and collects the nodes
+// its level function names, in source order.
+func (lang *Language) candidates(ctx context.Context, path string, src []byte) ([]Candidate, error) {
 	parser := sitter.NewParser()
 	defer parser.Close()
-	parser.SetLanguage(python.GetLanguage())
+	parser.SetLanguage(lang.grammar(path))
 	tree, err := parser.ParseCtx(ctx, nil, src)
 	if err != nil {
 		return nil, err
@@ -76,22 +64,8 @@ func GrammarCandidates(ctx context.Context, path string, src []byte) ([]Candidat
 	var out []Candidate
 	var walk func(n *sitter.Node)
 	walk = func(n *sitter.Node) {
-		typ := n.Type()
-		level := evaluator.Level("")
-		switch {
-		case typ == "function_definition":
-			level = evaluator.LevelFunction
-		case typ == "class_definition":
-			level = evaluator.LevelClass
-		case blockTypes[typ]:
-			level = evaluator.LevelBlock
-		case statementTypes[typ] && !isDocstring(n):
-			level = evaluator.LevelStatement
-		case expressionTypes[typ] && n.Parent() != nil && !isCallee(n):
-			level = evaluator.LevelExpression
-		}
-		if level != "" {
-			out = append(out, Candidate{Path: path, Start: int(n.StartByte()), End: int(n.EndByte()), Level: level, NodeType: typ})
+		if level := lang.level(n); level != "" {
+			out = append(out, Candidate{Path: path, Start: int(n.StartByte()), End: int(n.EndByte()), Level: level, NodeType: n.Type()})
 		}
 		for i := range int(n.NamedChildCount()) {
 			walk(n.NamedChild(i))
@@ -102,19 +76,6 @@ func GrammarCandidates(ctx context.Context, path string, src []byte) ([]Candidat
 		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(b.End, a.End))
 	})
 	return out, nil
-}
-
-// isDocstring reports an expression statement that is only a string.
-func isDocstring(n *sitter.Node) bool {
-	return n.Type() == "expression_statement" && n.NamedChildCount() == 1 && n.NamedChild(0).Type() == "string"
-}
-
-// isCallee reports an attribute that is the function of a call (obj.meth in
-// obj.meth(x)): the call itself is the better expression to mask.
-func isCallee(n *sitter.Node) bool {
-	p := n.Parent()
-	return n.Type() == "attribute" && p.Type() == "call" && p.ChildByFieldName("function") != nil &&
-		p.ChildByFieldName("function").Equal(n)
 }
 
 // LineCandidates returns every non-blank line as a single-line candidate;

@@ -32,6 +32,7 @@ type maskFlags struct {
 	timeout       time.Duration
 	noCheck       bool
 	benchmark     string
+	language      string
 	minMiddle     int
 	maxMiddle     int
 	maxAttempts   int
@@ -106,6 +107,7 @@ repository relative to FILE's directory.`,
 	fl.StringVar(&f.python, "python", "", "run the tests with this interpreter `PATH` (a virtual environment's bin/python selects it; default: the repository's .venv/ or venv/, else python3)")
 	addSandboxFlags(cmd, &f.sandbox, "")
 	fl.BoolVar(&f.noCheck, "no-check", false, "select spans without running any test (no sandbox needed)")
+	fl.StringVar(&f.language, "language", "", "language to mask: "+strings.Join(masking.Languages(), ", ")+" (default: the one with the most files)")
 	fl.StringVar(&f.benchmark, "name", "", "benchmark name in the records (default: the repository's directory name)")
 	fl.IntVar(&f.minMiddle, "min-middle", 0, "shortest masked text in bytes, stripped (default 3)")
 	fl.IntVar(&f.maxMiddle, "max-middle", 0, "longest masked text in bytes, stripped (default 1500)")
@@ -199,7 +201,7 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 	o := masking.Options{
 		Seed: f.seed, PerLevel: f.perLevel, RequireEmptyFails: f.requireFail && !f.noCheck,
 		Timeout: f.timeout, Benchmark: f.benchmark, MinMiddle: f.minMiddle, MaxMiddle: f.maxMiddle,
-		MaxAttempts: f.maxAttempts,
+		MaxAttempts: f.maxAttempts, Language: f.language,
 	}
 	if f.python != "" {
 		p, err := filepath.Abs(f.python)

@@ -1,0 +1,101 @@
+package masking
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	sitter "github.com/smacker/go-tree-sitter"
+
+	"github.com/infill-dev/infill/evaluator"
+)
+
+// Language is one source language masking knows: its grammar and the
+// syntax nodes masked at each grammar level, the repository files it masks,
+// and how a repository in it runs its tests by default.
+type Language struct {
+	// Name is the records' language ("python", "go", ...).
+	Name string
+	// grammar is the tree-sitter grammar for the file rel (a language may
+	// have several: TypeScript and TSX).
+	grammar func(rel string) *sitter.Language
+	// level is the grammar level a node is masked at; "" for none.
+	level func(n *sitter.Node) evaluator.Level
+	// include accepts a repository file (slash-separated, relative) as
+	// one to mask: a source file of the language that is not a test,
+	// generated, vendored or documentation file.
+	include func(rel string) bool
+	// test is the repository's default test entry point.
+	test func(repoDir string, o Options) evaluator.TestSpec
+}
+
+// languages are the languages masking knows, in the order detection prefers
+// them on a tie.
+var languages = []*Language{pythonLanguage}
+
+// Languages returns the names of the languages masking knows.
+func Languages() []string {
+	names := make([]string, len(languages))
+	for i, l := range languages {
+		names[i] = l.Name
+	}
+	return names
+}
+
+// LanguageNamed returns the language called name.
+func LanguageNamed(name string) (*Language, error) {
+	for _, l := range languages {
+		if l.Name == name {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: unknown language %q (known: %s)", ErrInvalidOptions, name, strings.Join(Languages(), ", "))
+}
+
+// languageOfFile returns the language whose include accepts rel, or nil.
+func languageOfFile(rel string) *Language {
+	for _, l := range languages {
+		if l.include(rel) {
+			return l
+		}
+	}
+	return nil
+}
+
+// DetectLanguage returns the language with the most files to mask in the
+// repository (hidden directories, node_modules and vendor trees skipped).
+func DetectLanguage(repoDir string) (*Language, error) {
+	counts := map[*Language]int{}
+	err := filepath.WalkDir(repoDir, func(pth string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoDir, pth)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && skippedDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if l := languageOfFile(rel); l != nil && d.Type().IsRegular() {
+			counts[l]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	best := slices.MaxFunc(languages, func(a, b *Language) int { return counts[a] - counts[b] })
+	if counts[best] == 0 {
+		return nil, fmt.Errorf("%w in %s (languages: %s)", ErrNoFiles, repoDir, strings.Join(Languages(), ", "))
+	}
+	return best, nil
+}
+
+// skippedDir reports a directory never walked for files to mask.
+func skippedDir(name string) bool {
+	return strings.HasPrefix(name, ".") || name == "__pycache__" || name == "node_modules"
+}
