@@ -50,7 +50,8 @@
 //
 // Editors: the configurations docs/editors.md shows and `infill lsp
 // --help` prints are editors/*, embedded (EditorConfigs); the end-to-end
-// tests run the Neovim 0.7 and Vim ones in those editors.
+// tests run the Neovim 0.7 and Vim (YouCompleteMe, yegappan/lsp) ones in those
+// editors.
 //
 // Errors: a message that is not JSON or not JSON-RPC gets a JSON-RPC
 // error and the session goes on (frameStream); bad params, a position

@@ -50,6 +50,10 @@ type generation struct {
 	text   string
 	tokens int
 	prompt string
+	// maxTokens and stop are the request's (maxTokens 0: the backend's
+	// default).
+	maxTokens int
+	stop      []string
 }
 
 // watched wraps the real backend.
@@ -59,7 +63,7 @@ type watched struct {
 }
 
 func (w *watched) Generate(ctx context.Context, req inference.Request, onDelta inference.DeltaFunc) (*inference.Result, error) {
-	g := &generation{first: make(chan struct{}), done: make(chan struct{}), prompt: req.Prompt}
+	g := &generation{first: make(chan struct{}), done: make(chan struct{}), prompt: req.Prompt, maxTokens: req.MaxTokens, stop: req.Stop}
 	w.calls <- g
 	var once sync.Once
 	res, err := w.Backend.Generate(ctx, req, func(i int, text string) error {

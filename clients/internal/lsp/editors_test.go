@@ -46,14 +46,14 @@ func TestEditorConfigsDocumented(t *testing.T) {
 		if blocks[i][1] != c.Lang() || blocks[i][2] != c.Text {
 			t.Errorf("code block %d is not editors/%s (a %s block):\n%s", i+1, c.Name, c.Lang(), blocks[i][0])
 		}
-		if !strings.Contains(c.Text, DefaultServer) {
+		if c.Lang() != "python" && !strings.Contains(c.Text, DefaultServer) {
 			t.Errorf("editors/%s does not name the server %s", c.Name, DefaultServer)
 		}
 	}
 }
 
 // The configurations no test drives in its editor parse at least: JSON
-// and TOML here, Lua in Neovim's LuaJIT (the language all versions
+// and TOML here, Python (YouCompleteMe's extra conf) in python3, Lua in Neovim's LuaJIT (the language all versions
 // share), and the Vim one in Vim 9 against a stand-in for the plugin
 // that checks what LspAddServer is given.
 func TestEditorConfigsParse(t *testing.T) {
@@ -71,6 +71,20 @@ func TestEditorConfigsParse(t *testing.T) {
 			}
 		}
 	}
+	t.Run("python", func(t *testing.T) {
+		python, err := exec.LookPath("python3")
+		servertest.Require(t, err, "Python 3 (apt-get install python3)")
+		for _, c := range EditorConfigs() {
+			if c.Lang() != "python" {
+				continue
+			}
+			cmd := exec.Command(python, "-c", "import sys; compile(sys.stdin.read(), sys.argv[1], 'exec')", c.Name)
+			cmd.Stdin = strings.NewReader(c.Text)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("editors/%s does not parse: %v\n%s", c.Name, err, out)
+			}
+		}
+	})
 	t.Run("lua", func(t *testing.T) {
 		nvim, err := exec.LookPath("nvim")
 		servertest.Require(t, err, "Neovim (apt-get install neovim)")
