@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,7 +98,7 @@ func TestVimYouCompleteMeEndToEnd(t *testing.T) {
 	vim, err := exec.LookPath("vim")
 	servertest.Require(t, err, "Vim 9 (apt-get install vim-nox)")
 	if out, err := exec.Command(vim, "--version").Output(); err != nil || !strings.Contains(string(out), "+python3") {
-		servertest.Require(t, errNoPython3, "Vim with +python3 (apt-get install vim-nox)")
+		servertest.Require(t, fmt.Errorf("%s lacks +python3 (%v)", vim, err), "Vim with +python3 (apt-get install vim-nox)")
 	}
 	_, err = os.Stat("/usr/share/vim/vimfiles/pack/dist-bundle/opt/youcompleteme")
 	servertest.Require(t, err, "YouCompleteMe (apt-get install vim-youcompleteme)")
@@ -138,8 +139,6 @@ type ycmSettings struct {
 	maxTokens int
 	lineStop  bool // "\n" is a stop string
 }
-
-var errNoPython3 = os.ErrNotExist
 
 func ycmSession(t *testing.T, vim, path, addr string, w *watched, capability bool, extraConf string, wantPulls int, want ycmSettings) (shown int) {
 	root := writeRepo(t, map[string]string{"geo/circle.py": circlePy, "geo/__init__.py": "from .circle import area\n"})
