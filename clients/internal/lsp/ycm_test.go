@@ -18,17 +18,16 @@ import (
 )
 
 // ycmHarness follows the documented configuration
-// (editors/vim9-youcompleteme.vim) in the test's vimrc and drives Vim in
-// Ex mode (-es), where Vim runs no timers: it does by hand what YCM's
-// timers do. Once Vim has started it opens the file, waits for ycmd,
-// runs YCM's FileType handler (which asks ycmd to parse the buffer, and
-// ycmd starts `infill lsp` for the filetype), waits until ycmd says the
-// language server is ready, asks for a completion at the cursor as
-// g:ycm_key_invoke_completion (<C-Space>) does (ycm_state's semantic
-// completion request) and waits for its answer, adds a line and completes
-// again below it, waits a moment for requests that must not come, writes
-// what it saw as JSON and quits with :qa! (YCM then stops ycmd, which
-// stops `infill lsp`).
+// (editors/vim9-youcompleteme.vim) in the test's vimrc. Vim runs in Ex
+// mode (-es), where YCM's timers still run while the harness sleeps. Once
+// Vim has started it opens the file, waits for ycmd and then for ycmd to
+// say the language server for the filetype is ready (YCM's timer asks
+// ycmd to parse the buffer once ycmd is up, and ycmd starts `infill lsp`),
+// asks for a completion at the cursor as g:ycm_key_invoke_completion
+// (<C-Space>) does (ycm_state's semantic completion request) and waits
+// for its answer, adds a line and completes again below it, waits a
+// moment for requests that must not come, writes what it saw as JSON and
+// quits with :qa! (YCM then stops ycmd, which stops `infill lsp`).
 const ycmHarness = `
 set virtualedit=onemore
 let g:ycm_keep_logfiles = 1
@@ -54,7 +53,6 @@ func s:Run()
   if !s:Until('py3eval("ycm_state.CheckIfServerIsReady()")', 60000)
     return #{error: 'ycmd is not ready'}
   endif
-  doautocmd youcompleteme FileType
   py3 << trim EOF
     from ycm.client.base_request import BaseRequest
     def infill_ready():
@@ -67,7 +65,7 @@ func s:Run()
   call append(8, 'MARKER_EDIT_42 = 1')
   let second = s:Complete(11)
   sleep 1
-  return #{first: first, second: second, filetype: &filetype}
+  return #{first: first, second: second}
 endfunc
 func s:Main()
   call writefile([json_encode(s:Run())], $INFILL_OUT)
@@ -203,8 +201,8 @@ func ycmSession(t *testing.T, vim, path, addr string, w *watched, capability boo
 		}
 	}
 	var res struct {
-		Error, Filetype string
-		First, Second   completion
+		Error         string
+		First, Second completion
 	}
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatalf("%s: %v", data, err)
