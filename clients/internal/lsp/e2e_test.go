@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
@@ -98,6 +99,21 @@ func (w *watched) next(t *testing.T) *generation {
 		t.Fatal("no generation reached the backend")
 	}
 	return nil
+}
+
+// finished waits for the backend's next n generations to end and returns
+// them; one that failed fails the test.
+func (w *watched) finished(t *testing.T, n int) []*generation {
+	t.Helper()
+	gens := make([]*generation, n)
+	for i := range gens {
+		gens[i] = w.next(t)
+		wait(t, fmt.Sprintf("generation %d", i+1), gens[i].done)
+		if gens[i].err != nil {
+			t.Fatalf("generation %d: the backend: %v", i+1, gens[i].err)
+		}
+	}
+	return gens
 }
 
 func wait(t *testing.T, what string, ch <-chan struct{}) {

@@ -74,35 +74,19 @@ func TestEditorConfigsParse(t *testing.T) {
 	t.Run("python", func(t *testing.T) {
 		python, err := exec.LookPath("python3")
 		servertest.Require(t, err, "Python 3 (apt-get install python3)")
-		for _, c := range EditorConfigs() {
-			if c.Lang() != "python" {
-				continue
-			}
-			cmd := exec.Command(python, "-c", "import sys; compile(sys.stdin.read(), sys.argv[1], 'exec')", c.Name)
-			cmd.Stdin = strings.NewReader(c.Text)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("editors/%s does not parse: %v\n%s", c.Name, err, out)
-			}
-		}
+		parseEach(t, "python", func(file string) *exec.Cmd {
+			return exec.Command(python, "-c", "import sys; compile(open(sys.argv[1]).read(), sys.argv[1], 'exec')", file)
+		})
 	})
 	t.Run("lua", func(t *testing.T) {
 		nvim, err := exec.LookPath("nvim")
 		servertest.Require(t, err, "Neovim (apt-get install neovim)")
-		for _, c := range EditorConfigs() {
-			if c.Lang() != "lua" {
-				continue
-			}
-			file := filepath.Join(t.TempDir(), c.Name)
-			if err := os.WriteFile(file, []byte(c.Text), 0o644); err != nil {
-				t.Fatal(err)
-			}
+		parseEach(t, "lua", func(file string) *exec.Cmd {
 			cmd := exec.Command(nvim, "--headless", "--clean", "-u", "NONE", "-c",
 				`lua local f, err = loadfile(vim.env.SNIPPET); if not f then io.stderr:write(err) vim.cmd('cquit') end`, "-c", "qa!")
 			cmd.Env = append(os.Environ(), "SNIPPET="+file)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("editors/%s does not parse: %v\n%s", c.Name, err, out)
-			}
-		}
+			return cmd
+		})
 	})
 	t.Run("vim", func(t *testing.T) {
 		vim, err := exec.LookPath("vim")
@@ -146,6 +130,24 @@ func TestEditorConfigsParse(t *testing.T) {
 			t.Errorf("LspAddServer(%s)", b)
 		}
 	})
+}
+
+// parseEach writes each configuration in lang to a file and runs the
+// command parse makes for it, which must succeed.
+func parseEach(t *testing.T, lang string, parse func(file string) *exec.Cmd) {
+	t.Helper()
+	for _, c := range EditorConfigs() {
+		if c.Lang() != lang {
+			continue
+		}
+		file := filepath.Join(t.TempDir(), c.Name)
+		if err := os.WriteFile(file, []byte(c.Text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := parse(file).CombinedOutput(); err != nil {
+			t.Errorf("editors/%s does not parse: %v\n%s", c.Name, err, out)
+		}
+	}
 }
 
 // editorConfig returns the configuration in file name.

@@ -1,8 +1,6 @@
 package lsp
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -166,33 +164,14 @@ func ycmSession(t *testing.T, vim, path, addr string, w *watched, capability boo
 		t.Fatal(err)
 	}
 	tmp := t.TempDir() // ycmd's logs
-	out := filepath.Join(home, "out.json")
-
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, vim, "-Nu", vimrc, "-i", "NONE", "-es")
-	cmd.Dir = t.TempDir() // not the repository: the configuration finds it from the file
-	cmd.Env = append(os.Environ(), "PATH="+path, "HOME="+home, "TMPDIR="+tmp,
-		"INFILL_FILE="+filepath.Join(root, "geo", "circle.py"), "INFILL_OUT="+out)
-	cmd.WaitDelay = 10 * time.Second
-	b, err := cmd.CombinedOutput()
-	logs := func() string { return string(b) + ycmdLogs(tmp) }
-	if ctx.Err() != nil {
-		t.Fatalf("Vim did not exit (:qa!) within 3 minutes:\n%s", logs())
-	}
-	if err != nil {
-		t.Fatalf("vim: %v\n%s", err, logs())
-	}
 	// Vim's exit stops ycmd, and ycmd stops `infill lsp` (shutdown, exit).
-	for _, p := range []struct{ what, arg string }{{"ycmd", tmp}, {"infill lsp", logFile}} {
-		if pids := waitExited(p.arg, 30*time.Second); len(pids) > 0 {
-			t.Errorf("%s still runs 30s after Vim exited (killed: %v)", p.what, pids)
+	t.Cleanup(func() {
+		for _, p := range []struct{ what, arg string }{{"ycmd", tmp}, {"infill lsp", logFile}} {
+			if pids := waitExited(p.arg, 30*time.Second); len(pids) > 0 {
+				t.Errorf("%s still runs 30s after Vim exited (killed: %v)", p.what, pids)
+			}
 		}
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatalf("Vim wrote no result: %v\n%s", err, logs())
-	}
+	})
 	type completion struct {
 		Error       string
 		StartColumn int `json:"completion_start_column"`
@@ -204,23 +183,18 @@ func ycmSession(t *testing.T, vim, path, addr string, w *watched, capability boo
 		Error         string
 		First, Second completion
 	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatalf("%s: %v", data, err)
-	}
+	runVimHarness(t, vim, vimrc, []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + tmp,
+		"INFILL_FILE=" + filepath.Join(root, "geo", "circle.py")}, func() string { return ycmdLogs(tmp) }, &res)
 	if res.Error != "" || res.First.Error != "" || res.Second.Error != "" {
-		t.Fatalf("in Vim: %s\n%s", data, logs())
+		t.Fatalf("in Vim: %+v\n%s", res, ycmdLogs(tmp))
 	}
 	if n := settingsPulls(t, logFile); n != wantPulls {
 		t.Errorf("the language server asked YCM for its settings %d times; want %d", n, wantPulls)
 	}
-	first, second := w.next(t), w.next(t)
-	wait(t, "the first generation", first.done)
-	wait(t, "the second generation", second.done)
+	gens := w.finished(t, 2)
+	first, second := gens[0], gens[1]
 	for i, c := range []completion{res.First, res.Second} {
-		g := []*generation{first, second}[i]
-		if g.err != nil {
-			t.Fatalf("request %d: the backend: %v", i+1, g.err)
-		}
+		g := gens[i]
 		if got := (ycmSettings{g.maxTokens, slices.Contains(g.stop, "\n")}); got != want {
 			t.Errorf("request %d: at the backend %+v; the settings say %+v", i+1, got, want)
 		}
