@@ -46,7 +46,8 @@
 // workspace settings (pushed, or pulled with workspace/configuration at
 // most once after initialized and once per didChangeConfiguration without
 // settings; an answer never pulls again), each layer over the one before
-// (settings.go).
+// (settings.go). A completion asked while a pull is out waits for its
+// answer, at most settingsWait (1 s) from the pull.
 //
 // Editors: the configurations docs/editors.md shows and `infill lsp
 // --help` prints are editors/*, embedded (EditorConfigs); the end-to-end

@@ -216,6 +216,10 @@ func ycmSession(t *testing.T, vim, path, addr string, w *watched, capability boo
 		}
 		t.Logf("request %d: the backend generated %d tokens, %q; Vim got %+v", i+1, g.tokens, g.text, c.Completions)
 	}
+	// project_root_files made the repository the root (Vim runs elsewhere).
+	if !strings.HasPrefix(first.prompt, "<|repo_name|>"+filepath.Base(root)+"\n") {
+		t.Errorf("the prompt is not the repository's:\n%s", first.prompt)
+	}
 	if !strings.Contains(second.prompt, "MARKER_EDIT_42 = 1\n") || strings.Contains(first.prompt, "MARKER_EDIT_42") {
 		t.Errorf("the edit is not in the second prompt alone:\n%s\n---\n%s", first.prompt, second.prompt)
 	}
