@@ -55,6 +55,7 @@ type generation struct {
 	// default).
 	maxTokens int
 	stop      []string
+	took      time.Duration
 }
 
 // watched wraps the real backend.
@@ -66,13 +67,14 @@ type watched struct {
 func (w *watched) Generate(ctx context.Context, req inference.Request, onDelta inference.DeltaFunc) (*inference.Result, error) {
 	g := &generation{first: make(chan struct{}), done: make(chan struct{}), prompt: req.Prompt, maxTokens: req.MaxTokens, stop: req.Stop}
 	w.calls <- g
+	start := time.Now()
 	var once sync.Once
 	res, err := w.Backend.Generate(ctx, req, func(i int, text string) error {
 		g.deltas.Add(1)
 		once.Do(func() { close(g.first) })
 		return onDelta(i, text)
 	})
-	g.err, g.ctxErr = err, ctx.Err()
+	g.err, g.ctxErr, g.took = err, ctx.Err(), time.Since(start)
 	if res != nil && len(res.Candidates) > 0 {
 		g.text, g.tokens = res.Candidates[0].Text, res.Candidates[0].Tokens
 	}
@@ -99,6 +101,26 @@ func (w *watched) next(t *testing.T) *generation {
 		t.Fatal("no generation reached the backend")
 	}
 	return nil
+}
+
+// matching returns the backend's next generation whose prompt match
+// accepts, passing over others (the server's probes, an earlier
+// session's last requests).
+func (w *watched) matching(t *testing.T, what string, match func(prompt string) bool) *generation {
+	t.Helper()
+	deadline := time.After(waitFor)
+	var passed []string
+	for {
+		select {
+		case g := <-w.calls:
+			if match(g.prompt) {
+				return g
+			}
+			passed = append(passed, fmt.Sprintf("%.60q", g.prompt))
+		case <-deadline:
+			t.Fatalf("%s: no generation within %v (passed over %v)", what, waitFor, passed)
+		}
+	}
 }
 
 // finished waits for the backend's next n generations to end and returns
