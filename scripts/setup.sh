@@ -51,7 +51,7 @@ package_groups=(
   "sandbox|bubblewrap python3 python3-pytest python3-venv|the evaluation sandbox runs Python samples and their tests in bubblewrap, with a repository's own virtual environment (python3 -m venv)"
   "harness|python3-numpy python3-tqdm python3-fire|the reference human-eval-infilling harness the evaluation parity test runs"
   "report|chromium|chromium-browser fonts-dejavu-core|the HTML report test renders the report in headless Chromium"
-  "editor|neovim vim|the LSP end-to-end tests drive Neovim and Vim headless (Vim also checks the Vim configuration parses)"
+  "editor|neovim vim-nox vim-youcompleteme ycmd|the LSP end-to-end tests drive Neovim and Vim headless, Vim with YouCompleteMe (its ycmd, and Vim with +python3: vim-nox)"
 )
 
 # --- pinned Go tools (never @latest) -----------------------------------------

@@ -95,7 +95,7 @@ func TestPackagesRootInstallsOnceWithReasons(t *testing.T) {
 }
 
 func TestPackagesAllPresentIsSilent(t *testing.T) {
-	f := newFakeSystem(t, 0, false, []string{"gcc", "git", "ca-certificates", "neovim", "vim"}, nil)
+	f := newFakeSystem(t, 0, false, []string{"gcc", "git", "ca-certificates", "neovim", "vim-nox", "vim-youcompleteme", "ycmd"}, nil)
 	out, err := f.run(t, "packages", "build", "editor", "build")
 	if err != nil || out != "" {
 		t.Fatalf("setup.sh packages: %v, output %q; want success and no output", err, out)

@@ -59,6 +59,10 @@ type job struct {
 	enc      string
 	session  string
 	settings Settings
+	// settled, when not nil, closes once pulled settings arrive; until
+	// settledBy the completion waits for them (settings.go).
+	settled   <-chan struct{}
+	settledBy time.Time
 }
 
 // startCompletion checks the request against the document as it is now,
@@ -78,7 +82,7 @@ func (s *session) startCompletion(id jsonrpc2.ID, kind completionKind, p protoco
 		return nil, invalidParams(err)
 	}
 	j := &job{kind: kind, uri: uri, text: d.text, off: off, repo: d.repo, rel: d.rel, lang: d.lang, enc: s.enc,
-		session: s.sessionOf(uri), settings: s.settings}
+		session: s.sessionOf(uri), settings: s.settings, settled: s.pull.settled, settledBy: s.pull.waitUntil}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	c := &call{id: id, uri: uri, cancel: cancel}
 	if prev := s.latest[uri]; prev != nil {
@@ -133,6 +137,20 @@ func (s *session) cancel(id jsonrpc2.ID) {
 
 // complete asks the server and builds the answer.
 func (s *session) complete(ctx context.Context, j *job) (any, *jsonrpc2.Error) {
+	if j.settled != nil {
+		t := time.NewTimer(time.Until(j.settledBy))
+		select {
+		case <-j.settled:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return s.ended(ctx, j)
+		}
+		t.Stop()
+		s.mu.Lock()
+		j.settings = s.settings
+		s.mu.Unlock()
+	}
 	if d := time.Duration(j.settings.DebounceMs) * time.Millisecond; d > 0 {
 		t := time.NewTimer(d)
 		select {

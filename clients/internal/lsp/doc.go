@@ -46,11 +46,13 @@
 // workspace settings (pushed, or pulled with workspace/configuration at
 // most once after initialized and once per didChangeConfiguration without
 // settings; an answer never pulls again), each layer over the one before
-// (settings.go).
+// (settings.go). A completion asked while a pull is out waits for its
+// answer, at most settingsWait (1 s) from the pull.
 //
 // Editors: the configurations docs/editors.md shows and `infill lsp
 // --help` prints are editors/*, embedded (EditorConfigs); the end-to-end
-// tests run the Neovim 0.7 and Vim ones in those editors.
+// tests run the Neovim 0.7 and Vim (YouCompleteMe, yegappan/lsp) ones in those
+// editors.
 //
 // Errors: a message that is not JSON or not JSON-RPC gets a JSON-RPC
 // error and the session goes on (frameStream); bad params, a position

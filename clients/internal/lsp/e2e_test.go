@@ -3,6 +3,7 @@ package lsp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
@@ -50,6 +51,11 @@ type generation struct {
 	text   string
 	tokens int
 	prompt string
+	// maxTokens and stop are the request's (maxTokens 0: the backend's
+	// default).
+	maxTokens int
+	stop      []string
+	took      time.Duration
 }
 
 // watched wraps the real backend.
@@ -59,15 +65,16 @@ type watched struct {
 }
 
 func (w *watched) Generate(ctx context.Context, req inference.Request, onDelta inference.DeltaFunc) (*inference.Result, error) {
-	g := &generation{first: make(chan struct{}), done: make(chan struct{}), prompt: req.Prompt}
+	g := &generation{first: make(chan struct{}), done: make(chan struct{}), prompt: req.Prompt, maxTokens: req.MaxTokens, stop: req.Stop}
 	w.calls <- g
+	start := time.Now()
 	var once sync.Once
 	res, err := w.Backend.Generate(ctx, req, func(i int, text string) error {
 		g.deltas.Add(1)
 		once.Do(func() { close(g.first) })
 		return onDelta(i, text)
 	})
-	g.err, g.ctxErr = err, ctx.Err()
+	g.err, g.ctxErr, g.took = err, ctx.Err(), time.Since(start)
 	if res != nil && len(res.Candidates) > 0 {
 		g.text, g.tokens = res.Candidates[0].Text, res.Candidates[0].Tokens
 	}
@@ -94,6 +101,41 @@ func (w *watched) next(t *testing.T) *generation {
 		t.Fatal("no generation reached the backend")
 	}
 	return nil
+}
+
+// matching returns the backend's next generation whose prompt match
+// accepts, passing over others (the server's probes, an earlier
+// session's last requests).
+func (w *watched) matching(t *testing.T, what string, match func(prompt string) bool) *generation {
+	t.Helper()
+	deadline := time.After(waitFor)
+	var passed []string
+	for {
+		select {
+		case g := <-w.calls:
+			if match(g.prompt) {
+				return g
+			}
+			passed = append(passed, fmt.Sprintf("%.60q", g.prompt))
+		case <-deadline:
+			t.Fatalf("%s: no generation within %v (passed over %v)", what, waitFor, passed)
+		}
+	}
+}
+
+// finished waits for the backend's next n generations to end and returns
+// them; one that failed fails the test.
+func (w *watched) finished(t *testing.T, n int) []*generation {
+	t.Helper()
+	gens := make([]*generation, n)
+	for i := range gens {
+		gens[i] = w.next(t)
+		wait(t, fmt.Sprintf("generation %d", i+1), gens[i].done)
+		if gens[i].err != nil {
+			t.Fatalf("generation %d: the backend: %v", i+1, gens[i].err)
+		}
+	}
+	return gens
 }
 
 func wait(t *testing.T, what string, ch <-chan struct{}) {

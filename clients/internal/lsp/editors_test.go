@@ -46,14 +46,14 @@ func TestEditorConfigsDocumented(t *testing.T) {
 		if blocks[i][1] != c.Lang() || blocks[i][2] != c.Text {
 			t.Errorf("code block %d is not editors/%s (a %s block):\n%s", i+1, c.Name, c.Lang(), blocks[i][0])
 		}
-		if !strings.Contains(c.Text, DefaultServer) {
+		if c.Lang() != "python" && !strings.Contains(c.Text, DefaultServer) {
 			t.Errorf("editors/%s does not name the server %s", c.Name, DefaultServer)
 		}
 	}
 }
 
 // The configurations no test drives in its editor parse at least: JSON
-// and TOML here, Lua in Neovim's LuaJIT (the language all versions
+// and TOML here, Python (YouCompleteMe's extra conf) in python3, Lua in Neovim's LuaJIT (the language all versions
 // share), and the Vim one in Vim 9 against a stand-in for the plugin
 // that checks what LspAddServer is given.
 func TestEditorConfigsParse(t *testing.T) {
@@ -71,24 +71,22 @@ func TestEditorConfigsParse(t *testing.T) {
 			}
 		}
 	}
+	t.Run("python", func(t *testing.T) {
+		python, err := exec.LookPath("python3")
+		servertest.Require(t, err, "Python 3 (apt-get install python3)")
+		parseEach(t, "python", func(file string) *exec.Cmd {
+			return exec.Command(python, "-c", "import sys; compile(open(sys.argv[1]).read(), sys.argv[1], 'exec')", file)
+		})
+	})
 	t.Run("lua", func(t *testing.T) {
 		nvim, err := exec.LookPath("nvim")
 		servertest.Require(t, err, "Neovim (apt-get install neovim)")
-		for _, c := range EditorConfigs() {
-			if c.Lang() != "lua" {
-				continue
-			}
-			file := filepath.Join(t.TempDir(), c.Name)
-			if err := os.WriteFile(file, []byte(c.Text), 0o644); err != nil {
-				t.Fatal(err)
-			}
+		parseEach(t, "lua", func(file string) *exec.Cmd {
 			cmd := exec.Command(nvim, "--headless", "--clean", "-u", "NONE", "-c",
 				`lua local f, err = loadfile(vim.env.SNIPPET); if not f then io.stderr:write(err) vim.cmd('cquit') end`, "-c", "qa!")
 			cmd.Env = append(os.Environ(), "SNIPPET="+file)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("editors/%s does not parse: %v\n%s", c.Name, err, out)
-			}
-		}
+			return cmd
+		})
 	})
 	t.Run("vim", func(t *testing.T) {
 		vim, err := exec.LookPath("vim")
@@ -132,6 +130,24 @@ func TestEditorConfigsParse(t *testing.T) {
 			t.Errorf("LspAddServer(%s)", b)
 		}
 	})
+}
+
+// parseEach writes each configuration in lang to a file and runs the
+// command parse makes for it, which must succeed.
+func parseEach(t *testing.T, lang string, parse func(file string) *exec.Cmd) {
+	t.Helper()
+	for _, c := range EditorConfigs() {
+		if c.Lang() != lang {
+			continue
+		}
+		file := filepath.Join(t.TempDir(), c.Name)
+		if err := os.WriteFile(file, []byte(c.Text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := parse(file).CombinedOutput(); err != nil {
+			t.Errorf("editors/%s does not parse: %v\n%s", c.Name, err, out)
+		}
+	}
 }
 
 // editorConfig returns the configuration in file name.

@@ -3,6 +3,7 @@ package lsp
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	protocol "github.com/tliron/glsp/protocol_3_16"
 	"go.uber.org/zap"
@@ -24,12 +25,34 @@ import (
 // makes one more pull after it (not one per signal), and an answer older
 // than the latest settings the editor sent is dropped.
 
+//
+// A completion asked while pulls are in flight waits for their answers,
+// for at most settingsWait from the first of them, and then takes the
+// settings there are: the first completion after start has the editor's
+// settings, and an editor that never answers delays completions only
+// within that time.
+
+// settingsWait bounds how long completions wait for pulled settings.
+const settingsWait = time.Second
+
 // pullState is the session's workspace/configuration call; s.mu guards it.
 type pullState struct {
 	gen      uint64 // counts the editor's settings signals; a pull's answer must be as new
 	inFlight bool
 	again    bool // a signal came while a pull was in flight
 	count    int  // pulls asked, for the log
+	// settled closes when no pull is in flight (nil: none is); completions
+	// wait for it until waitUntil.
+	settled   chan struct{}
+	waitUntil time.Time
+}
+
+// settleLocked ends the completions' wait. s.mu is held.
+func (s *session) settleLocked() {
+	if s.pull.settled != nil {
+		close(s.pull.settled)
+		s.pull.settled = nil
+	}
 }
 
 // didChangeConfiguration takes the editor's pushed settings, or pulls
@@ -57,6 +80,10 @@ func (s *session) pullSettingsLocked() {
 	gen, conn := s.pull.gen, s.conn
 	s.pull.count++
 	s.log.Debug("asking the editor for settings (workspace/configuration)", zap.Int("pull", s.pull.count))
+	if s.pull.settled == nil {
+		s.pull.settled = make(chan struct{})
+		s.pull.waitUntil = time.Now().Add(settingsWait)
+	}
 	s.pull.inFlight = s.goLocked(func() {
 		var out json.RawMessage
 		callErr := conn.Call(s.ctx, methodConfiguration, configurationParams{Items: []configurationItem{{Section: "infill"}}}, &out)
@@ -72,6 +99,9 @@ func (s *session) pullSettingsLocked() {
 		if callErr == nil && current {
 			unknown, err = s.useSettingsLocked(firstItem(out))
 		}
+		if !s.pull.inFlight {
+			s.settleLocked()
+		}
 		s.mu.Unlock()
 		switch {
 		case callErr != nil:
@@ -82,6 +112,9 @@ func (s *session) pullSettingsLocked() {
 			s.reportSettings("workspace/configuration", unknown, err)
 		}
 	})
+	if !s.pull.inFlight {
+		s.settleLocked()
+	}
 }
 
 // useSettingsLocked makes raw the workspace settings; on an error the

@@ -175,3 +175,45 @@ func TestSettingsPullInFlight(t *testing.T) {
 		t.Errorf("%d pulls; want 2", n)
 	}
 }
+
+// A completion asked while the settings pull after initialized is out
+// waits for its answer and has the settings it brings, so the first
+// completion of a session has the editor's settings; one asked of an
+// editor that never answers goes ahead (after settingsWait) with the
+// settings there are.
+func TestCompletionWaitsForPulledSettings(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		answer bool
+		tokens uint32
+	}{{"answered", true, 12}, {"never answered", false, 7}} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := startRecorder(t)
+			e := startEditor(t, rec.client, Config{Settings: Settings{MaxTokens: 7}})
+			never := make(chan struct{})
+			defer close(never)
+			e.mu.Lock()
+			e.replies[methodConfiguration] = func(message) any {
+				if !c.answer {
+					<-never
+					return nil
+				}
+				time.Sleep(quiet) // the completion request comes first
+				return []any{map[string]any{"maxTokens": 12}}
+			}
+			e.mu.Unlock()
+			e.initialize(map[string]any{"capabilities": map[string]any{"workspace": map[string]any{"configuration": true}}})
+			e.open("untitled:a", "python", "x = ")
+			e.call(methodInlineCompletion, position("untitled:a", 0, 4))
+			if got := rec.lastSent().GetGeneration().GetMaxTokens(); got != c.tokens {
+				t.Errorf("max_tokens %d; want %d", got, c.tokens)
+			}
+			if n := e.requestsOf(methodConfiguration); n != 1 {
+				t.Errorf("%d pulls; want 1", n)
+			}
+			if err := e.shutdown(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

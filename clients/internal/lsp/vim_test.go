@@ -102,25 +102,6 @@ func TestVimEndToEnd(t *testing.T) {
 	if err := os.WriteFile(vimrc, []byte(head+configured(t, "vim9-yegappan-lsp.vim", srv.Addr, logFile)+vimHarness), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "out.json")
-
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, vim, "-Nu", vimrc, "-i", "NONE", "-es")
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "PATH="+path, "INFILL_PACKPATH="+dir,
-		"INFILL_FILE="+filepath.Join(root, "geo", "circle.py"), "INFILL_OUT="+out)
-	b, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("Vim did not exit (:qa!) within 3 minutes:\n%s", b)
-	}
-	if err != nil {
-		t.Fatalf("vim: %v\n%s", err, b)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatalf("Vim wrote no result: %v\n%s", err, b)
-	}
 	type completion struct {
 		Start int
 		Items []struct {
@@ -131,23 +112,18 @@ func TestVimEndToEnd(t *testing.T) {
 		Error         string
 		First, Second completion
 	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatalf("%s: %v", data, err)
-	}
+	runVimHarness(t, vim, vimrc, []string{"PATH=" + path, "INFILL_PACKPATH=" + dir,
+		"INFILL_FILE=" + filepath.Join(root, "geo", "circle.py")}, nil, &res)
 	if res.Error != "" {
 		t.Fatalf("in Vim: %s", res.Error)
 	}
 	if n := settingsPulls(t, logFile); n != 1 {
 		t.Errorf("the language server asked Vim for its settings %d times; want 1", n)
 	}
-	first, second := w.next(t), w.next(t)
-	wait(t, "the first generation", first.done)
-	wait(t, "the second generation", second.done)
+	gens := w.finished(t, 2)
+	first, second := gens[0], gens[1]
 	for i, c := range []completion{res.First, res.Second} {
-		g := []*generation{first, second}[i]
-		if g.err != nil {
-			t.Fatalf("request %d: the backend: %v", i+1, g.err)
-		}
+		g := gens[i]
 		if g.tokens > 64 {
 			t.Errorf("request %d: %d tokens; the configuration's initializationOptions allow 64", i+1, g.tokens)
 		}
@@ -163,6 +139,41 @@ func TestVimEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(second.prompt, "    return <|fim_suffix|>") {
 		t.Errorf("the second prompt's cursor is not after \"return \":\n%s", second.prompt)
+	}
+}
+
+// runVimHarness runs Vim headless (Ex mode) with vimrc and env added to
+// its environment, for at most 3 minutes, and decodes into res the JSON
+// its harness wrote to $INFILL_OUT. It fails the test when Vim does not
+// exit, fails or writes nothing, with Vim's output and logs() (nil: none).
+func runVimHarness(t *testing.T, vim, vimrc string, env []string, logs func() string, res any) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out.json")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, vim, "-Nu", vimrc, "-i", "NONE", "-es")
+	cmd.Dir = t.TempDir() // not the repository: the configuration finds it from the file
+	cmd.Env = append(append(os.Environ(), env...), "INFILL_OUT="+out)
+	cmd.WaitDelay = 10 * time.Second
+	b, err := cmd.CombinedOutput()
+	why := func() string {
+		if logs == nil {
+			return string(b)
+		}
+		return string(b) + logs()
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Vim did not exit (:qa!) within 3 minutes:\n%s", why())
+	}
+	if err != nil {
+		t.Fatalf("vim: %v\n%s", err, why())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("Vim wrote no result: %v\n%s", err, why())
+	}
+	if err := json.Unmarshal(data, res); err != nil {
+		t.Fatalf("%s: %v", data, err)
 	}
 }
 
