@@ -428,7 +428,7 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 	if err != nil {
 		return nil, p.stats, err
 	}
-	if test.Kind == evaluator.TestPytest && test.ExpectedTests == 0 && res.Tests != nil {
+	if (test.Kind == evaluator.TestPytest || test.Kind == evaluator.TestNode) && test.ExpectedTests == 0 && res.Tests != nil {
 		test.ExpectedTests = res.Tests.Passed
 		p.stats.BaselineTests = res.Tests.Passed
 	}
