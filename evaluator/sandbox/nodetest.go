@@ -29,8 +29,10 @@ const (
 	ModeNode Mode = 20 + iota
 	// ModeVitest runs vitest's command-line entry Spec.Target (a script in
 	// the repository's node_modules, such as node_modules/vitest/vitest.mjs)
-	// X
-	// ARGS`, ARGS being vitest options and test files.
+	// with node: `node TARGET run --no-cache --reporter=default
+	// --reporter=<infill's> ARGS`, ARGS being vitest options and test
+	// files. --no-cache: node_modules, where vitest keeps its results
+	// cache, is read-only.
 	ModeVitest
 )
 

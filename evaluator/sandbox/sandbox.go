@@ -321,7 +321,7 @@ func (s *Sandbox) writeSupport() error {
 		return fmt.Errorf("%w: %v", ErrSetup, err)
 	}
 	files := map[string][]byte{
-		"runner.py": runnerPy,
+		"runner.py":           runnerPy,
 		"node_reporter.mjs":   nodeReporterMjs,
 		"vitest_reporter.mjs": vitestReporterMjs,
 		"passwd": fmt.Appendf(nil, "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:/tmp:/usr/sbin/nologin\n",
