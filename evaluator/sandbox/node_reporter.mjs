@@ -37,8 +37,12 @@ export function failureOf(data, cwd) {
     crash.line = Number(m[2]);
     break;
   }
+  // A message whose first line only announces what follows ("Transform
+  // failed with 1 error:") keeps its second line.
+  const lines = message.split('\n');
+  if (lines.length > 1 && lines[0].trimEnd().endsWith(':')) crash.message = `${lines[0]} ${lines[1].trim()}`;
   let test = data.name;
-  if (data.file) test = `${relative(cwd, data.file)}::${data.name}`;
+  if (data.file) test = data.name === data.file ? relative(cwd, data.file) : `${relative(cwd, data.file)}::${data.name}`;
   return { test, when: 'call', crash, report: stack || message };
 }
 
@@ -49,9 +53,19 @@ export function failureOf(data, cwd) {
 function fileFailure(f, stderr) {
   if (!stderr || !/^'?test failed'?$|^Error: test failed$|: test failed$/.test(f.crash.message)) return f;
   const lines = stderr.split('\n');
-  const errLine = lines.findLast((l) => /^\w*(Error|Exception)\b.*:/.test(l.trim())) ?? lines.find((l) => l.trim() !== '') ?? '';
+  const at = lines.findLastIndex((l) => /^\w*(Error|Exception)\b.*:|^\[\w*(Error|Exception)\b/.test(l.trim()));
+  let errLine = at >= 0 ? lines[at].trim() : (lines.find((l) => l.trim() !== '') ?? '').trim();
+  if (at >= 0 && errLine.endsWith(':') && at + 1 < lines.length) errLine += ' ' + lines[at + 1].trim();
   const g = failureOf({ name: f.test, details: { error: { message: '', name: '', stack: stderr } } }, process.cwd());
-  return { ...f, crash: { path: g.crash.path, line: g.crash.line, message: errLine.trim() }, report: stderr };
+  const crash = { path: g.crash.path, line: g.crash.line, message: errLine };
+  // A syntax error names its place first, as "FILE:LINE" on a line alone.
+  const cwd = process.cwd();
+  const place = lines.map((l) => /^(?:file:\/\/)?(\/\S+):(\d+)$/.exec(l.trim())).find((m) => m && m[1].startsWith(cwd + '/') && !m[1].includes('/node_modules/'));
+  if (place) {
+    crash.path = relative(cwd, place[1]);
+    crash.line = Number(place[2]);
+  }
+  return { ...f, crash, report: stderr };
 }
 
 export default async function* infillReporter(source) {

@@ -135,3 +135,24 @@ func NodeEnvironment(repoDir string) *Environment {
 		Skip:   []string{"node_modules"},
 	}
 }
+
+// nodeAddressSpace is RLIMIT_AS for JavaScript runs at the least. V8
+// reserves address space it never writes: about 10 GiB per WebAssembly
+// memory for its guard regions (tsx and vitest's esbuild and
+// es-module-lexer instantiate some), which a few-GiB limit refuses ("Cannot
+// allocate Wasm memory"). What a run writes stays bounded by RLIMIT_DATA
+// (Config.MemoryBytes), which counts those pages once they are writable.
+const nodeAddressSpace = 1 << 40
+
+// nodeRlimits raises RLIMIT_AS for a JavaScript run.
+func nodeRlimits(m Mode, rs []rlimit) []rlimit {
+	if !m.isNode() {
+		return rs
+	}
+	for i := range rs {
+		if rs[i].prlimit == "as" {
+			rs[i].soft, rs[i].hard = max(rs[i].soft, nodeAddressSpace), max(rs[i].hard, nodeAddressSpace)
+		}
+	}
+	return rs
+}

@@ -762,7 +762,7 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 		args = append(args, "--setenv", kv[0], kv[1])
 	}
 	args = append(args, "--", c.PrlimitPath)
-	for _, r := range s.rlimits(lim, 0) {
+	for _, r := range nodeRlimits(spec.Mode, s.rlimits(lim, 0)) {
 		args = append(args, fmt.Sprintf("--%s=%d:%d", r.prlimit, r.soft, r.hard))
 	}
 	args = append(args, "--")

@@ -17,6 +17,10 @@ function crashOf(err, cwd) {
   const crash = { path: '', line: 0, message: '' };
   if (!err) return crash;
   crash.message = `${err.name ?? 'Error'}: ${err.message ?? ''}`;
+  // A message whose first line only announces what follows keeps its
+  // second line ("Transform failed with 1 error:" and esbuild's error).
+  const lines = crash.message.split('\n');
+  if (lines.length > 1 && lines[0].trimEnd().endsWith(':')) crash.message = `${lines[0]} ${lines[1].trim()}`;
   for (const m of String(err.stack ?? err.stackStr ?? '').matchAll(/\(?(?:file:\/\/)?(\/[^():\s]+):(\d+):\d+\)?/g)) {
     if (m[1].includes('/node_modules/') || !m[1].startsWith(cwd + '/')) continue;
     crash.path = relative(cwd, m[1]);
