@@ -81,6 +81,8 @@ type Stats struct {
 	Skipped    []string                `json:"skipped_files,omitempty"` // do not parse, or are not UTF-8 text
 	Candidates map[evaluator.Level]int `json:"candidates"`
 	Kept       map[evaluator.Level]int `json:"kept"`
+	// Language is the language masked.
+	Language string `json:"language,omitempty"`
 	// Uncovered counts samples dropped because the tests still passed with
 	// the span left empty (RequireEmptyFails).
 	Uncovered map[evaluator.Level]int `json:"uncovered"`
@@ -178,6 +180,7 @@ func makePlan(ctx context.Context, repoDir string, o Options, log *zap.Logger) (
 	if err != nil {
 		return nil, err
 	}
+	p.stats.Language = p.lang.Name
 	p.include = o.Include
 	if p.include == nil {
 		p.include = p.lang.include

@@ -2,6 +2,7 @@ package masking
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -259,4 +260,34 @@ func nodeTestFiles(repoDir string) []string {
 	})
 	slices.Sort(out)
 	return out
+}
+
+// describeNodeTest words a TestNode spec as a command line.
+func describeNodeTest(t evaluator.TestSpec) string {
+	if t.NodeRunner() == evaluator.NodeRunnerVitest {
+		return strings.TrimSpace("vitest run " + shellJoin(slices.Concat(t.Command[1:], t.Args, t.Tests)))
+	}
+	return strings.TrimSpace("node " + shellJoin(t.Args) + " --test " + shellJoin(t.Tests))
+}
+
+// nodeModuleMissing matches node's and vitest's words for a module that
+// cannot be found.
+var nodeModuleMissing = regexp.MustCompile(`Cannot find (?:module|package) '([^']+)'|ERR_MODULE_NOT_FOUND|Failed to load url (\S+)|is not installed in`)
+
+// nodeFix is the fix for a JavaScript repository whose tests fail
+// unmodified.
+func nodeFix(e *BaselineError) string {
+	r := &e.Result
+	text := r.Error + "\n" + r.Reason + "\n" + r.StderrTail + "\n" + r.StdoutTail
+	switch {
+	case r.Limit != "":
+		return "the reason names the limit and the flag that raises it"
+	case nodeModuleMissing.MatchString(text):
+		return "install the repository's dependencies on the host first (npm ci, or the package manager its lockfile names): " +
+			"the sandbox has no network and mounts node_modules read-only"
+	case r.Failure != nil:
+		return fmt.Sprintf("some tests fail on the repository as it is, here (first: %s): choose the test files that pass "+
+			"with --node-test \"[node options] FILES\" or --vitest \"[options] FILES\", or give them what they need", r.Failure.Test)
+	}
+	return "run the tests yourself (" + describeNodeTest(e.Test) + ") to see why, then choose them with --node-test or --vitest"
 }

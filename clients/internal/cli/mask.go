@@ -29,6 +29,8 @@ type maskFlags struct {
 	pytest        string
 	script        string
 	command       string
+	nodeTest      string
+	vitest        string
 	timeout       time.Duration
 	noCheck       bool
 	benchmark     string
@@ -100,6 +102,9 @@ repository relative to FILE's directory.`,
 	fl.StringVar(&f.pytest, "pytest", "", "run pytest with these space-separated `ARGS` as the tests")
 	fl.StringVar(&f.script, "script", "", "run this Python `FILE` (relative to REPO) as the tests, like evaluate_repo.py")
 	fl.StringVar(&f.command, "test-command", "", "run this space-separated `COMMAND` as the tests (exit status 0 is the only pass signal: weak)")
+	fl.StringVar(&f.nodeTest, "node-test", "", "JavaScript/TypeScript: run node's built-in test runner with these space-separated `ARGS`: node options (--import tsx), then test files")
+	fl.StringVar(&f.vitest, "vitest", "", "JavaScript/TypeScript: run the repository's vitest (from its node_modules), with these space-separated `ARGS` if given (options, test files)")
+	fl.Lookup("vitest").NoOptDefVal = " "
 	fl.IntVar(&f.expectedTests, "expected-tests", 0, "with --pytest: tests that must pass (default: as many as pass unmodified)")
 	fl.DurationVar(&f.timeout, "sample-timeout", 60*time.Second, "limit of one test run's own time (start-up not included); written into the records")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "the same as --sample-timeout")
@@ -227,13 +232,13 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 		o.Levels = append(o.Levels, evaluator.Level(l))
 	}
 	tests := 0
-	for _, s := range []string{f.pytest, f.script, f.command} {
+	for _, s := range []string{f.pytest, f.script, f.command, f.nodeTest, f.vitest} {
 		if s != "" {
 			tests++
 		}
 	}
 	if tests > 1 {
-		return o, errors.New("give at most one of --pytest, --script and --test-command")
+		return o, errors.New("give at most one of --pytest, --script, --test-command, --node-test and --vitest")
 	}
 	switch {
 	case f.pytest != "":
@@ -242,16 +247,18 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 		o.Test = &evaluator.TestSpec{Kind: evaluator.TestScript, Script: f.script}
 	case f.command != "":
 		o.Test = &evaluator.TestSpec{Kind: evaluator.TestCommand, Command: strings.Fields(f.command)}
+	case f.nodeTest != "" || f.vitest != "":
+		o.Test = nodeTestSpec(f.nodeTest, f.vitest, f.expectedTests)
 	}
-	if f.expectedTests != 0 && f.pytest == "" {
-		return o, errors.New("--expected-tests goes with --pytest")
+	if f.expectedTests != 0 && f.pytest == "" && f.nodeTest == "" && f.vitest == "" {
+		return o, errors.New("--expected-tests goes with --pytest, --node-test or --vitest")
 	}
 	return o, nil
 }
 
 // writeMaskStats prints per level how many spans were found and kept.
 func writeMaskStats(w io.Writer, s masking.Stats, noCheck bool) {
-	fmt.Fprintf(w, "%s masked", plural(s.Files, "Python file"))
+	fmt.Fprintf(w, "%s masked", plural(s.Files, languageTitle(s.Language)+" file"))
 	if len(s.Skipped) > 0 {
 		fmt.Fprintf(w, ", %d skipped (%s)", len(s.Skipped), strings.Join(firstN(s.Skipped, 3), ", "))
 	}
