@@ -40,7 +40,8 @@ export function failureOf(data, cwd) {
   // A message whose first line only announces what follows ("Transform
   // failed with 1 error:") keeps its second line.
   const lines = message.split('\n');
-  if (lines.length > 1 && lines[0].trimEnd().endsWith(':')) crash.message = `${lines[0]} ${lines[1].trim()}`;
+  const next = lines.slice(1).find((l) => l.trim() !== '');
+  if (next && lines[0].trimEnd().endsWith(':')) crash.message = `${lines[0]} ${next.trim()}`;
   let test = data.name;
   if (data.file) test = data.name === data.file ? relative(cwd, data.file) : `${relative(cwd, data.file)}::${data.name}`;
   return { test, when: 'call', crash, report: stack || message };

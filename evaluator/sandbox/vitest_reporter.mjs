@@ -20,7 +20,8 @@ function crashOf(err, cwd) {
   // A message whose first line only announces what follows keeps its
   // second line ("Transform failed with 1 error:" and esbuild's error).
   const lines = crash.message.split('\n');
-  if (lines.length > 1 && lines[0].trimEnd().endsWith(':')) crash.message = `${lines[0]} ${lines[1].trim()}`;
+  const next = lines.slice(1).find((l) => l.trim() !== '');
+  if (next && lines[0].trimEnd().endsWith(':')) crash.message = `${lines[0]} ${next.trim()}`;
   for (const m of String(err.stack ?? err.stackStr ?? '').matchAll(/\(?(?:file:\/\/)?(\/[^():\s]+):(\d+):\d+\)?/g)) {
     if (m[1].includes('/node_modules/') || !m[1].startsWith(cwd + '/')) continue;
     crash.path = relative(cwd, m[1]);
