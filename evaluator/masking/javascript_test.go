@@ -61,7 +61,7 @@ func TestDefaultNodeTest(t *testing.T) {
 func TestScriptSource(t *testing.T) {
 	for rel, want := range map[string]bool{
 		"index.js": true, "lib/a.mjs": true, "src/b.cjs": true, "src/v.jsx": true,
-		"src/a.ts": false, // not JavaScript
+		"src/a.ts":  false, // not JavaScript
 		"test/a.js": false, "src/__tests__/a.js": false, "src/a.test.js": false, "src/a.spec.mjs": false, "a_test.js": false,
 		"node_modules/x/a.js": false, "dist/a.js": false, "build/a.js": false, "coverage/a.js": false, ".hidden/a.js": false,
 		"src/a.min.js": false, "eslint.config.js": false, "vitest.config.mjs": false, "webpack.config.js": false,
