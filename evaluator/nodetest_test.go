@@ -193,6 +193,20 @@ func TestNodeIsolation(t *testing.T) {
 	if !res.Passed() {
 		t.Fatalf("%s %s %s\n%s", res.Verdict, res.Reason, res.Error, res.StdoutTail)
 	}
+	// Code under test that exits 0 early ends before its tests ran: the
+	// counts say so, whatever the exit status.
+	exit0 := "const test = require(\"node:test\");\ntest(\"one\", () => {});\n" +
+		"test(\"two\", () => { process.exit(0); });\ntest(\"three\", () => {});\n"
+	task.Exec.Test.Tests = []string{"test/exit0.test.js"}
+	task.Path = "test/exit0.test.js"
+	res, err = r.Grade(context.Background(), task, 0, &evaluator.Completion{Text: exit0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Passed() {
+		t.Fatalf("an early exit(0) passed: %+v", res.Tests)
+	}
+	t.Logf("exit(0): %s: %s", res.Verdict, res.Reason)
 	if snapshot(t, repo) != before {
 		t.Fatal("the package changed on disk")
 	}

@@ -47,9 +47,9 @@ func newEvalMaskCmd(env *Env) *cobra.Command {
 	f := &maskFlags{}
 	cmd := &cobra.Command{
 		Use:   "mask REPO",
-		Short: "Build a benchmark from a Python repository with tests by masking its code",
-		Long: `mask turns a Python repository with tests into an infill-format benchmark, as
-ExecRepoBench built its own: tree-sitter finds expressions, statements,
+		Short: "Build a benchmark from a Python, JavaScript or TypeScript repository with tests by masking its code",
+		Long: `mask turns a Python, JavaScript or TypeScript repository with tests into an
+infill-format benchmark, as ExecRepoBench built its own: tree-sitter finds expressions, statements,
 blocks, functions and classes to mask, random single-line, multi-line and
 span masks are added, and a seeded generator picks --per-level samples of
 each level (the same repository, flags and seed give the same benchmark).
@@ -77,12 +77,21 @@ pythonpath), says so, and writes the overrides into the records. Other
 failures are explained: what the exit status means, the reason, the last
 lines of output and the fix.
 
+JavaScript and TypeScript repositories (--language, default: the language
+with the most files to mask) run node's built-in test runner, or the
+repository's vitest when its test script runs vitest; --node-test or --vitest
+choose otherwise. Their dependencies must be installed first (npm ci): the
+sandbox has no network and mounts node_modules read-only. A pass needs the
+runner's count of passed tests, as for pytest (docs/evaluation.md,
+JavaScript and TypeScript repositories).
+
 Run the result with 'infill eval run --infill FILE'. Each record names the
 repository relative to FILE's directory.`,
 		Example: `  infill eval mask ~/src/mylib -o mylib-bench.jsonl
   infill eval mask --levels expression,statement,function --per-level 20 --seed 7 . -o bench.jsonl
   infill eval mask --pytest "-q tests/unit" ~/src/mylib -o bench.jsonl
-  infill eval mask --python ~/venvs/mylib/bin/python --sandbox-memory 8GiB ~/src/mylib`,
+  infill eval mask --python ~/venvs/mylib/bin/python --sandbox-memory 8GiB ~/src/mylib
+  infill eval mask --max-middle 16000 --vitest ~/src/mytslib    # after npm ci there`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("mask needs the repository directory, got %d arguments", len(args))}
