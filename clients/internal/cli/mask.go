@@ -49,7 +49,8 @@ func newEvalMaskCmd(env *Env) *cobra.Command {
 		Use:   "mask REPO",
 		Short: "Build a benchmark from a Python, JavaScript or TypeScript repository with tests by masking its code",
 		Long: `mask turns a Python, JavaScript or TypeScript repository with tests into an
-infill-format benchmark, as ExecRepoBench built its own: tree-sitter finds expressions, statements,
+infill-format benchmark, as ExecRepoBench built its own:
+tree-sitter finds expressions, statements,
 blocks, functions and classes to mask, random single-line, multi-line and
 span masks are added, and a seeded generator picks --per-level samples of
 each level (the same repository, flags and seed give the same benchmark).
