@@ -24,21 +24,21 @@ import (
 // tested with node's built-in test runner or the repository's vitest
 // (defaultNodeTest).
 var (
-	javascriptLanguage = &Language{
-		Name:    "javascript",
-		grammar: scriptGrammar,
-		level:   scriptLevel,
-		include: func(rel string) bool { return scriptSource(rel, jsExtensions) },
-		test:    defaultNodeTest,
-	}
-	typescriptLanguage = &Language{
-		Name:    "typescript",
-		grammar: scriptGrammar,
-		level:   scriptLevel,
-		include: func(rel string) bool { return scriptSource(rel, tsExtensions) },
-		test:    defaultNodeTest,
-	}
+	javascriptLanguage = scriptLanguage("javascript", jsExtensions)
+	typescriptLanguage = scriptLanguage("typescript", tsExtensions)
 )
+
+// scriptLanguage is the language name masking the files with extensions
+// exts.
+func scriptLanguage(name string, exts []string) *Language {
+	return &Language{
+		Name:    name,
+		grammar: scriptGrammar,
+		level:   scriptLevel,
+		include: func(rel string) bool { return scriptSource(rel, exts) },
+		test:    defaultNodeTest,
+	}
+}
 
 var (
 	jsExtensions = []string{".js", ".mjs", ".cjs", ".jsx"}
@@ -246,7 +246,7 @@ func nodeTestFiles(repoDir string) []string {
 		rel, _ := filepath.Rel(repoDir, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel != "." && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
+			if rel != "." && skippedDir(d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil
