@@ -12,6 +12,9 @@ import { relative } from 'node:path';
 
 const nonce = readFileSync(0, 'utf8').trim();
 const status = (line) => writeSync(3, line + '\n');
+// stripAnsi drops terminal colours some tools put in their messages
+// whatever NO_COLOR says.
+const stripAnsi = (s) => String(s).replace(/\x1b\[[0-9;]*m/g, '');
 status('START');
 
 // failureOf words a failed test as infill's Failure: the test, the
@@ -25,7 +28,7 @@ export function failureOf(data, cwd) {
   if (err instanceof Error || (err && typeof err === 'object')) {
     message = String(err.message ?? '');
     const name = err.code && String(err.name).indexOf(err.code) < 0 ? `${err.name} [${err.code}]` : String(err.name ?? 'Error');
-    message = `${name}: ${message}`;
+    message = `${name}: ${stripAnsi(message)}`;
     stack = String(err.stack ?? '');
   } else if (err !== undefined) {
     message = String(err);

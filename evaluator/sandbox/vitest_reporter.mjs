@@ -11,12 +11,15 @@ import { relative } from 'node:path';
 
 const nonce = readFileSync(0, 'utf8').trim();
 const status = (line) => writeSync(3, line + '\n');
+// stripAnsi drops terminal colours some tools put in their messages
+// whatever NO_COLOR says.
+const stripAnsi = (s) => String(s).replace(/\x1b\[[0-9;]*m/g, '');
 status('START');
 
 function crashOf(err, cwd) {
   const crash = { path: '', line: 0, message: '' };
   if (!err) return crash;
-  crash.message = `${err.name ?? 'Error'}: ${err.message ?? ''}`;
+  crash.message = `${err.name ?? 'Error'}: ${stripAnsi(err.message ?? '')}`;
   // A message whose first line only announces what follows keeps its
   // second line ("Transform failed with 1 error:" and esbuild's error).
   const lines = crash.message.split('\n');
