@@ -211,3 +211,49 @@ func TestNodeIsolation(t *testing.T) {
 		t.Fatal("the package changed on disk")
 	}
 }
+
+// TestNodeSelectTests builds the tiny JavaScript package's benchmark with
+// each sample's test files found by V8 coverage: a span of lib/stack.js is
+// reached by test/stack.test.js alone (2 tests), one of lib/table.js by
+// test/table.test.js alone (2 tests), and grading with just those gives
+// the whole suite's verdicts.
+func TestNodeSelectTests(t *testing.T) {
+	repo := nodePackage(t, "tinyjs")
+	sb := newSandbox(t)
+	r, err := evaluator.NewRunner(evaluator.Config{Workers: 2, FullErrors: true}, sb, nil, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels := []evaluator.Level{evaluator.LevelStatement, evaluator.LevelFunction, evaluator.LevelClass}
+	recs, stats, err := masking.Build(context.Background(), repo, masking.Options{Seed: 2, PerLevel: 2, Levels: levels,
+		RequireEmptyFails: true, SelectNodeTests: true, Timeout: 30 * time.Second}, r, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := stats.Selection; s == nil || s.TestFiles != 2 || s.Samples != len(recs) || s.Whole != 0 {
+		t.Fatalf("selection %+v, %d records", stats.Selection, len(recs))
+	}
+	want := map[string]string{"lib/stack.js": "test/stack.test.js", "lib/table.js": "test/table.test.js"}
+	var jobs []evaluator.Job
+	for _, rec := range recs {
+		if len(rec.Test.Tests) != 1 || rec.Test.Tests[0] != want[rec.Target] || rec.Test.ExpectedTests != 2 {
+			t.Errorf("%s: tests %q, expected %d", rec.ID, rec.Test.Tests, rec.Test.ExpectedTests)
+		}
+		task, err := rec.Task(repo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, evaluator.Job{Task: task, Completions: []evaluator.Completion{{Text: task.Reference}, {Text: ""}}})
+	}
+	var mu sync.Mutex
+	if _, err := r.RunJobs(context.Background(), jobs, func(res evaluator.Result) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if res.Passed() != (res.Sample == 0) || res.Tests == nil || res.Sample == 0 && res.Tests.Passed != 2 {
+			t.Errorf("%s sample %d: %s %s %+v", res.TaskID, res.Sample, res.Verdict, res.Reason, res.Tests)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -64,6 +64,11 @@ type Options struct {
 	MaxAttempts int
 	// Timeout is each test run's wall-clock limit (default: the sandbox's).
 	Timeout time.Duration
+	// SelectNodeTests, for a JavaScript repository tested with node's
+	// built-in runner, records with each sample the test files that
+	// execute its span (found with NODE_V8_COVERAGE; selectNodeTests), so
+	// that grading runs only those.
+	SelectNodeTests bool
 	// Python is the interpreter the tests run with (absolute; one inside
 	// the repository is recorded relative to it). Default: the
 	// repository's own virtual environment (.venv/ or venv/), if any.
@@ -88,6 +93,9 @@ type Stats struct {
 	Uncovered map[evaluator.Level]int `json:"uncovered"`
 	// BaselineTests is the pytest pass count of the unmodified repository.
 	BaselineTests int `json:"baseline_tests,omitempty"`
+	// Selection says how the tests each sample runs were chosen
+	// (SelectNodeTests); nil when they were not.
+	Selection *Selection `json:"selection,omitempty"`
 	// Fixes are the changes made to the pytest command so that the
 	// unmodified repository's tests run here (checkBaseline), in words.
 	Fixes []string `json:"fixes,omitempty"`
@@ -467,6 +475,13 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 		p.stats.Kept[level] = kept
 		log.Info("masking: level done", zap.String("level", string(level)), zap.Int("kept", kept),
 			zap.Int("candidates", len(p.byLevel[level])), zap.Int("uncovered", p.stats.Uncovered[level]))
+	}
+	if o.SelectNodeTests && p.lang == javascriptLanguage && test.Kind == evaluator.TestNode && test.NodeRunner() == evaluator.NodeRunnerBuiltin {
+		sel, err := selectNodeTests(ctx, g, repoDir, out, test, o, log)
+		if err != nil {
+			return nil, p.stats, err
+		}
+		p.stats.Selection = sel
 	}
 	return out, p.stats, nil
 }
