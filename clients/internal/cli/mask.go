@@ -31,6 +31,7 @@ type maskFlags struct {
 	command       string
 	nodeTest      string
 	vitest        string
+	selectNode    bool
 	timeout       time.Duration
 	noCheck       bool
 	benchmark     string
@@ -115,6 +116,7 @@ repository relative to FILE's directory.`,
 	fl.StringVar(&f.nodeTest, "node-test", "", "JavaScript/TypeScript: run node's built-in test runner with these space-separated `ARGS`: node options (--import tsx), then test files")
 	fl.StringVar(&f.vitest, "vitest", "", "JavaScript/TypeScript: run the repository's vitest (from its node_modules), with these space-separated `ARGS` if given (options, test files)")
 	fl.Lookup("vitest").NoOptDefVal = " "
+	fl.BoolVar(&f.selectNode, "node-select-tests", false, "JavaScript with node's test runner: record with each sample the test files that execute its span (V8 coverage on the unmodified code), so that grading runs only those")
 	fl.IntVar(&f.expectedTests, "expected-tests", 0, "with --pytest: tests that must pass (default: as many as pass unmodified)")
 	fl.DurationVar(&f.timeout, "sample-timeout", 60*time.Second, "limit of one test run's own time (start-up not included); written into the records")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "the same as --sample-timeout")
@@ -207,6 +209,10 @@ func runMask(cmd *cobra.Command, env *Env, f *maskFlags, repo string) error {
 		return err
 	}
 	writeMaskStats(env.Stdout, stats, f.noCheck)
+	if sel := stats.Selection; sel != nil {
+		fmt.Fprintf(env.Stdout, "tests per sample: %d samples run only the test files that execute their span (%.1f of %d on average), %d the whole suite\n",
+			sel.Samples, float64(sel.SelectedFiles)/float64(max(sel.Samples, 1)), sel.TestFiles, sel.Whole)
+	}
 	fmt.Fprintf(env.Stdout, "wrote %s to %s; run it with: infill eval run --infill %s\n", plural(len(recs), "sample"), out, out)
 	return nil
 }
@@ -216,7 +222,7 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 	o := masking.Options{
 		Seed: f.seed, PerLevel: f.perLevel, RequireEmptyFails: f.requireFail && !f.noCheck,
 		Timeout: f.timeout, Benchmark: f.benchmark, MinMiddle: f.minMiddle, MaxMiddle: f.maxMiddle,
-		MaxAttempts: f.maxAttempts, Language: f.language,
+		MaxAttempts: f.maxAttempts, Language: f.language, SelectNodeTests: f.selectNode,
 	}
 	if f.python != "" {
 		p, err := filepath.Abs(f.python)
