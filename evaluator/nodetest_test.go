@@ -16,6 +16,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/dataset"
 	"github.com/infill-dev/infill/evaluator/masking"
 )
 
@@ -101,40 +102,24 @@ func TestNodeBenchmarks(t *testing.T) {
 			if stats.BaselineTests != c.tests || len(recs) != len(levels) {
 				t.Fatalf("stats %+v, %d records", stats, len(recs))
 			}
-			var jobs []evaluator.Job
 			for _, rec := range recs {
-				task, err := rec.Task(repo)
-				if err != nil {
-					t.Fatal(err)
+				if rec.Language != c.language || rec.Test.Kind != evaluator.TestNode || rec.Test.ExpectedTests != c.tests {
+					t.Fatalf("%s: language %q, test %+v", rec.ID, rec.Language, rec.Test)
 				}
-				if task.Language != c.language || task.Exec.Test.Kind != evaluator.TestNode || task.Exec.Test.ExpectedTests != c.tests {
-					t.Fatalf("%s: language %q, test %+v", task.ID, task.Language, task.Exec.Test)
-				}
-				jobs = append(jobs, evaluator.Job{Task: task, Completions: []evaluator.Completion{
-					{Text: task.Reference}, {Text: ""}, {Text: task.Reference + " )(;"}}})
 			}
-			var mu sync.Mutex
-			_, err = r.RunJobs(context.Background(), jobs, func(res evaluator.Result) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if res.Passed() != (res.Sample == 0) {
-					t.Errorf("%s sample %d: %s %s %s\n%s", res.TaskID, res.Sample, res.Verdict, res.Reason, res.Error, res.StdoutTail)
-				}
-				if res.Sample == 0 && (res.Tests == nil || res.Tests.Passed != c.tests) {
-					t.Errorf("%s: reference counts %+v", res.TaskID, res.Tests)
-				}
-				// node: "SyntaxError: Unexpected token ')'" at the file; tsx:
-				// esbuild's "Transform failed with 1 error: ...: ERROR:
-				// Expected ..." at the file.
-				syntax := strings.Contains(res.Reason, "SyntaxError") || strings.Contains(res.Reason, "ERROR: ")
-				if res.Sample == 2 && (res.Verdict != evaluator.VerdictFailed || !syntax || !strings.Contains(res.Reason, path.Base(res.TaskID[strings.Index(res.TaskID, "/")+1:strings.LastIndex(res.TaskID, ":")]))) {
-					t.Errorf("%s: syntax error: %s %q", res.TaskID, res.Verdict, res.Reason)
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			gradeRecords(t, r, repo, recs, func(task evaluator.Task) string { return task.Reference + " )(;" },
+				func(res evaluator.Result, task evaluator.Task) {
+					if res.Sample == 0 && res.Tests.Passed != c.tests {
+						t.Errorf("%s: reference counts %+v", res.TaskID, res.Tests)
+					}
+					// node: "SyntaxError: Unexpected token ')'" at the file;
+					// tsx: esbuild's "Transform failed with 1 error: ...:
+					// ERROR: Expected ..." at the file.
+					syntax := strings.Contains(res.Reason, "SyntaxError") || strings.Contains(res.Reason, "ERROR: ")
+					if res.Sample == 2 && (!syntax || !strings.Contains(res.Reason, path.Base(task.Path))) {
+						t.Errorf("%s: syntax error: %s %q", res.TaskID, res.Verdict, res.Reason)
+					}
+				})
 			if snapshot(t, repo) != before {
 				t.Fatal("the package changed on disk")
 			}
@@ -234,24 +219,47 @@ func TestNodeSelectTests(t *testing.T) {
 		t.Fatalf("selection %+v, %d records", stats.Selection, len(recs))
 	}
 	want := map[string]string{"lib/stack.js": "test/stack.test.js", "lib/table.js": "test/table.test.js"}
-	var jobs []evaluator.Job
 	for _, rec := range recs {
 		if len(rec.Test.Tests) != 1 || rec.Test.Tests[0] != want[rec.Target] || rec.Test.ExpectedTests != 2 {
 			t.Errorf("%s: tests %q, expected %d", rec.ID, rec.Test.Tests, rec.Test.ExpectedTests)
 		}
+	}
+	gradeRecords(t, r, repo, recs, nil, func(res evaluator.Result, _ evaluator.Task) {
+		if res.Sample == 0 && res.Tests.Passed != 2 {
+			t.Errorf("%s: reference counts %+v", res.TaskID, res.Tests)
+		}
+	})
+}
+
+// gradeRecords grades each record's reference (which must pass), its
+// empty middle and, when broken is set, broken(task) (which must fail),
+// each with the runner's counts, and hands every result to check.
+func gradeRecords(t *testing.T, r *evaluator.Runner, repo string, recs []dataset.InfillRecord, broken func(evaluator.Task) string,
+	check func(evaluator.Result, evaluator.Task)) {
+	t.Helper()
+	var jobs []evaluator.Job
+	tasks := map[string]evaluator.Task{}
+	for _, rec := range recs {
 		task, err := rec.Task(repo)
 		if err != nil {
 			t.Fatal(err)
 		}
-		jobs = append(jobs, evaluator.Job{Task: task, Completions: []evaluator.Completion{{Text: task.Reference}, {Text: ""}}})
+		tasks[task.ID] = task
+		cs := []evaluator.Completion{{Text: task.Reference}, {Text: ""}}
+		if broken != nil {
+			cs = append(cs, evaluator.Completion{Text: broken(task)})
+		}
+		jobs = append(jobs, evaluator.Job{Task: task, Completions: cs})
 	}
 	var mu sync.Mutex
 	if _, err := r.RunJobs(context.Background(), jobs, func(res evaluator.Result) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if res.Passed() != (res.Sample == 0) || res.Tests == nil || res.Sample == 0 && res.Tests.Passed != 2 {
-			t.Errorf("%s sample %d: %s %s %+v", res.TaskID, res.Sample, res.Verdict, res.Reason, res.Tests)
+		if res.Passed() != (res.Sample == 0) || res.Tests == nil {
+			t.Errorf("%s sample %d: %s %s %s %+v\n%s", res.TaskID, res.Sample, res.Verdict, res.Reason, res.Error, res.Tests, res.StdoutTail)
+			return nil
 		}
+		check(res, tasks[res.TaskID])
 		return nil
 	}); err != nil {
 		t.Fatal(err)
