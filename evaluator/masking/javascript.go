@@ -287,7 +287,7 @@ func nodeFix(e *BaselineError) string {
 			"the sandbox has no network and mounts node_modules read-only"
 	case r.Failure != nil:
 		return fmt.Sprintf("some tests fail on the repository as it is, here (first: %s): choose the test files that pass "+
-			"with --node-test \"[node options] FILES\" or --vitest \"[options] FILES\", or give them what they need", r.Failure.Test)
+			"with --node-test \"[node options] FILES\" or --vitest=\"[options] FILES\", or give them what they need", r.Failure.Test)
 	}
 	return "run the tests yourself (" + describeNodeTest(e.Test) + ") to see why, then choose them with --node-test or --vitest"
 }

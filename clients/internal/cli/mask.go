@@ -114,7 +114,7 @@ repository relative to FILE's directory.`,
 	fl.StringVar(&f.script, "script", "", "run this Python `FILE` (relative to REPO) as the tests, like evaluate_repo.py")
 	fl.StringVar(&f.command, "test-command", "", "run this space-separated `COMMAND` as the tests (exit status 0 is the only pass signal: weak)")
 	fl.StringVar(&f.nodeTest, "node-test", "", "JavaScript/TypeScript: run node's built-in test runner with these space-separated `ARGS`: node options (--import tsx), then test files")
-	fl.StringVar(&f.vitest, "vitest", "", "JavaScript/TypeScript: run the repository's vitest (from its node_modules), with these space-separated `ARGS` if given (options, test files)")
+	fl.StringVar(&f.vitest, "vitest", "", "JavaScript/TypeScript: run the repository's vitest (from its node_modules); --vitest=\"ARGS\" adds these space-separated `ARGS` (options, test files)")
 	fl.Lookup("vitest").NoOptDefVal = " "
 	fl.BoolVar(&f.selectNode, "node-select-tests", false, "JavaScript with node's test runner: record with each sample the test files that execute its span (V8 coverage on the unmodified code), so that grading runs only those")
 	fl.IntVar(&f.expectedTests, "expected-tests", 0, "with --pytest: tests that must pass (default: as many as pass unmodified)")
