@@ -268,6 +268,10 @@ func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
 			spec.Mode, spec.Args = sandbox.ModePytest, ts.Args
 		case TestCommand:
 			spec.Mode, spec.Command = sandbox.ModeCommand, ts.Command
+		case TestNode:
+			if err := nodeSpec(&spec, t.Exec.RepoDir, &ts); err != nil {
+				return sandbox.Spec{}, err
+			}
 		}
 		return spec, nil
 	}

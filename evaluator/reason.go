@@ -63,17 +63,17 @@ func verdict(out *sandbox.Result, spec *sandbox.Spec, expected int) (Verdict, st
 		v, why = VerdictFailed, fmt.Sprintf("exit status %d", out.ExitCode)
 	case !out.Passed(mode):
 		v, why = VerdictFailed, "exited 0 without the pass signal (the tests did not run to the end)"
-	case mode == sandbox.ModePytest:
+	case mode.CountsTests():
 		tc := out.Tests
 		switch {
 		case tc == nil:
-			v, why = VerdictFailed, "no pytest report"
+			v, why = VerdictFailed, fmt.Sprintf("no %s report", mode)
 		case tc.Failed+tc.Errors > 0:
-			v, why = VerdictFailed, fmt.Sprintf("pytest: %d failed, %d errors", tc.Failed, tc.Errors)
+			v, why = VerdictFailed, fmt.Sprintf("%s: %d failed, %d errors", mode, tc.Failed, tc.Errors)
 		case expected > 0 && tc.Passed != expected:
-			v, why = VerdictFailed, fmt.Sprintf("pytest: %d passed, expected %d", tc.Passed, expected)
+			v, why = VerdictFailed, fmt.Sprintf("%s: %d passed, expected %d", mode, tc.Passed, expected)
 		case tc.Passed == 0:
-			v, why = VerdictFailed, "pytest: no test passed"
+			v, why = VerdictFailed, fmt.Sprintf("%s: no test passed", mode)
 		}
 	}
 	if v == "" {

@@ -178,6 +178,10 @@ func (t *Task) Validate() error {
 			if len(t.Exec.Test.Command) == 0 {
 				return bad("empty test command")
 			}
+		case TestNode:
+			if err := t.Exec.Test.validateNode(); err != nil {
+				return bad("%v", err)
+			}
 		default:
 			return bad("unknown test kind %q", t.Exec.Test.Kind)
 		}

@@ -231,7 +231,11 @@ var pytestExits = map[int]string{
 func (e *BaselineError) Explain(python string) string {
 	var b strings.Builder
 	r := &e.Result
-	fmt.Fprintf(&b, "the unmodified repository does not pass its tests (%s, with %s)\n", describeTest(e.Test), firstNonEmpty(python, "the sandbox's python3"))
+	with := firstNonEmpty(python, "the sandbox's python3")
+	if e.Test.Kind == evaluator.TestNode {
+		with = "node"
+	}
+	fmt.Fprintf(&b, "the unmodified repository does not pass its tests (%s, with %s)\n", describeTest(e.Test), with)
 	for _, f := range e.Fixes {
 		fmt.Fprintf(&b, "  tried: %s\n", f)
 	}
@@ -260,6 +264,9 @@ func (e *BaselineError) fix(python string) string {
 	r := &e.Result
 	text := r.Error + "\n" + r.Reason + "\n" + r.StderrTail + "\n" + r.StdoutTail
 	interp := firstNonEmpty(python, "the sandbox's python3")
+	if e.Test.Kind == evaluator.TestNode {
+		return nodeFix(e)
+	}
 	switch {
 	case r.Limit != "":
 		return "the reason names the limit and the flag that raises it"
@@ -311,6 +318,8 @@ func describeTest(t evaluator.TestSpec) string {
 		return strings.TrimSpace("python " + t.Script + " " + shellJoin(t.Args))
 	case evaluator.TestCommand:
 		return shellJoin(t.Command)
+	case evaluator.TestNode:
+		return describeNodeTest(t)
 	}
 	return string(t.Kind)
 }

@@ -64,6 +64,11 @@ type Options struct {
 	MaxAttempts int
 	// Timeout is each test run's wall-clock limit (default: the sandbox's).
 	Timeout time.Duration
+	// SelectNodeTests, for a JavaScript repository tested with node's
+	// built-in runner, records with each sample the test files that
+	// execute its span (found with NODE_V8_COVERAGE; selectNodeTests), so
+	// that grading runs only those.
+	SelectNodeTests bool
 	// Python is the interpreter the tests run with (absolute; one inside
 	// the repository is recorded relative to it). Default: the
 	// repository's own virtual environment (.venv/ or venv/), if any.
@@ -81,11 +86,16 @@ type Stats struct {
 	Skipped    []string                `json:"skipped_files,omitempty"` // do not parse, or are not UTF-8 text
 	Candidates map[evaluator.Level]int `json:"candidates"`
 	Kept       map[evaluator.Level]int `json:"kept"`
+	// Language is the language masked.
+	Language string `json:"language,omitempty"`
 	// Uncovered counts samples dropped because the tests still passed with
 	// the span left empty (RequireEmptyFails).
 	Uncovered map[evaluator.Level]int `json:"uncovered"`
 	// BaselineTests is the pytest pass count of the unmodified repository.
 	BaselineTests int `json:"baseline_tests,omitempty"`
+	// Selection says how the tests each sample runs were chosen
+	// (SelectNodeTests); nil when they were not.
+	Selection *Selection `json:"selection,omitempty"`
 	// Fixes are the changes made to the pytest command so that the
 	// unmodified repository's tests run here (checkBaseline), in words.
 	Fixes []string `json:"fixes,omitempty"`
@@ -178,6 +188,7 @@ func makePlan(ctx context.Context, repoDir string, o Options, log *zap.Logger) (
 	if err != nil {
 		return nil, err
 	}
+	p.stats.Language = p.lang.Name
 	p.include = o.Include
 	if p.include == nil {
 		p.include = p.lang.include
@@ -428,7 +439,7 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 	if err != nil {
 		return nil, p.stats, err
 	}
-	if test.Kind == evaluator.TestPytest && test.ExpectedTests == 0 && res.Tests != nil {
+	if (test.Kind == evaluator.TestPytest || test.Kind == evaluator.TestNode) && test.ExpectedTests == 0 && res.Tests != nil {
 		test.ExpectedTests = res.Tests.Passed
 		p.stats.BaselineTests = res.Tests.Passed
 	}
@@ -464,6 +475,13 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 		p.stats.Kept[level] = kept
 		log.Info("masking: level done", zap.String("level", string(level)), zap.Int("kept", kept),
 			zap.Int("candidates", len(p.byLevel[level])), zap.Int("uncovered", p.stats.Uncovered[level]))
+	}
+	if o.SelectNodeTests && p.lang == javascriptLanguage && test.Kind == evaluator.TestNode && test.NodeRunner() == evaluator.NodeRunnerBuiltin {
+		sel, err := selectNodeTests(ctx, g, repoDir, out, test, o, log)
+		if err != nil {
+			return nil, p.stats, err
+		}
+		p.stats.Selection = sel
 	}
 	return out, p.stats, nil
 }

@@ -33,7 +33,7 @@ type Language struct {
 
 // languages are the languages masking knows, in the order detection prefers
 // them on a tie.
-var languages = []*Language{pythonLanguage}
+var languages = []*Language{pythonLanguage, javascriptLanguage, typescriptLanguage}
 
 // Languages returns the names of the languages masking knows.
 func Languages() []string {

@@ -114,7 +114,7 @@ func renderCandidates(t *testing.T, dir string) string {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if !DefaultInclude(rel) {
+		if languageOfFile(rel) == nil {
 			return nil
 		}
 		src, _ := os.ReadFile(p)

@@ -18,6 +18,10 @@ type Config struct {
 	// PythonPath is the interpreter used inside the sandbox (default
 	// /usr/bin/python3, Debian's). It must lie under /usr or ReadOnlyPaths.
 	PythonPath string
+	// NodePath is node, for the JavaScript test runners (ModeNode,
+	// ModeVitest; default /usr/bin/node). It must lie under /usr or
+	// ReadOnlyPaths; a run checks that it exists.
+	NodePath string
 	// PrlimitPath is util-linux prlimit(1) used to set rlimits inside the
 	// namespace (default /usr/bin/prlimit). It must lie under /usr.
 	PrlimitPath string
@@ -100,6 +104,9 @@ func (c Config) WithDefaults() Config {
 	if c.PythonPath == "" {
 		c.PythonPath = "/usr/bin/python3"
 	}
+	if c.NodePath == "" {
+		c.NodePath = DefaultNodePath
+	}
 	if c.PrlimitPath == "" {
 		c.PrlimitPath = "/usr/bin/prlimit"
 	}
@@ -177,8 +184,8 @@ func (c Config) Validate() error {
 	case c.UID <= 0 || c.GID <= 0:
 		return bad("UID and GID must be non-root")
 	}
-	if !filepath.IsAbs(c.PythonPath) || !filepath.IsAbs(c.PrlimitPath) {
-		return bad("PythonPath and PrlimitPath must be absolute")
+	if !filepath.IsAbs(c.PythonPath) || !filepath.IsAbs(c.PrlimitPath) || !filepath.IsAbs(c.NodePath) {
+		return bad("PythonPath, NodePath and PrlimitPath must be absolute")
 	}
 	for _, p := range c.ReadOnlyPaths {
 		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {

@@ -68,6 +68,10 @@ func (m Mode) String() string {
 		return "command"
 	case ModeHumanEval:
 		return "humaneval"
+	case ModeNode:
+		return "node"
+	case ModeVitest:
+		return "vitest"
 	}
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
@@ -317,10 +321,15 @@ func (s *Sandbox) writeSupport() error {
 		return fmt.Errorf("%w: %v", ErrSetup, err)
 	}
 	files := map[string][]byte{
-		"runner.py": runnerPy,
+		"runner.py":           runnerPy,
+		"node_reporter.mjs":   nodeReporterMjs,
+		"vitest_reporter.mjs": vitestReporterMjs,
 		"passwd": fmt.Appendf(nil, "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:/tmp:/usr/sbin/nologin\n",
 			s.cfg.UID, s.cfg.GID),
 		"group": fmt.Appendf(nil, "root:x:0:\nsandbox:x:%d:\n", s.cfg.GID),
+		// localhost resolves (vitest's server looks it up) though the
+		// sandbox has no network beyond its own loopback.
+		"hosts": []byte("127.0.0.1 localhost\n::1 localhost\n"),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
@@ -368,6 +377,7 @@ func (s *Sandbox) buildBaseArgs(disableUserns bool) []string {
 		"--ro-bind", s.supportDir, "/run/infill",
 		"--ro-bind", filepath.Join(s.supportDir, "passwd"), "/etc/passwd",
 		"--ro-bind", filepath.Join(s.supportDir, "group"), "/etc/group",
+		"--ro-bind", filepath.Join(s.supportDir, "hosts"), "/etc/hosts",
 	)
 	etc := []string{"/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives"}
 	if m, err := filepath.Glob("/etc/python3*"); err == nil {
@@ -402,7 +412,11 @@ func (spec *Spec) validate() error {
 		if spec.Target == "" || !filepath.IsLocal(spec.Target) {
 			return bad("Target %q must be a local relative path", spec.Target)
 		}
-	case ModePytest:
+	case ModePytest, ModeNode:
+	case ModeVitest:
+		if spec.Target == "" || !filepath.IsLocal(spec.Target) {
+			return bad("Target %q (vitest's entry script) must be a local relative path", spec.Target)
+		}
 	case ModeCommand:
 		if len(spec.Command) == 0 || spec.Command[0] == "" {
 			return bad("Command is empty")
@@ -468,6 +482,9 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 				return Result{}, fmt.Errorf("%w: %v", ErrEnvironment, err)
 			}
 		}
+	}
+	if err := s.checkNode(&spec); err != nil {
+		return Result{}, err
 	}
 	if s.warm != nil && spec.SourceDir == "" && spec.Environment == nil && (spec.Mode == ModeProgram || spec.Mode == ModeHumanEval) {
 		return s.runWarm(ctx, &spec)
@@ -571,6 +588,7 @@ func (s *Sandbox) env(spec *Spec, cwd string) [][2]string {
 		{"LANG", "C.UTF-8"}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"},
 		{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"MKL_NUM_THREADS", "1"}}
 	env = append(env, venv...)
+	env = append(env, nodeEnv(spec.Mode)...)
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
@@ -706,7 +724,7 @@ func (cp *capture) finish(res *Result, spec *Spec, nonce string) error {
 	res.Exception = st.exception
 	res.Failure = st.failure
 	res.PassSignal = st.pass
-	if spec.Mode == ModePytest {
+	if spec.Mode.CountsTests() {
 		res.Tests = st.tests
 		if st.pass && st.tests == nil {
 			res.PassSignal = false
@@ -744,7 +762,7 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 		args = append(args, "--setenv", kv[0], kv[1])
 	}
 	args = append(args, "--", c.PrlimitPath)
-	for _, r := range s.rlimits(lim, 0) {
+	for _, r := range nodeRlimits(spec.Mode, s.rlimits(lim, 0)) {
 		args = append(args, fmt.Sprintf("--%s=%d:%d", r.prlimit, r.soft, r.hard))
 	}
 	args = append(args, "--")
@@ -752,6 +770,8 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 	switch spec.Mode {
 	case ModeCommand:
 		args = append(args, spec.Command...)
+	case ModeNode, ModeVitest:
+		args = append(args, s.nodeArgv(spec, cwd)...)
 	case ModePytest:
 		args = append(append(args, python, "-B", "/run/infill/runner.py", "pytest"), spec.Args...)
 	default:

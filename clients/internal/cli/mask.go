@@ -29,6 +29,9 @@ type maskFlags struct {
 	pytest        string
 	script        string
 	command       string
+	nodeTest      string
+	vitest        string
+	selectNode    bool
 	timeout       time.Duration
 	noCheck       bool
 	benchmark     string
@@ -45,9 +48,10 @@ func newEvalMaskCmd(env *Env) *cobra.Command {
 	f := &maskFlags{}
 	cmd := &cobra.Command{
 		Use:   "mask REPO",
-		Short: "Build a benchmark from a Python repository with tests by masking its code",
-		Long: `mask turns a Python repository with tests into an infill-format benchmark, as
-ExecRepoBench built its own: tree-sitter finds expressions, statements,
+		Short: "Build a benchmark from a Python, JavaScript or TypeScript repository with tests by masking its code",
+		Long: `mask turns a Python, JavaScript or TypeScript repository with tests into an
+infill-format benchmark, as ExecRepoBench built its own:
+tree-sitter finds expressions, statements,
 blocks, functions and classes to mask, random single-line, multi-line and
 span masks are added, and a seeded generator picks --per-level samples of
 each level (the same repository, flags and seed give the same benchmark).
@@ -75,12 +79,21 @@ pythonpath), says so, and writes the overrides into the records. Other
 failures are explained: what the exit status means, the reason, the last
 lines of output and the fix.
 
+JavaScript and TypeScript repositories (--language, default: the language
+with the most files to mask) run node's built-in test runner, or the
+repository's vitest when its test script runs vitest; --node-test or --vitest
+choose otherwise. Their dependencies must be installed first (npm ci): the
+sandbox has no network and mounts node_modules read-only. A pass needs the
+runner's count of passed tests, as for pytest (docs/evaluation.md,
+JavaScript and TypeScript repositories).
+
 Run the result with 'infill eval run --infill FILE'. Each record names the
 repository relative to FILE's directory.`,
 		Example: `  infill eval mask ~/src/mylib -o mylib-bench.jsonl
   infill eval mask --levels expression,statement,function --per-level 20 --seed 7 . -o bench.jsonl
   infill eval mask --pytest "-q tests/unit" ~/src/mylib -o bench.jsonl
-  infill eval mask --python ~/venvs/mylib/bin/python --sandbox-memory 8GiB ~/src/mylib`,
+  infill eval mask --python ~/venvs/mylib/bin/python --sandbox-memory 8GiB ~/src/mylib
+  infill eval mask --max-middle 16000 --vitest ~/src/mytslib    # after npm ci there`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("mask needs the repository directory, got %d arguments", len(args))}
@@ -100,6 +113,10 @@ repository relative to FILE's directory.`,
 	fl.StringVar(&f.pytest, "pytest", "", "run pytest with these space-separated `ARGS` as the tests")
 	fl.StringVar(&f.script, "script", "", "run this Python `FILE` (relative to REPO) as the tests, like evaluate_repo.py")
 	fl.StringVar(&f.command, "test-command", "", "run this space-separated `COMMAND` as the tests (exit status 0 is the only pass signal: weak)")
+	fl.StringVar(&f.nodeTest, "node-test", "", "JavaScript/TypeScript: run node's built-in test runner with these space-separated `ARGS`: node options (--import tsx), then test files")
+	fl.StringVar(&f.vitest, "vitest", "", "JavaScript/TypeScript: run the repository's vitest (from its node_modules); --vitest=\"ARGS\" adds these space-separated `ARGS` (options, test files)")
+	fl.Lookup("vitest").NoOptDefVal = " "
+	fl.BoolVar(&f.selectNode, "node-select-tests", false, "JavaScript with node's test runner: record with each sample the test files that execute its span (V8 coverage on the unmodified code), so that grading runs only those")
 	fl.IntVar(&f.expectedTests, "expected-tests", 0, "with --pytest: tests that must pass (default: as many as pass unmodified)")
 	fl.DurationVar(&f.timeout, "sample-timeout", 60*time.Second, "limit of one test run's own time (start-up not included); written into the records")
 	fl.DurationVar(&f.timeout, "timeout", 60*time.Second, "the same as --sample-timeout")
@@ -192,6 +209,10 @@ func runMask(cmd *cobra.Command, env *Env, f *maskFlags, repo string) error {
 		return err
 	}
 	writeMaskStats(env.Stdout, stats, f.noCheck)
+	if sel := stats.Selection; sel != nil {
+		fmt.Fprintf(env.Stdout, "tests per sample: %d samples run only the test files that execute their span (%.1f of %d on average), %d the whole suite\n",
+			sel.Samples, float64(sel.SelectedFiles)/float64(max(sel.Samples, 1)), sel.TestFiles, sel.Whole)
+	}
 	fmt.Fprintf(env.Stdout, "wrote %s to %s; run it with: infill eval run --infill %s\n", plural(len(recs), "sample"), out, out)
 	return nil
 }
@@ -201,7 +222,7 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 	o := masking.Options{
 		Seed: f.seed, PerLevel: f.perLevel, RequireEmptyFails: f.requireFail && !f.noCheck,
 		Timeout: f.timeout, Benchmark: f.benchmark, MinMiddle: f.minMiddle, MaxMiddle: f.maxMiddle,
-		MaxAttempts: f.maxAttempts, Language: f.language,
+		MaxAttempts: f.maxAttempts, Language: f.language, SelectNodeTests: f.selectNode,
 	}
 	if f.python != "" {
 		p, err := filepath.Abs(f.python)
@@ -227,13 +248,13 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 		o.Levels = append(o.Levels, evaluator.Level(l))
 	}
 	tests := 0
-	for _, s := range []string{f.pytest, f.script, f.command} {
+	for _, s := range []string{f.pytest, f.script, f.command, f.nodeTest, f.vitest} {
 		if s != "" {
 			tests++
 		}
 	}
 	if tests > 1 {
-		return o, errors.New("give at most one of --pytest, --script and --test-command")
+		return o, errors.New("give at most one of --pytest, --script, --test-command, --node-test and --vitest")
 	}
 	switch {
 	case f.pytest != "":
@@ -242,16 +263,18 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 		o.Test = &evaluator.TestSpec{Kind: evaluator.TestScript, Script: f.script}
 	case f.command != "":
 		o.Test = &evaluator.TestSpec{Kind: evaluator.TestCommand, Command: strings.Fields(f.command)}
+	case f.nodeTest != "" || f.vitest != "":
+		o.Test = nodeTestSpec(f.nodeTest, f.vitest, f.expectedTests)
 	}
-	if f.expectedTests != 0 && f.pytest == "" {
-		return o, errors.New("--expected-tests goes with --pytest")
+	if f.expectedTests != 0 && f.pytest == "" && f.nodeTest == "" && f.vitest == "" {
+		return o, errors.New("--expected-tests goes with --pytest, --node-test or --vitest")
 	}
 	return o, nil
 }
 
 // writeMaskStats prints per level how many spans were found and kept.
 func writeMaskStats(w io.Writer, s masking.Stats, noCheck bool) {
-	fmt.Fprintf(w, "%s masked", plural(s.Files, "Python file"))
+	fmt.Fprintf(w, "%s masked", plural(s.Files, languageTitle(s.Language)+" file"))
 	if len(s.Skipped) > 0 {
 		fmt.Fprintf(w, ", %d skipped (%s)", len(s.Skipped), strings.Join(firstN(s.Skipped, 3), ", "))
 	}

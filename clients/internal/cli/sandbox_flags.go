@@ -14,6 +14,7 @@ import (
 type sandboxFlags struct {
 	memory, addressSpace, fileSize sizeFlag
 	processes                      int
+	node                           string
 }
 
 // addSandboxFlags registers the limit flags.
@@ -22,6 +23,7 @@ func addSandboxFlags(cmd *cobra.Command, f *sandboxFlags, scope string) {
 	fl.Var(&f.memory, "sandbox-memory", scope+"memory each process of a test run may write to (RLIMIT_DATA: heap, thread stacks), e.g. 8GiB (default "+sandbox.FormatBytes(sandbox.DefaultMemoryBytes)+")")
 	fl.Var(&f.addressSpace, "sandbox-address-space", scope+"address space per process (RLIMIT_AS), a backstop for shared memory (default 4 × --sandbox-memory)")
 	fl.IntVar(&f.processes, "sandbox-processes", 0, fmt.Sprintf("%sprocesses and threads of a test run at once (default %d)", scope, sandbox.DefaultProcesses))
+	fl.StringVar(&f.node, "sandbox-node", "", scope+"node that runs JavaScript/TypeScript tests (default "+sandbox.DefaultNodePath+")")
 	fl.Var(&f.fileSize, "sandbox-file-size", scope+"largest file a test run may write (default "+sandbox.FormatBytes(sandbox.DefaultFileSizeBytes)+")")
 }
 
@@ -31,6 +33,7 @@ func (f *sandboxFlags) apply(c *sandbox.Config) {
 	c.AddressSpaceBytes = int64(f.addressSpace)
 	c.Processes = f.processes
 	c.FileSizeBytes = int64(f.fileSize)
+	c.NodePath = f.node
 }
 
 // sizeFlag is a flag holding a size in bytes: "512MiB", "4GiB", "2G"

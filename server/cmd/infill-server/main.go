@@ -134,6 +134,7 @@ func run(args []string) error {
 	sizeFlag("sandbox-address-space", &sbCfg.AddressSpaceBytes, "address space per process of a sample (RLIMIT_AS), a backstop for shared memory (default 4 × --sandbox-memory)")
 	sizeFlag("sandbox-file-size", &sbCfg.FileSizeBytes, "largest file a sample may write (default "+sandbox.FormatBytes(sandbox.DefaultFileSizeBytes)+")")
 	fs.IntVar(&sbCfg.Processes, "sandbox-processes", sandbox.DefaultProcesses, "processes and threads a sample may have at once")
+	fs.StringVar(&sbCfg.NodePath, "sandbox-node", sandbox.DefaultNodePath, "node that runs JavaScript/TypeScript repositories' tests (under /usr, or bound read-only)")
 	fs.Func("eval-python", "`DIR=PYTHON`: repositories under DIR run their tests with the interpreter PYTHON (a virtual environment's bin/python selects it); repeatable. Without one, a repository's own .venv/ or venv/, else python3", func(v string) error {
 		dir, py, ok := strings.Cut(v, "=")
 		if !ok || !filepath.IsAbs(dir) || !filepath.IsAbs(py) {
