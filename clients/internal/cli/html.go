@@ -12,19 +12,22 @@ import (
 
 // htmlPage is the data of the HTML report.
 type htmlPage struct {
-	Title       string
-	Subtitle    string
-	Cards       []card
-	PassK       int
-	PassChart   template.HTML
-	Verdicts    template.HTML
-	Latency     template.HTML
-	Similarity  template.HTML
-	Reasons     template.HTML
-	ReasonRows  []reasonRow
-	Ks          []int
-	Rows        []htmlRow
-	VerdictKeys []verdictKey
+	Title      string
+	Subtitle   string
+	Cards      []card
+	PassK      int
+	PassChart  template.HTML
+	Verdicts   template.HTML
+	Latency    template.HTML
+	Similarity template.HTML
+	Reasons    template.HTML
+	ReasonRows []reasonRow
+	Ks         []int
+	Rows       []htmlRow
+	// LanguageRows are the scores by language and level (none when no
+	// sample names its language).
+	LanguageRows []htmlRow
+	VerdictKeys  []verdictKey
 	// Samples are the per-sample views of samples that did not pass, at
 	// most maxSampleViews; Hidden counts those left out.
 	Samples []sampleView
@@ -143,7 +146,19 @@ func renderHTML(title string, results []evaluator.Result, s metrics.Summary, ks 
 	for _, v := range verdictOrder {
 		page.VerdictKeys = append(page.VerdictKeys, verdictKey{v, verdictColors[v]})
 	}
-	for _, r := range tableRows(s) {
+	page.Rows = htmlRows(tableRows(s), ks)
+	page.LanguageRows = htmlRows(languageRows(s), ks)
+	var buf bytes.Buffer
+	if err := reportTemplate.Execute(&buf, page); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// htmlRows formats table rows for the report.
+func htmlRows(rows []tableRow, ks []int) []htmlRow {
+	var out []htmlRow
+	for _, r := range rows {
 		row := htmlRow{Benchmark: r.Benchmark, Level: r.Level, Indent: r.Indent, Total: r.Benchmark == "all",
 			Tasks: r.G.Tasks, Samples: r.G.Samples, Exact: pct(r.G.ExactMatch),
 			Similar: fmt.Sprintf("%.1f", r.G.EditSimilarity),
@@ -153,13 +168,9 @@ func renderHTML(title string, results []evaluator.Result, s metrics.Summary, ks 
 		for _, k := range ks {
 			row.Pass = append(row.Pass, passCell(r.G, k))
 		}
-		page.Rows = append(page.Rows, row)
+		out = append(out, row)
 	}
-	var buf bytes.Buffer
-	if err := reportTemplate.Execute(&buf, page); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return out
 }
 
 // maxSampleViews bounds the per-sample views of a report: the first
@@ -331,6 +342,26 @@ var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
   </table>
   </div>
 </section>
+{{- if .LanguageRows}}
+<section id="languages">
+  <h2>Scores by language</h2>
+  <p class="hint">The same scores per source language across benchmarks, and per level within each language.</p>
+  <div class="scroll">
+  <table>
+    <thead><tr><th>language</th><th>level</th><th>tasks</th><th>samples</th>
+    {{- range .Ks}}<th>pass@{{.}}</th>{{end}}
+    <th>exact</th><th>edit sim</th><th>TTFT p50</th><th>total p50</th><th>total p95</th><th class="verdicts">verdicts</th></tr></thead>
+    <tbody>
+    {{- range .LanguageRows}}
+      <tr class="{{if .Indent}}level{{else}}bench{{end}}"><td>{{if not .Indent}}{{.Benchmark}}{{end}}</td><td>{{.Level}}</td><td>{{.Tasks}}</td><td>{{.Samples}}</td>
+      {{- range .Pass}}<td>{{.}}</td>{{end}}
+      <td>{{.Exact}}</td><td>{{.Similar}}</td><td>{{.TTFT}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td class="verdicts" title="{{.Verdicts}}">{{.VerdictBar}}</td></tr>
+    {{- end}}
+    </tbody>
+  </table>
+  </div>
+</section>
+{{- end}}
 {{- if .Reasons}}
 <section id="reasons">
   <h2>Why samples failed</h2>
