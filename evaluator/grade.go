@@ -210,7 +210,7 @@ func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Com
 	res.WeakSignal = spec.Mode == sandbox.ModeCommand
 	res.Verdict, res.Reason = verdict(&out, &spec, t.Exec.Test.ExpectedTests)
 	if res.Verdict == VerdictFailed && t.Exec.Kind == ExecRepository {
-		if importFailure(&out) != "" {
+		if environmentSuspect(&out) != "" {
 			envErr, err := r.baselines.environmentFailure(ctx, r.exec, spec)
 			if ctx.Err() != nil {
 				return res, ctx.Err()
@@ -275,6 +275,8 @@ func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
 			if err := nodeSpec(&spec, t.Exec.RepoDir, &ts); err != nil {
 				return sandbox.Spec{}, err
 			}
+		case TestGo:
+			goSpec(&spec, t)
 		}
 		return spec, nil
 	}
