@@ -109,9 +109,11 @@ func goFirstError(out *sandbox.Result) string {
 }
 
 var (
-	// goPanic is a panic line, "panic: runtime error: ..." (not the
-	// "[recovered]" repeat).
-	goPanic = regexp.MustCompile(`^panic: .*`)
+	// goPanic is a panic line, "panic: runtime error: ..."; goRecovered
+	// the note testing adds when it re-panics ("[recovered]",
+	// "[recovered, repanicked]").
+	goPanic     = regexp.MustCompile(`^panic: .*`)
+	goRecovered = regexp.MustCompile(` \[recovered[^\]]*\]$`)
 	// goPosition is an error at a position: "./x.go:3:2: undefined: y",
 	// "    x_test.go:12: got 1, want 2".
 	goPosition = regexp.MustCompile(`^\s*(\S+\.go:\d+(:\d+)?: .*)`)
@@ -124,7 +126,7 @@ func goErrorLine(s string) string {
 	lines := strings.Split(s, "\n")
 	for _, l := range lines {
 		if m := goPanic.FindString(strings.TrimSpace(l)); m != "" {
-			return strings.TrimSuffix(m, " [recovered]")
+			return goRecovered.ReplaceAllString(m, "")
 		}
 	}
 	for _, l := range lines {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/build"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -130,9 +131,10 @@ func isGenerated(src []byte) bool {
 	return false
 }
 
-// goRepoInclude refines GoInclude for a repository: a generated file, or
-// a file whose package directory has no _test.go file (nothing would
-// test it), is not masked. The second result lists, in words, what was
+// goRepoInclude refines GoInclude for a repository: a generated file, a
+// file its build constraints leave out on this platform (go/build's
+// rules: runewidth_windows.go on Linux), or a file whose package
+// directory has no _test.go file (nothing would test it), is not masked. The second result lists, in words, what was
 // left out and why.
 func goRepoInclude(repoDir string, include func(rel string) bool) (func(rel string) bool, func() []string) {
 	tested := map[string]bool{}
@@ -157,6 +159,10 @@ func goRepoInclude(repoDir string, include func(rel string) bool) (func(rel stri
 				noted[dir] = true
 				notes = append(notes, "package "+dir+": no tests")
 			}
+			return false
+		}
+		if ok, err := build.Default.MatchFile(filepath.Join(repoDir, filepath.FromSlash(dir)), path.Base(rel)); err == nil && !ok {
+			notes = append(notes, rel+": not built here ("+build.Default.GOOS+"/"+build.Default.GOARCH+")")
 			return false
 		}
 		src, err := os.ReadFile(filepath.Join(repoDir, filepath.FromSlash(rel)))

@@ -104,6 +104,12 @@ func (s *Sandbox) goToolchain(ctx context.Context) (GoToolchain, error) {
 			s.gocache.tcErr = fmt.Errorf("%w: Go toolchain: %v", ErrEnvironment, err)
 			return
 		}
+		if tc.ModCache != "" {
+			if err := reachable(tc.ModCache, s.cfg.UID, s.cfg.GID); err != nil {
+				s.log.Warn("sandbox: the Go module cache is out of the sandbox's reach; Go runs get an empty one "+
+					"(set GOMODCACHE, or Config.GoModCache, to a directory its user can read)", zap.Error(err))
+			}
+		}
 		s.gocache.tc = tc
 	})
 	return s.gocache.tc, s.gocache.tcErr
