@@ -105,7 +105,7 @@ func (s *Sandbox) goToolchain(ctx context.Context) (GoToolchain, error) {
 			return
 		}
 		if tc.ModCache != "" {
-			if err := reachable(tc.ModCache, s.cfg.UID, s.cfg.GID); err != nil {
+			if err := s.goReachable(tc.ModCache); err != nil {
 				s.log.Warn("sandbox: the Go module cache is out of the sandbox's reach; Go runs get an empty one "+
 					"(set GOMODCACHE, or Config.GoModCache, to a directory its user can read)", zap.Error(err))
 			}
@@ -113,6 +113,17 @@ func (s *Sandbox) goToolchain(ctx context.Context) (GoToolchain, error) {
 		s.gocache.tc = tc
 	})
 	return s.gocache.tc, s.gocache.tcErr
+}
+
+// goReachable says why the sandbox could not bind dir: started as root,
+// bubblewrap runs as Config.UID, which must be able to reach it (a module
+// cache under root's 0700 home is out of its reach); otherwise it runs as
+// the caller, who can.
+func (s *Sandbox) goReachable(dir string) error {
+	if !s.asRoot {
+		return nil
+	}
+	return reachable(dir, s.cfg.UID, s.cfg.GID)
 }
 
 // goCaches is a Sandbox's pool of private build caches.
@@ -223,7 +234,7 @@ func (s *Sandbox) goSpec(spec *Spec, tc GoToolchain, cache string) {
 		spec.roBinds = append(spec.roBinds, [2]string{tc.Root, tc.Root})
 	}
 	if tc.ModCache != "" {
-		if fi, err := os.Stat(tc.ModCache); err == nil && fi.IsDir() && reachable(tc.ModCache, s.cfg.UID, s.cfg.GID) == nil {
+		if fi, err := os.Stat(tc.ModCache); err == nil && fi.IsDir() && s.goReachable(tc.ModCache) == nil {
 			spec.roBinds = append(spec.roBinds, [2]string{tc.ModCache, tc.ModCache})
 			modCache = tc.ModCache
 		}
