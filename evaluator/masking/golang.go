@@ -273,6 +273,9 @@ func (p *plan) packageBaselines(ctx context.Context, g Grader, repoDir string, o
 			p.stats.FailingPackages = append(p.stats.FailingPackages, key+": "+firstNonEmpty(res.Reason, string(res.Verdict)))
 			return t, false, nil
 		case err != nil:
+			if be != nil {
+				be.Unit = key
+			}
 			return t, false, err
 		case res.Tests == nil || res.Tests.Passed == 0:
 			p.stats.FailingPackages = append(p.stats.FailingPackages, key+": no test passed")
@@ -286,4 +289,30 @@ func (p *plan) packageBaselines(ctx context.Context, g Grader, repoDir string, o
 		p.stats.BaselineTests += res.Tests.Passed
 		return u.test, true, nil
 	}
+}
+
+// explainGo is Explain for a Go package whose unmodified tests could not
+// be judged.
+func (e *BaselineError) explainGo() string {
+	var b strings.Builder
+	r := &e.Result
+	fmt.Fprintf(&b, "the unmodified repository does not pass its tests (go test -json of package %s)\n", firstNonEmpty(e.Unit, "."))
+	if why := firstNonEmpty(r.Error, r.Reason, string(r.Verdict)); why != "" {
+		fmt.Fprintf(&b, "  why: %s\n", why)
+	}
+	writeOutputTail(&b, r)
+	text := r.Error + "\n" + r.Reason + "\n" + r.StdoutTail + "\n" + r.StderrTail
+	fix := "run go test -count=1 in that package yourself to see why"
+	switch {
+	case r.Limit != "":
+		fix = "the reason names the limit and the flag that raises it"
+	case strings.Contains(text, "GOPROXY=off") || strings.Contains(text, "module cache") || strings.Contains(text, "missing go.sum entry"):
+		fix = "the sandbox builds offline against the module cache (GOMODCACHE, --go-modcache): eval mask ran go mod download into it; " +
+			"it must be readable by the sandbox's user (started as root, that is nobody: a cache under root's 0700 home is not), " +
+			"e.g. GOMODCACHE=/var/cache/go-mod infill eval mask ..., and the same for eval run --local and infill-server (--eval-go-modcache)"
+	case strings.Contains(text, "requires go >="):
+		fix = "the module needs a newer Go than the sandbox's toolchain (--go-root, infill-server --eval-go-root)"
+	}
+	fmt.Fprintf(&b, "  fix: %s", fix)
+	return b.String()
 }
