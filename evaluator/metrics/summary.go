@@ -115,46 +115,35 @@ func (a *Aggregator) Summary() Summary {
 // Summarize scores samples overall, per benchmark, per (benchmark, level),
 // per language and per (language, level).
 func Summarize(samples []Sample, ks ...int) Summary {
-	type key struct{ b, l string }
-	byBench := map[string][]Sample{}
-	byLevel := map[key][]Sample{}
-	byLang := map[string][]Sample{}
-	byLangLevel := map[key][]Sample{}
+	return Summary{
+		Overall:         group(samples, ks),
+		ByBenchmark:     groupsBy(samples, ks, func(s Sample) Group { return Group{Benchmark: s.Benchmark} }),
+		ByLevel:         groupsBy(samples, ks, func(s Sample) Group { return Group{Benchmark: s.Benchmark, Level: s.Level} }),
+		ByLanguage:      groupsBy(samples, ks, func(s Sample) Group { return Group{Language: s.Language} }),
+		ByLanguageLevel: groupsBy(samples, ks, func(s Sample) Group { return Group{Language: s.Language, Level: s.Level} }),
+	}
+}
+
+// groupsBy scores samples in groups named by slice (the names a sample's
+// group has: benchmark, level, language), ordered by name.
+func groupsBy(samples []Sample, ks []int, slice func(Sample) Group) []Group {
+	type name struct{ benchmark, level, language string }
+	members := map[name][]Sample{}
 	for _, s := range samples {
-		byBench[s.Benchmark] = append(byBench[s.Benchmark], s)
-		byLevel[key{s.Benchmark, s.Level}] = append(byLevel[key{s.Benchmark, s.Level}], s)
-		byLang[s.Language] = append(byLang[s.Language], s)
-		byLangLevel[key{s.Language, s.Level}] = append(byLangLevel[key{s.Language, s.Level}], s)
+		g := slice(s)
+		n := name{g.Benchmark, g.Level, g.Language}
+		members[n] = append(members[n], s)
 	}
-	sum := Summary{Overall: group(samples, ks)}
-	for b, ss := range byBench {
+	var out []Group
+	for n, ss := range members {
 		g := group(ss, ks)
-		g.Benchmark = b
-		sum.ByBenchmark = append(sum.ByBenchmark, g)
+		g.Benchmark, g.Level, g.Language = n.benchmark, n.level, n.language
+		out = append(out, g)
 	}
-	for k, ss := range byLevel {
-		g := group(ss, ks)
-		g.Benchmark, g.Level = k.b, k.l
-		sum.ByLevel = append(sum.ByLevel, g)
-	}
-	for lang, ss := range byLang {
-		g := group(ss, ks)
-		g.Language = lang
-		sum.ByLanguage = append(sum.ByLanguage, g)
-	}
-	for k, ss := range byLangLevel {
-		g := group(ss, ks)
-		g.Language, g.Level = k.b, k.l
-		sum.ByLanguageLevel = append(sum.ByLanguageLevel, g)
-	}
-	order := func(x, y Group) int {
+	slices.SortFunc(out, func(x, y Group) int {
 		return cmp.Or(cmp.Compare(x.Benchmark, y.Benchmark), cmp.Compare(x.Language, y.Language), cmp.Compare(x.Level, y.Level))
-	}
-	slices.SortFunc(sum.ByBenchmark, order)
-	slices.SortFunc(sum.ByLevel, order)
-	slices.SortFunc(sum.ByLanguage, order)
-	slices.SortFunc(sum.ByLanguageLevel, order)
-	return sum
+	})
+	return out
 }
 
 func group(samples []Sample, ks []int) Group {

@@ -23,11 +23,10 @@ type htmlPage struct {
 	Reasons    template.HTML
 	ReasonRows []reasonRow
 	Ks         []int
-	Rows       []htmlRow
-	// LanguageRows are the scores by language and level (none when no
-	// sample names its language).
-	LanguageRows []htmlRow
-	VerdictKeys  []verdictKey
+	// ScoreTables are the scores by benchmark and level, then by
+	// language and level (when samples name their language).
+	ScoreTables []scoreTable
+	VerdictKeys []verdictKey
 	// Samples are the per-sample views of samples that did not pass, at
 	// most maxSampleViews; Hidden counts those left out.
 	Samples []sampleView
@@ -70,6 +69,13 @@ type card struct {
 }
 
 type verdictKey struct{ Name, Color string }
+
+// scoreTable is one table of scores: its section's id and title, the
+// first column's name and the rows.
+type scoreTable struct {
+	ID, Title, Hint, First string
+	Rows                   []htmlRow
+}
 
 type htmlRow struct {
 	Benchmark, Level string
@@ -146,8 +152,12 @@ func renderHTML(title string, results []evaluator.Result, s metrics.Summary, ks 
 	for _, v := range verdictOrder {
 		page.VerdictKeys = append(page.VerdictKeys, verdictKey{v, verdictColors[v]})
 	}
-	page.Rows = htmlRows(tableRows(s), ks)
-	page.LanguageRows = htmlRows(languageRows(s), ks)
+	page.ScoreTables = []scoreTable{{ID: "table", Title: "Scores", First: "benchmark", Rows: htmlRows(tableRows(s), ks),
+		Hint: "Verdicts as in the chart above: passed, failed, timeout, no verdict, no tests (hover for counts)."}}
+	if rows := languageRows(s); rows != nil {
+		page.ScoreTables = append(page.ScoreTables, scoreTable{ID: "languages", Title: "Scores by language", First: "language",
+			Rows: htmlRows(rows, ks), Hint: "The same scores per source language across benchmarks, and per level within each language."})
+	}
 	var buf bytes.Buffer
 	if err := reportTemplate.Execute(&buf, page); err != nil {
 		return nil, err
@@ -324,36 +334,18 @@ var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
   {{.Similarity}}
 </section>
 {{- end}}
-<section id="table">
-  <h2>Scores</h2>
-  <p class="hint">Verdicts as in the chart above: passed, failed, timeout, no verdict, no tests (hover for counts).</p>
+{{- range .ScoreTables}}
+<section id="{{.ID}}">
+  <h2>{{.Title}}</h2>
+  <p class="hint">{{.Hint}}</p>
   <div class="scroll">
   <table>
-    <thead><tr><th>benchmark</th><th>level</th><th>tasks</th><th>samples</th>
-    {{- range .Ks}}<th>pass@{{.}}</th>{{end}}
+    <thead><tr><th>{{.First}}</th><th>level</th><th>tasks</th><th>samples</th>
+    {{- range $.Ks}}<th>pass@{{.}}</th>{{end}}
     <th>exact</th><th>edit sim</th><th>TTFT p50</th><th>total p50</th><th>total p95</th><th class="verdicts">verdicts</th></tr></thead>
     <tbody>
     {{- range .Rows}}
       <tr class="{{if .Total}}total{{else if .Indent}}level{{else}}bench{{end}}"><td>{{if not .Indent}}{{.Benchmark}}{{end}}</td><td>{{.Level}}</td><td>{{.Tasks}}</td><td>{{.Samples}}</td>
-      {{- range .Pass}}<td>{{.}}</td>{{end}}
-      <td>{{.Exact}}</td><td>{{.Similar}}</td><td>{{.TTFT}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td class="verdicts" title="{{.Verdicts}}">{{.VerdictBar}}</td></tr>
-    {{- end}}
-    </tbody>
-  </table>
-  </div>
-</section>
-{{- if .LanguageRows}}
-<section id="languages">
-  <h2>Scores by language</h2>
-  <p class="hint">The same scores per source language across benchmarks, and per level within each language.</p>
-  <div class="scroll">
-  <table>
-    <thead><tr><th>language</th><th>level</th><th>tasks</th><th>samples</th>
-    {{- range .Ks}}<th>pass@{{.}}</th>{{end}}
-    <th>exact</th><th>edit sim</th><th>TTFT p50</th><th>total p50</th><th>total p95</th><th class="verdicts">verdicts</th></tr></thead>
-    <tbody>
-    {{- range .LanguageRows}}
-      <tr class="{{if .Indent}}level{{else}}bench{{end}}"><td>{{if not .Indent}}{{.Benchmark}}{{end}}</td><td>{{.Level}}</td><td>{{.Tasks}}</td><td>{{.Samples}}</td>
       {{- range .Pass}}<td>{{.}}</td>{{end}}
       <td>{{.Exact}}</td><td>{{.Similar}}</td><td>{{.TTFT}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td class="verdicts" title="{{.Verdicts}}">{{.VerdictBar}}</td></tr>
     {{- end}}
