@@ -18,7 +18,7 @@ import (
 	"github.com/infill-dev/infill/internal/logctx"
 )
 
-// ModeGo runs `go test -json -count=1` on the package in the directory
+// ModeGo runs `go test -json -count=1 -p=4` on the package in the directory
 // Spec.Target (relative to the working directory; "." is its root) with
 // Spec.Args as further `go test` flags (-run ...). There is no trusted
 // runner: the pass signal is the test2json event stream, parsed as it
@@ -32,6 +32,8 @@ import (
 // (Config.GoModCache) are bound read-only; nothing is fetched (GOPROXY=off,
 // GOSUMDB=off, GOTOOLCHAIN=local, no network). `-mod` is left to go's
 // default: readonly, or vendor when the module vendors its dependencies.
+// -p=4 bounds the compilers run at once, whose threads count against
+// Config.Processes (RLIMIT_NPROC) on a machine with many cores.
 // The build cache is private to the run and kept for the next: a Sandbox
 // holds a pool of cache directories, each used by one run at a time, so
 // that a worker's samples compile the repository's dependencies once.
@@ -247,7 +249,7 @@ func (s *Sandbox) goSpec(spec *Spec, tc GoToolchain, cache string) {
 		{"GOENV", "off"}, {"GOWORK", "off"}, {"GOFLAGS", "-buildvcs=false"},
 	}
 	spec.goCmd = append([]string{tc.Root + "/bin/go", "-C", filepath.ToSlash(filepath.Clean(spec.Target)),
-		"test", "-json", "-count=1"}, spec.Args...)
+		"test", "-json", "-count=1", "-p=4"}, spec.Args...)
 	spec.goCmd = append(spec.goCmd, ".")
 }
 
