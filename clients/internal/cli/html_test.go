@@ -410,3 +410,27 @@ func TestReportByLanguage(t *testing.T) {
 		t.Error("a report of results without languages shows scores by language")
 	}
 }
+
+// TestReasonsGoBuild checks that Go samples that did not build are one
+// reason, whatever the compiler said.
+func TestReasonsGoBuild(t *testing.T) {
+	dir := t.TempDir()
+	lines := []string{
+		`{"task_id":"g1","benchmark":"b","level":"expression","language":"go","sample":0,"verdict":"failed","reason":"build failed: a.go:3:2: undefined: x","failure":{"test":"build","when":"build","report":"a.go:3:2: undefined: x"}}`,
+		`{"task_id":"g2","benchmark":"b","level":"expression","language":"go","sample":0,"verdict":"failed","reason":"build failed: b.go:9:1: syntax error","failure":{"test":"build","when":"build","report":"b.go:9:1: syntax error"}}`,
+		`{"task_id":"g3","benchmark":"b","level":"expression","language":"go","sample":0,"verdict":"failed","reason":"TestA: a_test.go:5: got 1","failure":{"test":"TestA","when":"call"}}`,
+	}
+	results := filepath.Join(dir, "results.jsonl")
+	if err := os.WriteFile(results, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main(t.Context(), []string{"eval", "report", results}, Env{Stdout: &stdout, Stderr: &stderr}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, re := range []string{`(?m)^\s+2\s+failed: build failed\s`, `(?m)^\s+1\s+failed: TestA: a_test.go:5: got 1`} {
+		if !regexp.MustCompile(re).MatchString(stdout.String()) {
+			t.Errorf("reasons lack %s:\n%s", re, stdout.String())
+		}
+	}
+}

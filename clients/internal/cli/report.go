@@ -432,6 +432,9 @@ func reasonKind(r *evaluator.Result) string {
 	switch {
 	case r.Exception != nil:
 		exc = r.Exception.Type
+	case r.Failure != nil && r.Failure.When == "build":
+		// Go: the completion did not compile (or go vet's checks failed).
+		exc = "build failed"
 	case r.Failure != nil && r.Failure.Crash != nil:
 		exc = errorName.FindString(r.Failure.Crash.Message)
 		if exc == "" && strings.HasPrefix(r.Failure.Crash.Message, "assert") {
