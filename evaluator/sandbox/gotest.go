@@ -505,7 +505,6 @@ func (g *GoEvents) Text() string {
 // in go's own words for the environment (no Go files, no go.mod) is an
 // ErrEnvironment.
 func finishGo(res *Result, ev *GoEvents) error {
-	res.Stdout = ev.Text()
 	c := ev.Counts()
 	res.Tests = &c
 	res.Failure = ev.Failure()

@@ -172,3 +172,17 @@ func TestGoEvents(t *testing.T) {
 		t.Errorf("text %q", txt)
 	}
 }
+
+// TestGoBuildTimeout checks that a build past GoBuildTimeout is a timeout
+// that says it was building, not a setup failure.
+func TestGoBuildTimeout(t *testing.T) {
+	requireGo(t)
+	sb := newTestSandbox(t, Config{Timeout: 30 * time.Second, GoBuildTimeout: 200 * time.Millisecond, WarmWorkers: -1})
+	res, err := sb.Run(t.Context(), Spec{Mode: ModeGo, SourceDir: goModule(t), Target: "ok"})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Status != StatusTimeout || res.Limit != LimitTime || !strings.HasSuffix(res.LimitValue, " building") || res.Passed(ModeGo) {
+		t.Errorf("status %s, limit %s %q, passed %v", res.Status, res.Limit, res.LimitValue, res.Passed(ModeGo))
+	}
+}

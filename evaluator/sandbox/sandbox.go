@@ -893,6 +893,10 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 	}
 	res := Result{ExitCode: -1}
 	cp.stop(&res)
+	if goEvents != nil {
+		// The tests' output, not the JSON it came in.
+		res.Stdout = goEvents.Text()
+	}
 	cause := context.Cause(runCtx)
 	switch {
 	case errors.Is(cause, errWallTimeout):
@@ -905,7 +909,6 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 		return res, nil
 	case errors.Is(cause, errStartupTimeout) && spec.Mode == ModeGo:
 		res.Status, res.Limit, res.LimitValue = StatusTimeout, LimitTime, FormatDuration(c.GoBuildTimeout)+" building"
-		res.Stdout = goEvents.Text()
 		return res, nil
 	case errors.Is(cause, errStartupTimeout):
 		return res, fmt.Errorf("%w: the sandbox did not start within %v", ErrSetup, c.StartupTimeout)
