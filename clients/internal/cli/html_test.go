@@ -401,6 +401,16 @@ func TestReportByLanguage(t *testing.T) {
 	if !strings.Contains(string(page), `id="languages"`) {
 		t.Error("HTML report has no scores by language")
 	}
+	// One benchmark in one language: the language table would repeat the
+	// benchmark table.
+	one := filepath.Join(dir, "one.jsonl")
+	if err := os.WriteFile(one, []byte(strings.Join(lines[:2], "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if code := Main(t.Context(), []string{"eval", "report", one}, Env{Stdout: &stdout, Stderr: &stderr}); code != 0 || strings.Contains(stdout.String(), "LANGUAGE") {
+		t.Errorf("one benchmark, one language: exit %d, a language table:\n%s", code, stdout.String())
+	}
 	// Results without a language: no language table.
 	plain, err := os.ReadFile(writeReport(t, fixedResults(t, t.TempDir())))
 	if err != nil {

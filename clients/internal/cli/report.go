@@ -263,14 +263,16 @@ func tableRows(s metrics.Summary) []tableRow {
 }
 
 // languageRows are the per-language rows: each language with its levels
-// (pass@k per level and language), when some sample names its language;
-// nil otherwise. Samples without a language are under "-".
+// (pass@k per level and language), when some sample names its language
+// and the table says more than the benchmark table (several benchmarks or
+// several languages); nil otherwise. Samples without a language are under
+// "-".
 func languageRows(s metrics.Summary) []tableRow {
 	named := false
 	for _, g := range s.ByLanguage {
 		named = named || g.Language != ""
 	}
-	if !named {
+	if !named || len(s.ByBenchmark) < 2 && len(s.ByLanguage) < 2 {
 		return nil
 	}
 	var rows []tableRow
