@@ -67,6 +67,7 @@ func testGoRuns(t *testing.T, sb *Sandbox, mod string) {
 		{name: "vet check", pkg: "ok", files: map[string]string{"ok/ok.go": "package ok\n\nimport \"fmt\"\n\nfunc Double(x int) int { fmt.Printf(\"%s\", x); return 2 * x }\n"},
 			failure: "build", report: "fmt.Printf format %s has arg x of wrong type int"},
 		{name: "no network", pkg: "net", pass: true, counts: TestCounts{Passed: 1}},
+		{name: "vendored module", pkg: "vendored", pass: true, counts: TestCounts{Passed: 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
