@@ -307,11 +307,11 @@ func (e *BaselineError) explainGo() string {
 	case r.Limit != "":
 		fix = "the reason names the limit and the flag that raises it"
 	case strings.Contains(text, "GOPROXY=off") || strings.Contains(text, "module cache") || strings.Contains(text, "missing go.sum entry"):
-		fix = "the sandbox builds offline against the module cache (GOMODCACHE, --go-modcache): eval mask ran go mod download into it; " +
+		fix = "the sandbox builds offline against the module cache (GOMODCACHE, --sandbox-go-modcache): eval mask ran go mod download into it; " +
 			"it must be readable by the sandbox's user (started as root, that is nobody: a cache under root's 0700 home is not), " +
-			"e.g. GOMODCACHE=/var/cache/go-mod infill eval mask ..., and the same for eval run --local and infill-server (--eval-go-modcache)"
+			"e.g. GOMODCACHE=/var/cache/go-mod infill eval mask ..., and the same for eval run --local and infill-server"
 	case strings.Contains(text, "requires go >="):
-		fix = "the module needs a newer Go than the sandbox's toolchain (--go-root, infill-server --eval-go-root)"
+		fix = "the module needs a newer Go than the sandbox's toolchain (--sandbox-go-root, here and on infill-server)"
 	}
 	fmt.Fprintf(&b, "  fix: %s", fix)
 	return b.String()

@@ -26,8 +26,8 @@ func addSandboxFlags(cmd *cobra.Command, f *sandboxFlags, scope string) {
 	fl.IntVar(&f.processes, "sandbox-processes", 0, fmt.Sprintf("%sprocesses and threads of a test run at once (default %d)", scope, sandbox.DefaultProcesses))
 	fl.StringVar(&f.node, "sandbox-node", "", scope+"node that runs JavaScript/TypeScript tests (default "+sandbox.DefaultNodePath+")")
 	fl.Var(&f.fileSize, "sandbox-file-size", scope+"largest file a test run may write (default "+sandbox.FormatBytes(sandbox.DefaultFileSizeBytes)+")")
-	fl.StringVar(&f.goRoot, "go-root", "", scope+"GOROOT of the Go toolchain Go repositories' tests run with, bound read-only (default: go env GOROOT)")
-	fl.StringVar(&f.goModCache, "go-modcache", "", scope+"module cache Go repositories build against, bound read-only and readable by the sandbox's user (default: go env GOMODCACHE)")
+	fl.StringVar(&f.goRoot, "sandbox-go-root", "", scope+"GOROOT of the Go toolchain Go repositories' tests run with, bound read-only (default: go env GOROOT)")
+	fl.StringVar(&f.goModCache, "sandbox-go-modcache", "", scope+"module cache Go repositories build against, bound read-only and readable by the sandbox's user (default: go env GOMODCACHE)")
 }
 
 // apply sets c's limits from the flags given.
