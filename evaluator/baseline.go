@@ -94,7 +94,10 @@ func runBaseline(ctx context.Context, ex Executor, spec sandbox.Spec) (error, er
 	if out.Passed(spec.Mode) {
 		return nil, nil
 	}
-	if imp := importFailure(&out); imp != "" {
+	if imp := environmentSuspect(&out); imp != "" && spec.Mode == sandbox.ModeGo {
+		return fmt.Errorf("%w: the unmodified repository fails to build too: %s; "+
+			"the module cache lacks a dependency (eval mask runs go mod download into it; it must be readable by the sandbox's user: GOMODCACHE, or --sandbox-go-modcache here and on infill-server)", sandbox.ErrEnvironment, imp), nil
+	} else if imp != "" {
 		return fmt.Errorf("%w: the unmodified repository's tests fail on an import too: %s; "+
 			"the interpreter lacks what they import (give the repository a virtual environment that has it: .venv/, or --python)", sandbox.ErrEnvironment, imp), nil
 	}

@@ -75,9 +75,12 @@ const (
 
 // Result is one graded sample. It is also the journal's record.
 type Result struct {
-	TaskID     string  `json:"task_id"`
-	Benchmark  string  `json:"benchmark"`
-	Level      Level   `json:"level,omitempty"`
+	TaskID    string `json:"task_id"`
+	Benchmark string `json:"benchmark"`
+	Level     Level  `json:"level,omitempty"`
+	// Language is the task's source language ("python", "go"); empty
+	// when the benchmark does not say.
+	Language   string  `json:"language,omitempty"`
 	Sample     int     `json:"sample"`
 	Completion string  `json:"completion"`
 	Verdict    Verdict `json:"verdict"`
@@ -138,7 +141,7 @@ func (r *Result) Passed() bool { return r.Verdict == VerdictPassed }
 // MetricsSample converts r for aggregation.
 func (r *Result) MetricsSample() metrics.Sample {
 	return metrics.Sample{
-		TaskID: r.TaskID, Benchmark: r.Benchmark, Level: string(r.Level),
+		TaskID: r.TaskID, Benchmark: r.Benchmark, Level: string(r.Level), Language: r.Language,
 		Passed: r.Passed(), Verdict: string(r.Verdict),
 		ExactMatch: r.ExactMatch, EditSimilarity: r.EditSimilarity,
 		TTFT: r.TTFT, Total: r.Total, QueueWait: r.QueueWait,
@@ -161,7 +164,7 @@ const defaultProgramName = "program.py"
 func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Completion) (Result, error) {
 	cfg := &r.cfg
 	res := Result{
-		TaskID: t.ID, Benchmark: t.Benchmark, Level: t.Level, Sample: sample,
+		TaskID: t.ID, Benchmark: t.Benchmark, Level: t.Level, Language: t.Language, Sample: sample,
 		Completion: c.Text, Reference: t.Reference, TTFT: c.TTFT, Total: c.Total, QueueWait: c.QueueWait, ExitCode: -1,
 		ExactMatch:     metrics.ExactMatch(c.Text, t.Reference),
 		EditSimilarity: metrics.EditSimilarity(c.Text, t.Reference),
@@ -207,7 +210,7 @@ func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Com
 	res.WeakSignal = spec.Mode == sandbox.ModeCommand
 	res.Verdict, res.Reason = verdict(&out, &spec, t.Exec.Test.ExpectedTests)
 	if res.Verdict == VerdictFailed && t.Exec.Kind == ExecRepository {
-		if importFailure(&out) != "" {
+		if environmentSuspect(&out) != "" {
 			envErr, err := r.baselines.environmentFailure(ctx, r.exec, spec)
 			if ctx.Err() != nil {
 				return res, ctx.Err()
@@ -272,6 +275,8 @@ func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
 			if err := nodeSpec(&spec, t.Exec.RepoDir, &ts); err != nil {
 				return sandbox.Spec{}, err
 			}
+		case TestGo:
+			goSpec(&spec, t)
 		}
 		return spec, nil
 	}

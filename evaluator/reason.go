@@ -75,6 +75,8 @@ func verdict(out *sandbox.Result, spec *sandbox.Spec, expected int) (Verdict, st
 		case tc.Passed == 0:
 			v, why = VerdictFailed, fmt.Sprintf("%s: no test passed", mode)
 		}
+	case mode == sandbox.ModeGo:
+		v, why = goVerdict(out.Tests, expected)
 	}
 	if v == "" {
 		return VerdictPassed, ""
@@ -109,6 +111,9 @@ func signalName(sig int) string {
 // of its output that says what went wrong. Paths are relative to the
 // repository.
 func firstError(out *sandbox.Result, spec *sandbox.Spec) string {
+	if spec.Mode == sandbox.ModeGo {
+		return goFirstError(out)
+	}
 	rel := relativizer(spec)
 	if f := out.Failure; f != nil {
 		return failureLine(f, rel)

@@ -206,7 +206,7 @@ func (r *Runner) grade(ctx context.Context, completer Completer, t Task, sample 
 }
 
 func (r *Runner) errorResult(ctx context.Context, t *Task, sample int, err error) Result {
-	return Result{TaskID: t.ID, Benchmark: t.Benchmark, Level: t.Level, Sample: sample,
+	return Result{TaskID: t.ID, Benchmark: t.Benchmark, Level: t.Level, Language: t.Language, Sample: sample,
 		Verdict: VerdictError, Error: r.errorText(ctx, t, sample, err), ExitCode: -1}
 }
 

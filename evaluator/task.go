@@ -182,6 +182,10 @@ func (t *Task) Validate() error {
 			if err := t.Exec.Test.validateNode(); err != nil {
 				return bad("%v", err)
 			}
+		case TestGo:
+			if err := validateGo(&t.Exec.Test); err != nil {
+				return bad("%v", err)
+			}
 		default:
 			return bad("unknown test kind %q", t.Exec.Test.Kind)
 		}

@@ -540,6 +540,7 @@ func toSampleResult(r *evaluator.Result) *infillv1.SampleResult {
 		Execution: durationpb.New(r.ExecDuration), Error: r.Error,
 		Exception: toException(r.Exception), QueueWait: durationpb.New(r.QueueWait),
 		Failure: toFailure(r.Failure), Limit: string(r.Limit), Tests: toTestCounts(r.Tests),
+		Language: r.Language,
 	}
 }
 
@@ -578,6 +579,12 @@ func toSummary(rep evaluator.Report) *infillv1.EvaluationSummary {
 	for _, g := range rep.Summary.ByLevel {
 		out.ByLevel = append(out.ByLevel, toGroup(g))
 	}
+	for _, g := range rep.Summary.ByLanguage {
+		out.ByLanguage = append(out.ByLanguage, toGroup(g))
+	}
+	for _, g := range rep.Summary.ByLanguageLevel {
+		out.ByLanguageLevel = append(out.ByLanguageLevel, toGroup(g))
+	}
 	return out
 }
 
@@ -585,7 +592,7 @@ func toGroup(g metrics.Group) *infillv1.MetricsGroup {
 	out := &infillv1.MetricsGroup{Benchmark: g.Benchmark, Level: toLevel(g.Level), Tasks: uint32(g.Tasks),
 		Samples: uint32(g.Samples), ExactMatch: g.ExactMatch, EditSimilarity: g.EditSimilarity,
 		Verdicts: map[string]uint32{}, TimeToFirstToken: toLatency(g.TTFT), Total: toLatency(g.Total),
-		QueueWait: toLatency(g.QueueWait)}
+		QueueWait: toLatency(g.QueueWait), Language: g.Language}
 	ks := make([]int, 0, len(g.PassAtK))
 	for k := range g.PassAtK {
 		ks = append(ks, k)

@@ -49,7 +49,7 @@ func TestEvaluateStream(t *testing.T) {
 	for _, task := range tasks[:3] {
 		req := &infillv1.EvaluateRequest{
 			Task: &infillv1.EvalTask{TaskId: task.ID, Benchmark: task.Benchmark, Level: infillv1.Level_LEVEL_SINGLE_LINE,
-				Path: "main.py", Prefix: task.Prefix, Suffix: task.Suffix, Reference: task.Reference,
+				Language: "python", Path: "main.py", Prefix: task.Prefix, Suffix: task.Suffix, Reference: task.Reference,
 				Execution: &infillv1.EvalTask_Program{Program: &infillv1.ProgramExecution{Epilogue: task.Exec.Epilogue}}},
 			Completions: []string{task.Reference, "", "import os; os._exit(0)\n"},
 		}
@@ -96,6 +96,8 @@ func TestEvaluateStream(t *testing.T) {
 			if r.TimeToFirstToken.AsDuration() <= 0 && r.Completion != "" || r.Verdict == infillv1.Verdict_VERDICT_UNSPECIFIED || r.QueueWait == nil {
 				t.Errorf("generated sample %+v", r)
 			}
+		case r.Language != "python":
+			t.Errorf("%s sample %d: language %q, want the task's", r.TaskId, r.Sample, r.Language)
 		case r.Sample == 0: // canonical
 			if r.Verdict != infillv1.Verdict_VERDICT_PASSED || !r.ExactMatch || r.EditSimilarity != 100 {
 				t.Errorf("canonical %s: %v %s %s", r.TaskId, r.Verdict, r.Reason, r.StderrTail)
@@ -108,6 +110,14 @@ func TestEvaluateStream(t *testing.T) {
 	}
 	if summary.Overall.Samples != 11 || summary.Graded != 11 || len(summary.ByLevel) == 0 {
 		t.Fatalf("summary %+v", summary)
+	}
+	// By language: the generated task names none.
+	byLang := map[string]uint32{}
+	for _, g := range summary.ByLanguage {
+		byLang[g.Language] = g.Samples
+	}
+	if byLang["python"] != 9 || byLang[""] != 2 || len(summary.ByLanguageLevel) != 2 {
+		t.Errorf("by language %v, %d (language, level) groups", byLang, len(summary.ByLanguageLevel))
 	}
 	// The wait for a backend slot is summarised beside the latencies that
 	// leave it out, for the same samples.

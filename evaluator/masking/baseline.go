@@ -22,6 +22,8 @@ type BaselineError struct {
 	Result evaluator.Result
 	// Fixes are the changes made to the test command (Stats.Fixes).
 	Fixes []string
+	// Unit is the Go package checked, for languages checked per package.
+	Unit string
 }
 
 func (e *BaselineError) Error() string {
@@ -229,6 +231,9 @@ var pytestExits = map[int]string{
 // lines of its output and the fix for the common cases. python names the
 // interpreter the tests ran with.
 func (e *BaselineError) Explain(python string) string {
+	if e.Test.Kind == evaluator.TestGo {
+		return e.explainGo()
+	}
 	var b strings.Builder
 	r := &e.Result
 	with := firstNonEmpty(python, "the sandbox's python3")
@@ -250,14 +255,19 @@ func (e *BaselineError) Explain(python string) string {
 	if why := firstNonEmpty(r.Error, r.Reason); why != "" {
 		fmt.Fprintf(&b, "  why: %s\n", why)
 	}
+	writeOutputTail(&b, r)
+	fmt.Fprintf(&b, "  fix: %s", e.fix(python))
+	return b.String()
+}
+
+// writeOutputTail writes the last lines of a run's output, indented.
+func writeOutputTail(b *strings.Builder, r *evaluator.Result) {
 	if out := lastLines(r.StdoutTail+"\n"+r.StderrTail, 12); strings.TrimSpace(out) != "" {
 		b.WriteString("  last lines of its output:\n")
 		for _, l := range strings.Split(out, "\n") {
-			fmt.Fprintf(&b, "    | %s\n", l)
+			fmt.Fprintf(b, "    | %s\n", l)
 		}
 	}
-	fmt.Fprintf(&b, "  fix: %s", e.fix(python))
-	return b.String()
 }
 
 func (e *BaselineError) fix(python string) string {

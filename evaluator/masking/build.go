@@ -99,6 +99,14 @@ type Stats struct {
 	// Fixes are the changes made to the pytest command so that the
 	// unmodified repository's tests run here (checkBaseline), in words.
 	Fixes []string `json:"fixes,omitempty"`
+	// Excluded are files and packages the language's rule left out, with
+	// why ("package cmd/x: no tests", "x.go: generated").
+	Excluded []string `json:"excluded,omitempty"`
+	// Packages counts the units checked one by one (Go packages) whose
+	// unmodified tests pass; FailingPackages are those whose do not, with
+	// why: their files give no samples.
+	Packages        int      `json:"packages,omitempty"`
+	FailingPackages []string `json:"failing_packages,omitempty"`
 }
 
 // Errors.
@@ -192,6 +200,11 @@ func makePlan(ctx context.Context, repoDir string, o Options, log *zap.Logger) (
 	p.include = o.Include
 	if p.include == nil {
 		p.include = p.lang.include
+	}
+	if p.lang.repoInclude != nil {
+		var excluded func() []string
+		p.include, excluded = p.lang.repoInclude(repoDir, p.include)
+		defer func() { p.stats.Excluded = excluded() }()
 	}
 	var rels []string
 	err = filepath.WalkDir(repoDir, func(pth string, d fs.DirEntry, err error) error {
@@ -422,26 +435,11 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 		return nil, Stats{}, err
 	}
 	test := p.lang.test(repoDir, o)
-	// Baseline: the unmodified repository.
-	var first *source
-	for _, f := range p.files {
-		if first == nil || f.rel < first.rel {
-			first = f
-		}
-	}
-	base := p.record(Candidate{Path: first.rel, Start: 0, End: len(first.src), Level: evaluator.LevelRandomSpan}, o, test)
-	bt, err := taskOf(base, repoDir)
-	if err != nil {
+	testOf := func(Candidate) (evaluator.TestSpec, bool, error) { return test, true, nil }
+	if p.lang.packageOf != nil {
+		testOf = p.packageBaselines(ctx, g, repoDir, o, test)
+	} else if test, err = p.repositoryBaseline(ctx, g, repoDir, o, test); err != nil {
 		return nil, p.stats, err
-	}
-	test, res, fixes, err := checkBaseline(ctx, g, repoDir, bt)
-	p.stats.Fixes = fixes
-	if err != nil {
-		return nil, p.stats, err
-	}
-	if (test.Kind == evaluator.TestPytest || test.Kind == evaluator.TestNode) && test.ExpectedTests == 0 && res.Tests != nil {
-		test.ExpectedTests = res.Tests.Passed
-		p.stats.BaselineTests = res.Tests.Passed
 	}
 	var out []dataset.InfillRecord
 	for _, level := range o.Levels {
@@ -449,6 +447,13 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 		for _, c := range p.byLevel[level] {
 			if kept == o.PerLevel || tried == o.MaxAttempts {
 				break
+			}
+			test, ok, err := testOf(c)
+			if err != nil {
+				return nil, p.stats, err
+			}
+			if !ok {
+				continue
 			}
 			rec := p.record(c, o, test)
 			if o.RequireEmptyFails {
@@ -484,6 +489,33 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 		p.stats.Selection = sel
 	}
 	return out, p.stats, nil
+}
+
+// repositoryBaseline checks the unmodified repository once (its first
+// file restored exactly) and returns the test spec that passed, with the
+// pytest (or node) pass count as its ExpectedTests.
+func (p *plan) repositoryBaseline(ctx context.Context, g Grader, repoDir string, o Options, test evaluator.TestSpec) (evaluator.TestSpec, error) {
+	var first *source
+	for _, f := range p.files {
+		if first == nil || f.rel < first.rel {
+			first = f
+		}
+	}
+	base := p.record(Candidate{Path: first.rel, Start: 0, End: len(first.src), Level: evaluator.LevelRandomSpan}, o, test)
+	bt, err := taskOf(base, repoDir)
+	if err != nil {
+		return test, err
+	}
+	test, res, fixes, err := checkBaseline(ctx, g, repoDir, bt)
+	p.stats.Fixes = fixes
+	if err != nil {
+		return test, err
+	}
+	if (test.Kind == evaluator.TestPytest || test.Kind == evaluator.TestNode) && test.ExpectedTests == 0 && res.Tests != nil {
+		test.ExpectedTests = res.Tests.Passed
+		p.stats.BaselineTests = res.Tests.Passed
+	}
+	return test, nil
 }
 
 func lastLines(s string, n int) string {

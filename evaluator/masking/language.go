@@ -29,11 +29,19 @@ type Language struct {
 	include func(rel string) bool
 	// test is the repository's default test entry point.
 	test func(repoDir string, o Options) evaluator.TestSpec
+	// repoInclude, if set, refines the file rule for one repository (Go:
+	// a package without tests has nothing to mask); its second result
+	// lists what it left out, in words, for Stats.Excluded.
+	repoInclude func(repoDir string, include func(rel string) bool) (func(rel string) bool, func() []string)
+	// packageOf, if set, is the unit a sample's tests run on (Go: the
+	// file's package directory): the unmodified repository is checked
+	// per unit, and ExpectedTests is that unit's count.
+	packageOf func(rel string) string
 }
 
 // languages are the languages masking knows, in the order detection prefers
 // them on a tie.
-var languages = []*Language{pythonLanguage, javascriptLanguage, typescriptLanguage}
+var languages = []*Language{pythonLanguage, goLanguage, javascriptLanguage, typescriptLanguage}
 
 // Languages returns the names of the languages masking knows.
 func Languages() []string {

@@ -142,6 +142,9 @@ func renderSelected(t *testing.T, dir string, o Options) string {
 	if len(stats.Skipped) > 0 {
 		fmt.Fprintf(&buf, "skipped %q\n", stats.Skipped)
 	}
+	if len(stats.Excluded) > 0 {
+		fmt.Fprintf(&buf, "excluded %q\n", stats.Excluded)
+	}
 	for _, r := range recs {
 		tk, err := r.Task(filepath.Dir(dir))
 		if err != nil {

@@ -9,9 +9,12 @@ import (
 
 // Sample is one graded completion as the aggregation sees it.
 type Sample struct {
-	TaskID         string `json:"task_id"`
-	Benchmark      string `json:"benchmark"`
-	Level          string `json:"level"`
+	TaskID    string `json:"task_id"`
+	Benchmark string `json:"benchmark"`
+	Level     string `json:"level"`
+	// Language is the task's source language ("python", "go", ...); empty
+	// when unknown.
+	Language       string `json:"language,omitempty"`
 	Passed         bool   `json:"passed"`
 	Verdict        string `json:"verdict"`
 	ExactMatch     bool   `json:"exact_match"`
@@ -40,9 +43,10 @@ type Latency struct {
 
 // Group holds the scores of one slice of the samples.
 type Group struct {
-	// Benchmark and Level name the slice; empty means "all".
+	// Benchmark, Level and Language name the slice; empty means "all".
 	Benchmark string `json:"benchmark,omitempty"`
 	Level     string `json:"level,omitempty"`
+	Language  string `json:"language,omitempty"`
 	Tasks     int    `json:"tasks"`
 	Samples   int    `json:"samples"`
 	// PassAtK maps k to the mean unbiased pass@k over the group's executed
@@ -67,6 +71,11 @@ type Summary struct {
 	ByBenchmark []Group `json:"by_benchmark"`
 	// ByLevel has one group per (benchmark, level).
 	ByLevel []Group `json:"by_level"`
+	// ByLanguage has one group per language across benchmarks (samples
+	// without one are under ""), and ByLanguageLevel one per (language,
+	// level): pass@k per level and language.
+	ByLanguage      []Group `json:"by_language,omitempty"`
+	ByLanguageLevel []Group `json:"by_language_level,omitempty"`
 }
 
 // Aggregator accumulates samples; it is safe for concurrent use.
@@ -103,32 +112,38 @@ func (a *Aggregator) Summary() Summary {
 	return Summarize(samples, a.ks...)
 }
 
-// Summarize scores samples overall, per benchmark and per (benchmark, level).
+// Summarize scores samples overall, per benchmark, per (benchmark, level),
+// per language and per (language, level).
 func Summarize(samples []Sample, ks ...int) Summary {
-	type key struct{ b, l string }
-	byBench := map[string][]Sample{}
-	byLevel := map[key][]Sample{}
+	return Summary{
+		Overall:         group(samples, ks),
+		ByBenchmark:     groupsBy(samples, ks, func(s Sample) Group { return Group{Benchmark: s.Benchmark} }),
+		ByLevel:         groupsBy(samples, ks, func(s Sample) Group { return Group{Benchmark: s.Benchmark, Level: s.Level} }),
+		ByLanguage:      groupsBy(samples, ks, func(s Sample) Group { return Group{Language: s.Language} }),
+		ByLanguageLevel: groupsBy(samples, ks, func(s Sample) Group { return Group{Language: s.Language, Level: s.Level} }),
+	}
+}
+
+// groupsBy scores samples in groups named by slice (the names a sample's
+// group has: benchmark, level, language), ordered by name.
+func groupsBy(samples []Sample, ks []int, slice func(Sample) Group) []Group {
+	type name struct{ benchmark, level, language string }
+	members := map[name][]Sample{}
 	for _, s := range samples {
-		byBench[s.Benchmark] = append(byBench[s.Benchmark], s)
-		byLevel[key{s.Benchmark, s.Level}] = append(byLevel[key{s.Benchmark, s.Level}], s)
+		g := slice(s)
+		n := name{g.Benchmark, g.Level, g.Language}
+		members[n] = append(members[n], s)
 	}
-	sum := Summary{Overall: group(samples, ks)}
-	for b, ss := range byBench {
+	var out []Group
+	for n, ss := range members {
 		g := group(ss, ks)
-		g.Benchmark = b
-		sum.ByBenchmark = append(sum.ByBenchmark, g)
+		g.Benchmark, g.Level, g.Language = n.benchmark, n.level, n.language
+		out = append(out, g)
 	}
-	for k, ss := range byLevel {
-		g := group(ss, ks)
-		g.Benchmark, g.Level = k.b, k.l
-		sum.ByLevel = append(sum.ByLevel, g)
-	}
-	order := func(x, y Group) int {
-		return cmp.Or(cmp.Compare(x.Benchmark, y.Benchmark), cmp.Compare(x.Level, y.Level))
-	}
-	slices.SortFunc(sum.ByBenchmark, order)
-	slices.SortFunc(sum.ByLevel, order)
-	return sum
+	slices.SortFunc(out, func(x, y Group) int {
+		return cmp.Or(cmp.Compare(x.Benchmark, y.Benchmark), cmp.Compare(x.Language, y.Language), cmp.Compare(x.Level, y.Level))
+	})
+	return out
 }
 
 func group(samples []Sample, ks []int) Group {

@@ -55,3 +55,38 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("aggregator differs")
 	}
 }
+
+func TestSummarizeByLanguage(t *testing.T) {
+	samples := []Sample{
+		{TaskID: "p1", Benchmark: "mixed", Level: "expression", Language: "python", Passed: true, Verdict: "passed"},
+		{TaskID: "p2", Benchmark: "mixed", Level: "block", Language: "python", Passed: false, Verdict: "failed"},
+		{TaskID: "g1", Benchmark: "mixed", Level: "expression", Language: "go", Passed: false, Verdict: "failed"},
+		{TaskID: "g1", Benchmark: "mixed", Level: "expression", Language: "go", Passed: true, Verdict: "passed"},
+		{TaskID: "g2", Benchmark: "other", Level: "block", Language: "go", Passed: true, Verdict: "passed"},
+		{TaskID: "h", Benchmark: "he", Level: "single-line", Passed: true, Verdict: "passed"},
+	}
+	s := Summarize(samples, 1)
+	type want struct {
+		lang, level string
+		tasks       int
+		pass1       float64
+	}
+	check := func(name string, got []Group, w []want) {
+		t.Helper()
+		if len(got) != len(w) {
+			t.Fatalf("%s: %d groups, want %d: %+v", name, len(got), len(w), got)
+		}
+		for i, g := range got {
+			if g.Language != w[i].lang || g.Level != w[i].level || g.Tasks != w[i].tasks || math.Abs(g.PassAtK[1]-w[i].pass1) > 1e-12 {
+				t.Errorf("%s[%d] = %s/%s tasks %d pass@1 %v, want %+v", name, i, g.Language, g.Level, g.Tasks, g.PassAtK[1], w[i])
+			}
+		}
+	}
+	// Languages pool across benchmarks; "" holds samples without one.
+	check("by language", s.ByLanguage, []want{{"", "", 1, 1}, {"go", "", 2, 0.75}, {"python", "", 2, 0.5}})
+	check("by language and level", s.ByLanguageLevel, []want{
+		{"", "single-line", 1, 1},
+		{"go", "block", 1, 1}, {"go", "expression", 1, 0.5},
+		{"python", "block", 1, 0}, {"python", "expression", 1, 1},
+	})
+}

@@ -77,6 +77,20 @@ type Config struct {
 	// runtime.NumCPU(); negative: none, every run starts its own sandbox).
 	// One is started on demand for each run in flight that finds none idle.
 	WarmWorkers int
+	// GoRoot is the Go toolchain ModeGo runs use (GOROOT, bound read-only
+	// when it lies outside /usr). Empty: `go env GOROOT` of the go command
+	// on PATH, asked on the first ModeGo run.
+	GoRoot string
+	// GoModCache is the module cache ModeGo runs build against (bound
+	// read-only; nothing is downloaded inside). Empty with GoRoot empty:
+	// `go env GOMODCACHE`. One the sandbox's user cannot reach is left
+	// out: the run has an empty module cache.
+	GoModCache string
+	// GoBuildTimeout bounds a ModeGo run's build (compiling, go vet's
+	// checks) before its tests start (default 3m: a fresh build cache
+	// compiles the standard library's testing packages once). Past it the
+	// run is a timeout.
+	GoBuildTimeout time.Duration
 }
 
 // Defaults.
@@ -90,6 +104,7 @@ const (
 	DefaultOutputTailBytes  = 16 << 10
 	DefaultOutputLimitBytes = 8 << 20
 	DefaultStartupTimeout   = 30 * time.Second
+	DefaultGoBuildTimeout   = 3 * time.Minute
 	nobody                  = 65534
 )
 
@@ -155,6 +170,9 @@ func (c Config) WithDefaults() Config {
 	if c.StartupTimeout == 0 {
 		c.StartupTimeout = DefaultStartupTimeout
 	}
+	if c.GoBuildTimeout == 0 {
+		c.GoBuildTimeout = DefaultGoBuildTimeout
+	}
 	if c.WarmWorkers == 0 {
 		c.WarmWorkers = runtime.NumCPU()
 	}
@@ -167,8 +185,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
 	}
 	switch {
-	case c.Timeout <= 0 || c.StartupTimeout <= 0:
-		return bad("Timeout and StartupTimeout must be positive")
+	case c.Timeout <= 0 || c.StartupTimeout <= 0 || c.GoBuildTimeout <= 0:
+		return bad("Timeout, StartupTimeout and GoBuildTimeout must be positive")
 	case c.CPUTime <= 0:
 		return bad("CPUTime must be positive")
 	case c.MemoryBytes < 16<<20:
@@ -190,6 +208,11 @@ func (c Config) Validate() error {
 	for _, p := range c.ReadOnlyPaths {
 		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
 			return bad("ReadOnlyPaths entry %q must be an absolute path other than /", p)
+		}
+	}
+	for _, p := range []string{c.GoRoot, c.GoModCache} {
+		if p != "" && (!filepath.IsAbs(p) || filepath.Clean(p) == "/") {
+			return bad("Go toolchain path %q must be an absolute path other than /", p)
 		}
 	}
 	if !c.visible(c.PythonPath) {

@@ -72,6 +72,8 @@ func (m Mode) String() string {
 		return "node"
 	case ModeVitest:
 		return "vitest"
+	case ModeGo:
+		return "go"
 	}
 	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
@@ -105,6 +107,12 @@ type Spec struct {
 	// instead of Config.PythonPath (PythonEnvironment). Such runs always
 	// start a sandbox of their own.
 	Environment *Environment
+
+	// Set by Run for ModeGo (goRun): writable and read-only binds, the
+	// toolchain's variables and the go command.
+	binds, roBinds [][2]string
+	goEnv          [][2]string
+	goCmd          []string
 }
 
 // Status says how a run ended.
@@ -238,6 +246,9 @@ type Sandbox struct {
 	// warm holds pre-started sandboxes for ModeProgram and ModeHumanEval
 	// runs without a SourceDir; nil when disabled or unavailable.
 	warm *warmPool
+	// gocache holds the Go toolchain and the private build caches of
+	// ModeGo runs (gotest.go).
+	gocache goCaches
 
 	mu     sync.RWMutex
 	closed bool
@@ -312,7 +323,7 @@ func (s *Sandbox) Close() error {
 	if s.warm != nil {
 		s.warm.close()
 	}
-	return os.RemoveAll(s.supportDir)
+	return errors.Join(s.gocache.remove(), os.RemoveAll(s.supportDir))
 }
 
 func (s *Sandbox) writeSupport() error {
@@ -417,6 +428,10 @@ func (spec *Spec) validate() error {
 		if spec.Target == "" || !filepath.IsLocal(spec.Target) {
 			return bad("Target %q (vitest's entry script) must be a local relative path", spec.Target)
 		}
+	case ModeGo:
+		if spec.Target == "" || !filepath.IsLocal(spec.Target) {
+			return bad("Target %q must be the package's directory, relative", spec.Target)
+		}
 	case ModeCommand:
 		if len(spec.Command) == 0 || spec.Command[0] == "" {
 			return bad("Command is empty")
@@ -519,6 +534,13 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err := writeFiles(cwd, spec.Files); err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
 	}
+	if spec.Mode == ModeGo {
+		release, err := s.goRun(ctx, &spec)
+		if err != nil {
+			return Result{}, err
+		}
+		defer release()
+	}
 	if s.asRoot {
 		if err := chownTree(runDir, s.cfg.UID, s.cfg.GID); err != nil {
 			return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
@@ -541,6 +563,10 @@ func (s *Sandbox) limitsFor(spec *Spec) limits {
 	cpuLimit := s.cfg.CPUTime
 	if spec.Timeout > 0 && spec.Timeout < cpuLimit {
 		cpuLimit = spec.Timeout
+	}
+	if spec.Mode == ModeGo {
+		// The go command and the compiler run for the build too.
+		cpuLimit += s.cfg.GoBuildTimeout
 	}
 	return limits{timeout: timeout, cpu: int64((cpuLimit + time.Second - 1) / time.Second)}
 }
@@ -589,6 +615,10 @@ func (s *Sandbox) env(spec *Spec, cwd string) [][2]string {
 		{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"MKL_NUM_THREADS", "1"}}
 	env = append(env, venv...)
 	env = append(env, nodeEnv(spec.Mode)...)
+	if spec.goEnv != nil {
+		// The toolchain's PATH replaces the default one.
+		env = append(env[1:], spec.goEnv...)
+	}
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
@@ -655,6 +685,13 @@ func (cp *capture) startLocked() {
 	}
 	cp.started = time.Now()
 	cp.timer = time.AfterFunc(cp.timeout, func() { cp.cancel(errWallTimeout) })
+}
+
+// start starts the run's clock (ModeGo: the test binary's first event).
+func (cp *capture) start() {
+	cp.mu.Lock()
+	cp.startLocked()
+	cp.mu.Unlock()
 }
 
 // sawStatus starts the run's clock at the runner's START line.
@@ -756,6 +793,12 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 	if e := spec.Environment; e != nil {
 		args = append(args, e.args(hostCwd, cwd, spec.SourceDir)...)
 	}
+	for _, b := range spec.roBinds {
+		args = append(args, "--ro-bind", b[0], b[1])
+	}
+	for _, b := range spec.binds {
+		args = append(args, "--bind", b[0], b[1])
+	}
 	// The root tmpfs is made read-only last, after /work is mounted on it.
 	args = append(args, "--remount-ro", "/", "--chdir", cwd, "--clearenv")
 	for _, kv := range s.env(spec, cwd) {
@@ -772,6 +815,8 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 		args = append(args, spec.Command...)
 	case ModeNode, ModeVitest:
 		args = append(args, s.nodeArgv(spec, cwd)...)
+	case ModeGo:
+		args = append(args, spec.goCmd...)
 	case ModePytest:
 		args = append(append(args, python, "-B", "/run/infill/runner.py", "pytest"), spec.Args...)
 	default:
@@ -803,6 +848,12 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 	cmd.Env = []string{}
 	cmd.Stdin = stdinR
 	cmd.Stdout = cp.stdout
+	var goEvents *GoEvents
+	if spec.Mode == ModeGo {
+		goEvents = NewGoEvents(c.OutputTailBytes)
+		goEvents.OnStart = cp.start
+		cmd.Stdout = io.MultiWriter(cp.stdout, goEvents)
+	}
 	cmd.Stderr = cp.stderr
 	cmd.ExtraFiles = []*os.File{statusW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -817,7 +868,11 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 	}
 	cmd.WaitDelay = 5 * time.Second
 
-	cp.launch(c.StartupTimeout, spec.Mode == ModeCommand)
+	startup := c.StartupTimeout
+	if spec.Mode == ModeGo {
+		startup = c.GoBuildTimeout
+	}
+	cp.launch(startup, spec.Mode == ModeCommand)
 	if err := cmd.Start(); err != nil {
 		statusW.Close()
 		cp.stop(&Result{})
@@ -838,6 +893,10 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 	}
 	res := Result{ExitCode: -1}
 	cp.stop(&res)
+	if goEvents != nil {
+		// The tests' output, not the JSON it came in.
+		res.Stdout = goEvents.Text()
+	}
 	cause := context.Cause(runCtx)
 	switch {
 	case errors.Is(cause, errWallTimeout):
@@ -847,6 +906,9 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 	case errors.Is(cause, errOutputLimit):
 		res.Status = StatusOutputLimit
 		s.noteLimit(&res, spec, lim)
+		return res, nil
+	case errors.Is(cause, errStartupTimeout) && spec.Mode == ModeGo:
+		res.Status, res.Limit, res.LimitValue = StatusTimeout, LimitTime, FormatDuration(c.GoBuildTimeout)+" building"
 		return res, nil
 	case errors.Is(cause, errStartupTimeout):
 		return res, fmt.Errorf("%w: the sandbox did not start within %v", ErrSetup, c.StartupTimeout)
@@ -878,10 +940,14 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 		res.Status = StatusExited
 		res.ExitCode = code
 	}
-	if err := cp.finish(&res, spec, nonce); err != nil {
+	if spec.Mode == ModeGo {
+		if err := finishGo(&res, goEvents); err != nil {
+			return res, err
+		}
+	} else if err := cp.finish(&res, spec, nonce); err != nil {
 		return res, err
 	}
-	if spec.Mode != ModeCommand && !cp.isStarted() && code != 0 {
+	if spec.Mode != ModeCommand && spec.Mode != ModeGo && !cp.isStarted() && code != 0 {
 		return res, fmt.Errorf("%w: sandbox did not start (exit %d): %s", ErrSetup, code, lastLine(res.Stderr))
 	}
 	s.noteLimit(&res, spec, lim)

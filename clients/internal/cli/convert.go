@@ -70,6 +70,7 @@ func resultFromProto(r *infillv1.SampleResult) evaluator.Result {
 		Failure:   failureFromProto(r.GetFailure()),
 		Limit:     sandbox.Limit(r.GetLimit()),
 		Tests:     testCountsFromProto(r.GetTests()),
+		Language:  r.GetLanguage(),
 	}
 }
 

@@ -12,18 +12,20 @@ import (
 
 // htmlPage is the data of the HTML report.
 type htmlPage struct {
-	Title       string
-	Subtitle    string
-	Cards       []card
-	PassK       int
-	PassChart   template.HTML
-	Verdicts    template.HTML
-	Latency     template.HTML
-	Similarity  template.HTML
-	Reasons     template.HTML
-	ReasonRows  []reasonRow
-	Ks          []int
-	Rows        []htmlRow
+	Title      string
+	Subtitle   string
+	Cards      []card
+	PassK      int
+	PassChart  template.HTML
+	Verdicts   template.HTML
+	Latency    template.HTML
+	Similarity template.HTML
+	Reasons    template.HTML
+	ReasonRows []reasonRow
+	Ks         []int
+	// ScoreTables are the scores by benchmark and level, then by
+	// language and level (when samples name their language).
+	ScoreTables []scoreTable
 	VerdictKeys []verdictKey
 	// Samples are the per-sample views of samples that did not pass, at
 	// most maxSampleViews; Hidden counts those left out.
@@ -67,6 +69,13 @@ type card struct {
 }
 
 type verdictKey struct{ Name, Color string }
+
+// scoreTable is one table of scores: its section's id and title, the
+// first column's name and the rows.
+type scoreTable struct {
+	ID, Title, Hint, First string
+	Rows                   []htmlRow
+}
 
 type htmlRow struct {
 	Benchmark, Level string
@@ -143,7 +152,23 @@ func renderHTML(title string, results []evaluator.Result, s metrics.Summary, ks 
 	for _, v := range verdictOrder {
 		page.VerdictKeys = append(page.VerdictKeys, verdictKey{v, verdictColors[v]})
 	}
-	for _, r := range tableRows(s) {
+	page.ScoreTables = []scoreTable{{ID: "table", Title: "Scores", First: "benchmark", Rows: htmlRows(tableRows(s), ks),
+		Hint: "Verdicts as in the chart above: passed, failed, timeout, no verdict, no tests (hover for counts)."}}
+	if rows := languageRows(s); rows != nil {
+		page.ScoreTables = append(page.ScoreTables, scoreTable{ID: "languages", Title: "Scores by language", First: "language",
+			Rows: htmlRows(rows, ks), Hint: "The same scores per source language across benchmarks, and per level within each language."})
+	}
+	var buf bytes.Buffer
+	if err := reportTemplate.Execute(&buf, page); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// htmlRows formats table rows for the report.
+func htmlRows(rows []tableRow, ks []int) []htmlRow {
+	var out []htmlRow
+	for _, r := range rows {
 		row := htmlRow{Benchmark: r.Benchmark, Level: r.Level, Indent: r.Indent, Total: r.Benchmark == "all",
 			Tasks: r.G.Tasks, Samples: r.G.Samples, Exact: pct(r.G.ExactMatch),
 			Similar: fmt.Sprintf("%.1f", r.G.EditSimilarity),
@@ -153,13 +178,9 @@ func renderHTML(title string, results []evaluator.Result, s metrics.Summary, ks 
 		for _, k := range ks {
 			row.Pass = append(row.Pass, passCell(r.G, k))
 		}
-		page.Rows = append(page.Rows, row)
+		out = append(out, row)
 	}
-	var buf bytes.Buffer
-	if err := reportTemplate.Execute(&buf, page); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return out
 }
 
 // maxSampleViews bounds the per-sample views of a report: the first
@@ -313,13 +334,14 @@ var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
   {{.Similarity}}
 </section>
 {{- end}}
-<section id="table">
-  <h2>Scores</h2>
-  <p class="hint">Verdicts as in the chart above: passed, failed, timeout, no verdict, no tests (hover for counts).</p>
+{{- range .ScoreTables}}
+<section id="{{.ID}}">
+  <h2>{{.Title}}</h2>
+  <p class="hint">{{.Hint}}</p>
   <div class="scroll">
   <table>
-    <thead><tr><th>benchmark</th><th>level</th><th>tasks</th><th>samples</th>
-    {{- range .Ks}}<th>pass@{{.}}</th>{{end}}
+    <thead><tr><th>{{.First}}</th><th>level</th><th>tasks</th><th>samples</th>
+    {{- range $.Ks}}<th>pass@{{.}}</th>{{end}}
     <th>exact</th><th>edit sim</th><th>TTFT p50</th><th>total p50</th><th>total p95</th><th class="verdicts">verdicts</th></tr></thead>
     <tbody>
     {{- range .Rows}}
@@ -331,6 +353,7 @@ var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
   </table>
   </div>
 </section>
+{{- end}}
 {{- if .Reasons}}
 <section id="reasons">
   <h2>Why samples failed</h2>

@@ -363,3 +363,84 @@ func TestHTMLReportSampleInChromium(t *testing.T) {
 		t.Errorf("outline of the last sample at %d, not below the first's at %d", tops[1], tops[0])
 	}
 }
+
+// TestReportByLanguage checks that results naming their language get
+// pass@k per language and per (language, level), in the table and the
+// HTML report, and that results without one get neither.
+func TestReportByLanguage(t *testing.T) {
+	dir := t.TempDir()
+	lines := []string{
+		`{"task_id":"p1","benchmark":"mixed","level":"expression","language":"python","sample":0,"verdict":"passed"}`,
+		`{"task_id":"p2","benchmark":"mixed","level":"block","language":"python","sample":0,"verdict":"failed"}`,
+		`{"task_id":"g1","benchmark":"mixed","level":"expression","language":"go","sample":0,"verdict":"passed"}`,
+		`{"task_id":"g2","benchmark":"mixed","level":"block","language":"go","sample":0,"verdict":"passed"}`,
+	}
+	results := filepath.Join(dir, "results.jsonl")
+	if err := os.WriteFile(results, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main(t.Context(), []string{"eval", "report", "--k", "1", results}, Env{Stdout: &stdout, Stderr: &stderr}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	_, byLang, ok := strings.Cut(out, "LANGUAGE")
+	if !ok {
+		t.Fatalf("no LANGUAGE table:\n%s", out)
+	}
+	for _, re := range []string{`(?m)^go\s+all\s+2\s+2\s+100\.0%`, `(?m)^python\s+all\s+2\s+2\s+50\.0%`,
+		`(?m)^\s+block\s+1\s+1\s+0\.0%`, `(?m)^\s+expression\s+1\s+1\s+100\.0%`} {
+		if !regexp.MustCompile(re).MatchString(byLang) {
+			t.Errorf("language table lacks %s:\n%s", re, byLang)
+		}
+	}
+	page, err := os.ReadFile(writeReport(t, results))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `id="languages"`) {
+		t.Error("HTML report has no scores by language")
+	}
+	// One benchmark in one language: the language table would repeat the
+	// benchmark table.
+	one := filepath.Join(dir, "one.jsonl")
+	if err := os.WriteFile(one, []byte(strings.Join(lines[:2], "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if code := Main(t.Context(), []string{"eval", "report", one}, Env{Stdout: &stdout, Stderr: &stderr}); code != 0 || strings.Contains(stdout.String(), "LANGUAGE") {
+		t.Errorf("one benchmark, one language: exit %d, a language table:\n%s", code, stdout.String())
+	}
+	// Results without a language: no language table.
+	plain, err := os.ReadFile(writeReport(t, fixedResults(t, t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain), `id="languages"`) {
+		t.Error("a report of results without languages shows scores by language")
+	}
+}
+
+// TestReasonsGoBuild checks that Go samples that did not build are one
+// reason, whatever the compiler said.
+func TestReasonsGoBuild(t *testing.T) {
+	dir := t.TempDir()
+	lines := []string{
+		`{"task_id":"g1","benchmark":"b","level":"expression","language":"go","sample":0,"verdict":"failed","reason":"build failed: a.go:3:2: undefined: x","failure":{"test":"build","when":"build","report":"a.go:3:2: undefined: x"}}`,
+		`{"task_id":"g2","benchmark":"b","level":"expression","language":"go","sample":0,"verdict":"failed","reason":"build failed: b.go:9:1: syntax error","failure":{"test":"build","when":"build","report":"b.go:9:1: syntax error"}}`,
+		`{"task_id":"g3","benchmark":"b","level":"expression","language":"go","sample":0,"verdict":"failed","reason":"TestA: a_test.go:5: got 1","failure":{"test":"TestA","when":"call"}}`,
+	}
+	results := filepath.Join(dir, "results.jsonl")
+	if err := os.WriteFile(results, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main(t.Context(), []string{"eval", "report", results}, Env{Stdout: &stdout, Stderr: &stderr}); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, re := range []string{`(?m)^\s+2\s+failed: build failed\s`, `(?m)^\s+1\s+failed: TestA: a_test.go:5: got 1`} {
+		if !regexp.MustCompile(re).MatchString(stdout.String()) {
+			t.Errorf("reasons lack %s:\n%s", re, stdout.String())
+		}
+	}
+}

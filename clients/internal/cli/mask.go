@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -179,6 +180,9 @@ func runMask(cmd *cobra.Command, env *Env, f *maskFlags, repo string) error {
 			return serr
 		}
 		defer sb.Close()
+		if err := prepareGo(ctx, env, absRepo, opts, cfg); err != nil {
+			return err
+		}
 		runner, rerr := evaluator.NewRunner(evaluator.Config{Workers: 1, FullErrors: true}, sb, nil, zap.NewNop())
 		if rerr != nil {
 			return rerr
@@ -278,10 +282,19 @@ func writeMaskStats(w io.Writer, s masking.Stats, noCheck bool) {
 	if len(s.Skipped) > 0 {
 		fmt.Fprintf(w, ", %d skipped (%s)", len(s.Skipped), strings.Join(firstN(s.Skipped, 3), ", "))
 	}
-	if s.BaselineTests > 0 {
+	if len(s.Excluded) > 0 {
+		fmt.Fprintf(w, ", %d left out (%s)", len(s.Excluded), strings.Join(firstN(s.Excluded, 3), ", "))
+	}
+	switch {
+	case s.Packages > 0:
+		fmt.Fprintf(w, "; tested packages: %d, their tests passing unmodified: %d", s.Packages, s.BaselineTests)
+	case s.BaselineTests > 0:
 		fmt.Fprintf(w, "; the unmodified repository passes %s", plural(s.BaselineTests, "test"))
 	}
 	fmt.Fprintln(w)
+	for _, f := range s.FailingPackages {
+		fmt.Fprintf(w, "not masked, its unmodified tests fail: package %s\n", f)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if noCheck {
 		fmt.Fprintln(tw, "LEVEL\tCANDIDATES\tSELECTED")
@@ -326,4 +339,29 @@ func withPython(o masking.Options, repo string) string {
 		return ""
 	}
 	return ", with " + p
+}
+
+// prepareGo fetches a Go repository's modules on the host before any
+// sandbox (the sandbox has no network): go mod download into the module
+// cache the sandbox binds.
+func prepareGo(ctx context.Context, env *Env, repo string, o masking.Options, cfg sandbox.Config) error {
+	lang := o.Language
+	if lang == "" {
+		l, err := masking.DetectLanguage(repo)
+		if err != nil {
+			return nil // Build says why
+		}
+		lang = l.Name
+	}
+	if lang != "go" {
+		return nil
+	}
+	mods, err := masking.PrepareGo(ctx, repo, cfg.GoModCache)
+	if err != nil {
+		return hintError{err, "eval mask fetches a Go repository's modules before the sandbox, which has no network: the module proxy must be reachable from here, or the modules vendored (go mod vendor)"}
+	}
+	if len(mods) > 0 {
+		fmt.Fprintf(env.Stderr, "go mod download: fetched the modules of %s\n", strings.Join(mods, ", "))
+	}
+	return nil
 }

@@ -262,6 +262,37 @@ func tableRows(s metrics.Summary) []tableRow {
 	return rows
 }
 
+// languageRows are the per-language rows: each language with its levels
+// (pass@k per level and language), when some sample names its language
+// and the table says more than the benchmark table (several benchmarks or
+// several languages); nil otherwise. Samples without a language are under
+// "-".
+func languageRows(s metrics.Summary) []tableRow {
+	named := false
+	for _, g := range s.ByLanguage {
+		named = named || g.Language != ""
+	}
+	if !named || len(s.ByBenchmark) < 2 && len(s.ByLanguage) < 2 {
+		return nil
+	}
+	var rows []tableRow
+	for _, lang := range s.ByLanguage {
+		name := levelName(lang.Language)
+		rows = append(rows, tableRow{Benchmark: name, Level: "all", G: lang})
+		var levels []metrics.Group
+		for _, l := range s.ByLanguageLevel {
+			if l.Language == lang.Language {
+				levels = append(levels, l)
+			}
+		}
+		slices.SortStableFunc(levels, func(x, y metrics.Group) int { return levelRank(x.Level) - levelRank(y.Level) })
+		for _, l := range levels {
+			rows = append(rows, tableRow{Benchmark: name, Level: levelName(l.Level), Indent: true, G: l})
+		}
+	}
+	return rows
+}
+
 func levelName(l string) string {
 	if l == "" {
 		return "-"
@@ -273,10 +304,20 @@ func levelName(l string) string {
 // slot: then the table shows that wait beside TTFT, which excludes it.
 func queued(s metrics.Summary) bool { return s.Overall.QueueWait.Max > 0 }
 
-// writeTable prints the scores table.
+// writeTable prints the scores table, then the same scores by language
+// when the samples name theirs.
 func writeTable(w io.Writer, s metrics.Summary, ks []int) {
+	writeRows(w, s, ks, "BENCHMARK", tableRows(s))
+	if rows := languageRows(s); rows != nil {
+		fmt.Fprintln(w)
+		writeRows(w, s, ks, "LANGUAGE", rows)
+	}
+}
+
+// writeRows prints rows under a header whose first column is first.
+func writeRows(w io.Writer, s metrics.Summary, ks []int, first string, rows []tableRow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"BENCHMARK", "LEVEL", "TASKS", "SAMPLES"}
+	head := []string{first, "LEVEL", "TASKS", "SAMPLES"}
 	for _, k := range ks {
 		head = append(head, fmt.Sprintf("PASS@%d", k))
 	}
@@ -286,7 +327,7 @@ func writeTable(w io.Writer, s metrics.Summary, ks []int) {
 	}
 	head = append(head, "TOTAL P50", "TOTAL P95", "VERDICTS")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, r := range tableRows(s) {
+	for _, r := range rows {
 		bench := r.Benchmark
 		level := r.Level
 		if r.Indent {
@@ -393,6 +434,9 @@ func reasonKind(r *evaluator.Result) string {
 	switch {
 	case r.Exception != nil:
 		exc = r.Exception.Type
+	case r.Failure != nil && r.Failure.When == "build":
+		// Go: the completion did not compile (or go vet's checks failed).
+		exc = "build failed"
 	case r.Failure != nil && r.Failure.Crash != nil:
 		exc = errorName.FindString(r.Failure.Crash.Message)
 		if exc == "" && strings.HasPrefix(r.Failure.Crash.Message, "assert") {

@@ -15,6 +15,7 @@ type sandboxFlags struct {
 	memory, addressSpace, fileSize sizeFlag
 	processes                      int
 	node                           string
+	goRoot, goModCache             string
 }
 
 // addSandboxFlags registers the limit flags.
@@ -25,6 +26,8 @@ func addSandboxFlags(cmd *cobra.Command, f *sandboxFlags, scope string) {
 	fl.IntVar(&f.processes, "sandbox-processes", 0, fmt.Sprintf("%sprocesses and threads of a test run at once (default %d)", scope, sandbox.DefaultProcesses))
 	fl.StringVar(&f.node, "sandbox-node", "", scope+"node that runs JavaScript/TypeScript tests (default "+sandbox.DefaultNodePath+")")
 	fl.Var(&f.fileSize, "sandbox-file-size", scope+"largest file a test run may write (default "+sandbox.FormatBytes(sandbox.DefaultFileSizeBytes)+")")
+	fl.StringVar(&f.goRoot, "sandbox-go-root", "", scope+"GOROOT of the Go toolchain Go repositories' tests run with, bound read-only (default: go env GOROOT)")
+	fl.StringVar(&f.goModCache, "sandbox-go-modcache", "", scope+"module cache Go repositories build against, bound read-only and readable by the sandbox's user (default: go env GOMODCACHE)")
 }
 
 // apply sets c's limits from the flags given.
@@ -34,6 +37,7 @@ func (f *sandboxFlags) apply(c *sandbox.Config) {
 	c.Processes = f.processes
 	c.FileSizeBytes = int64(f.fileSize)
 	c.NodePath = f.node
+	c.GoRoot, c.GoModCache = f.goRoot, f.goModCache
 }
 
 // sizeFlag is a flag holding a size in bytes: "512MiB", "4GiB", "2G"

@@ -745,7 +745,9 @@ type SampleResult struct {
 	// "output". The reason says its value and the flag that raises it.
 	Limit string `protobuf:"bytes,21,opt,name=limit,proto3" json:"limit,omitempty"`
 	// pytest's outcomes (pytest tests), when pytest reported them.
-	Tests         *TestCounts `protobuf:"bytes,22,opt,name=tests,proto3" json:"tests,omitempty"`
+	Tests *TestCounts `protobuf:"bytes,22,opt,name=tests,proto3" json:"tests,omitempty"`
+	// The task's source language ("python", "go", ...), as the task said.
+	Language      string `protobuf:"bytes,23,opt,name=language,proto3" json:"language,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -932,6 +934,13 @@ func (x *SampleResult) GetTests() *TestCounts {
 		return x.Tests
 	}
 	return nil
+}
+
+func (x *SampleResult) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
 }
 
 // TestCounts are the outcomes pytest reported.
@@ -1317,8 +1326,10 @@ type MetricsGroup struct {
 	TimeToFirstToken *LatencySummary `protobuf:"bytes,9,opt,name=time_to_first_token,json=timeToFirstToken,proto3" json:"time_to_first_token,omitempty"`
 	Total            *LatencySummary `protobuf:"bytes,10,opt,name=total,proto3" json:"total,omitempty"`
 	QueueWait        *LatencySummary `protobuf:"bytes,11,opt,name=queue_wait,json=queueWait,proto3" json:"queue_wait,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The language of the group (by_language, by_language_level).
+	Language      string `protobuf:"bytes,12,opt,name=language,proto3" json:"language,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MetricsGroup) Reset() {
@@ -1428,6 +1439,13 @@ func (x *MetricsGroup) GetQueueWait() *LatencySummary {
 	return nil
 }
 
+func (x *MetricsGroup) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
+}
+
 // EvaluationSummary is the aggregate of a run.
 type EvaluationSummary struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -1449,8 +1467,12 @@ type EvaluationSummary struct {
 	Shard          string `protobuf:"bytes,6,opt,name=shard,proto3" json:"shard,omitempty"`
 	ShardTasks     uint32 `protobuf:"varint,7,opt,name=shard_tasks,json=shardTasks,proto3" json:"shard_tasks,omitempty"`
 	BenchmarkTasks uint32 `protobuf:"varint,8,opt,name=benchmark_tasks,json=benchmarkTasks,proto3" json:"benchmark_tasks,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// One group per language across benchmarks, and one per (language,
+	// level): pass@k per level and language.
+	ByLanguage      []*MetricsGroup `protobuf:"bytes,9,rep,name=by_language,json=byLanguage,proto3" json:"by_language,omitempty"`
+	ByLanguageLevel []*MetricsGroup `protobuf:"bytes,10,rep,name=by_language_level,json=byLanguageLevel,proto3" json:"by_language_level,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *EvaluationSummary) Reset() {
@@ -1537,6 +1559,20 @@ func (x *EvaluationSummary) GetBenchmarkTasks() uint32 {
 		return x.BenchmarkTasks
 	}
 	return 0
+}
+
+func (x *EvaluationSummary) GetByLanguage() []*MetricsGroup {
+	if x != nil {
+		return x.ByLanguage
+	}
+	return nil
+}
+
+func (x *EvaluationSummary) GetByLanguageLevel() []*MetricsGroup {
+	if x != nil {
+		return x.ByLanguageLevel
+	}
+	return nil
 }
 
 // EvaluateResponse is one sample's result, or the final summary.
@@ -2064,7 +2100,7 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x04 \x01(\v2\x1c.infill.v1.GenerationOptionsR\n" +
 	"generation\x12\x14\n" +
-	"\x05model\x18\x05 \x01(\tR\x05model\"\xf0\x06\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\"\x8c\a\n" +
 	"\fSampleResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1c\n" +
 	"\tbenchmark\x18\x02 \x01(\tR\tbenchmark\x12&\n" +
@@ -2097,7 +2133,8 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"queue_wait\x18\x13 \x01(\v2\x19.google.protobuf.DurationR\tqueueWait\x120\n" +
 	"\afailure\x18\x14 \x01(\v2\x16.infill.v1.TestFailureR\afailure\x12\x14\n" +
 	"\x05limit\x18\x15 \x01(\tR\x05limit\x12+\n" +
-	"\x05tests\x18\x16 \x01(\v2\x15.infill.v1.TestCountsR\x05tests\"n\n" +
+	"\x05tests\x18\x16 \x01(\v2\x15.infill.v1.TestCountsR\x05tests\x12\x1a\n" +
+	"\blanguage\x18\x17 \x01(\tR\blanguage\"n\n" +
 	"\n" +
 	"TestCounts\x12\x16\n" +
 	"\x06passed\x18\x01 \x01(\rR\x06passed\x12\x16\n" +
@@ -2124,7 +2161,7 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\x04mean\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x04mean\x12+\n" +
 	"\x03p50\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03p50\x12+\n" +
 	"\x03p95\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x03p95\x12+\n" +
-	"\x03max\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x03max\"\xb3\x04\n" +
+	"\x03max\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x03max\"\xcf\x04\n" +
 	"\fMetricsGroup\x12\x1c\n" +
 	"\tbenchmark\x18\x01 \x01(\tR\tbenchmark\x12&\n" +
 	"\x05level\x18\x02 \x01(\x0e2\x10.infill.v1.LevelR\x05level\x12\x14\n" +
@@ -2139,10 +2176,11 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\x05total\x18\n" +
 	" \x01(\v2\x19.infill.v1.LatencySummaryR\x05total\x128\n" +
 	"\n" +
-	"queue_wait\x18\v \x01(\v2\x19.infill.v1.LatencySummaryR\tqueueWait\x1a;\n" +
+	"queue_wait\x18\v \x01(\v2\x19.infill.v1.LatencySummaryR\tqueueWait\x12\x1a\n" +
+	"\blanguage\x18\f \x01(\tR\blanguage\x1a;\n" +
 	"\rVerdictsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xc8\x02\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xc7\x03\n" +
 	"\x11EvaluationSummary\x121\n" +
 	"\aoverall\x18\x01 \x01(\v2\x17.infill.v1.MetricsGroupR\aoverall\x12:\n" +
 	"\fby_benchmark\x18\x02 \x03(\v2\x17.infill.v1.MetricsGroupR\vbyBenchmark\x122\n" +
@@ -2152,7 +2190,11 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\x05shard\x18\x06 \x01(\tR\x05shard\x12\x1f\n" +
 	"\vshard_tasks\x18\a \x01(\rR\n" +
 	"shardTasks\x12'\n" +
-	"\x0fbenchmark_tasks\x18\b \x01(\rR\x0ebenchmarkTasks\"\x88\x01\n" +
+	"\x0fbenchmark_tasks\x18\b \x01(\rR\x0ebenchmarkTasks\x128\n" +
+	"\vby_language\x18\t \x03(\v2\x17.infill.v1.MetricsGroupR\n" +
+	"byLanguage\x12C\n" +
+	"\x11by_language_level\x18\n" +
+	" \x03(\v2\x17.infill.v1.MetricsGroupR\x0fbyLanguageLevel\"\x88\x01\n" +
 	"\x10EvaluateResponse\x121\n" +
 	"\x06result\x18\x01 \x01(\v2\x17.infill.v1.SampleResultH\x00R\x06result\x128\n" +
 	"\asummary\x18\x02 \x01(\v2\x1c.infill.v1.EvaluationSummaryH\x00R\asummaryB\a\n" +
@@ -2289,24 +2331,26 @@ var file_infill_v1_evaluation_proto_depIdxs = []int32{
 	14, // 28: infill.v1.EvaluationSummary.overall:type_name -> infill.v1.MetricsGroup
 	14, // 29: infill.v1.EvaluationSummary.by_benchmark:type_name -> infill.v1.MetricsGroup
 	14, // 30: infill.v1.EvaluationSummary.by_level:type_name -> infill.v1.MetricsGroup
-	8,  // 31: infill.v1.EvaluateResponse.result:type_name -> infill.v1.SampleResult
-	15, // 32: infill.v1.EvaluateResponse.summary:type_name -> infill.v1.EvaluationSummary
-	25, // 33: infill.v1.RunBenchmarkRequest.generation:type_name -> infill.v1.GenerationOptions
-	24, // 34: infill.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	18, // 35: infill.v1.RunBenchmarkResponse.progress:type_name -> infill.v1.Progress
-	8,  // 36: infill.v1.RunBenchmarkResponse.result:type_name -> infill.v1.SampleResult
-	15, // 37: infill.v1.RunBenchmarkResponse.summary:type_name -> infill.v1.EvaluationSummary
-	7,  // 38: infill.v1.EvaluationService.Evaluate:input_type -> infill.v1.EvaluateRequest
-	17, // 39: infill.v1.EvaluationService.RunBenchmark:input_type -> infill.v1.RunBenchmarkRequest
-	20, // 40: infill.v1.EvaluationService.ListBenchmarks:input_type -> infill.v1.ListBenchmarksRequest
-	16, // 41: infill.v1.EvaluationService.Evaluate:output_type -> infill.v1.EvaluateResponse
-	19, // 42: infill.v1.EvaluationService.RunBenchmark:output_type -> infill.v1.RunBenchmarkResponse
-	21, // 43: infill.v1.EvaluationService.ListBenchmarks:output_type -> infill.v1.ListBenchmarksResponse
-	41, // [41:44] is the sub-list for method output_type
-	38, // [38:41] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	14, // 31: infill.v1.EvaluationSummary.by_language:type_name -> infill.v1.MetricsGroup
+	14, // 32: infill.v1.EvaluationSummary.by_language_level:type_name -> infill.v1.MetricsGroup
+	8,  // 33: infill.v1.EvaluateResponse.result:type_name -> infill.v1.SampleResult
+	15, // 34: infill.v1.EvaluateResponse.summary:type_name -> infill.v1.EvaluationSummary
+	25, // 35: infill.v1.RunBenchmarkRequest.generation:type_name -> infill.v1.GenerationOptions
+	24, // 36: infill.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	18, // 37: infill.v1.RunBenchmarkResponse.progress:type_name -> infill.v1.Progress
+	8,  // 38: infill.v1.RunBenchmarkResponse.result:type_name -> infill.v1.SampleResult
+	15, // 39: infill.v1.RunBenchmarkResponse.summary:type_name -> infill.v1.EvaluationSummary
+	7,  // 40: infill.v1.EvaluationService.Evaluate:input_type -> infill.v1.EvaluateRequest
+	17, // 41: infill.v1.EvaluationService.RunBenchmark:input_type -> infill.v1.RunBenchmarkRequest
+	20, // 42: infill.v1.EvaluationService.ListBenchmarks:input_type -> infill.v1.ListBenchmarksRequest
+	16, // 43: infill.v1.EvaluationService.Evaluate:output_type -> infill.v1.EvaluateResponse
+	19, // 44: infill.v1.EvaluationService.RunBenchmark:output_type -> infill.v1.RunBenchmarkResponse
+	21, // 45: infill.v1.EvaluationService.ListBenchmarks:output_type -> infill.v1.ListBenchmarksResponse
+	43, // [43:46] is the sub-list for method output_type
+	40, // [40:43] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_infill_v1_evaluation_proto_init() }
