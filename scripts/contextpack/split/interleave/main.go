@@ -85,40 +85,8 @@ func main() {
 	// with content (digest[k] false).
 	var digests []string
 	build := func(i int, fs []file, digest []bool, cur string, off int) (old, new time.Duration) {
-		oreq := oldcp.Request{RepoName: "synth", TokenBudget: 8192, MaxNewTokens: 128,
-			Cursor: oldcp.Cursor{Path: cur, Offset: off, Encoding: oldcp.EncodingByteOffset}}
-		nreq := newcp.Request{RepoName: "synth", TokenBudget: 8192, MaxNewTokens: 128,
-			Cursor: newcp.Cursor{Path: cur, Offset: off, Encoding: newcp.EncodingByteOffset}}
-		for k, f := range fs {
-			if digest[k] {
-				d := digests[k]
-				oreq.Files = append(oreq.Files, oldcp.File{Path: f.path, Digest: d})
-				nreq.Files = append(nreq.Files, newcp.File{Path: f.path, Digest: d})
-			} else {
-				oreq.Files = append(oreq.Files, oldcp.File{Path: f.path, Content: f.content, HasContent: true})
-				nreq.Files = append(nreq.Files, newcp.File{Path: f.path, Content: f.content, HasContent: true})
-			}
-		}
-		runOld := func() {
-			t := time.Now()
-			_, err := ob.Build(context.Background(), oreq)
-			old = time.Since(t)
-			check(err)
-		}
-		runNew := func() {
-			t := time.Now()
-			_, err := nb.Build(context.Background(), nreq)
-			new = time.Since(t)
-			check(err)
-		}
-		if i%2 == 0 {
-			runOld()
-			runNew()
-		} else {
-			runNew()
-			runOld()
-		}
-		return old, new
+		oreq, nreq := requests("synth", 8192, fs, digests, func(k int) bool { return !digest[k] }, cur, off)
+		return timePair(i, ob, nb, oreq, nreq)
 	}
 	all := make([]bool, len(files)) // all with content
 	build(0, files, all, files[1].path, 0)
@@ -138,19 +106,12 @@ func main() {
 	var eo, en []time.Duration
 	for i := range *edits {
 		j := 1 + r.IntN(len(files)-1)
-		lines := strings.SplitAfter(files[j].content, "\n")
-		li := r.IntN(len(lines))
-		lines[li] = strings.Replace(lines[li], "e", "e"+string(rune('a'+r.IntN(26))), 1)
-		off := 0
-		for _, l := range lines[:li] {
-			off += len(l)
-		}
-		off += len(lines[li]) - len(strings.TrimLeft(lines[li], " \t"))
 		fs := slices.Clone(files)
-		fs[j].content = strings.Join(lines, "")
+		var off int
+		fs[j].content, off = editLine(r, files[j].content)
 		d := slices.Clone(asDigest)
 		d[j] = false
-		o, n := build(i, fs, d, fs[j].path, min(off, len(fs[j].content)))
+		o, n := build(i, fs, d, fs[j].path, off)
 		eo, en = append(eo, o), append(en, n)
 	}
 
@@ -199,59 +160,82 @@ func timeRepo(name string, files []file, ot *oldtok.Tokenizer, nt *newtok.Tokeni
 		digests[i] = newcp.Digest(f.content)
 	}
 	run := func(i int, fs []file, edited int, off int) (old, new time.Duration) {
-		oreq := oldcp.Request{RepoName: name, TokenBudget: budget, MaxNewTokens: 128,
-			Cursor: oldcp.Cursor{Path: fs[edited].path, Offset: off, Encoding: oldcp.EncodingByteOffset}}
-		nreq := newcp.Request{RepoName: name, TokenBudget: budget, MaxNewTokens: 128,
-			Cursor: newcp.Cursor{Path: fs[edited].path, Offset: off, Encoding: newcp.EncodingByteOffset}}
-		for k, f := range fs {
-			if k != edited && i >= 0 {
-				oreq.Files = append(oreq.Files, oldcp.File{Path: f.path, Digest: digests[k]})
-				nreq.Files = append(nreq.Files, newcp.File{Path: f.path, Digest: digests[k]})
-			} else {
-				oreq.Files = append(oreq.Files, oldcp.File{Path: f.path, Content: f.content, HasContent: true})
-				nreq.Files = append(nreq.Files, newcp.File{Path: f.path, Content: f.content, HasContent: true})
-			}
-		}
-		runOld := func() {
-			t := time.Now()
-			_, err := ob.Build(context.Background(), oreq)
-			old = time.Since(t)
-			check(err)
-		}
-		runNew := func() {
-			t := time.Now()
-			_, err := nb.Build(context.Background(), nreq)
-			new = time.Since(t)
-			check(err)
-		}
-		if i%2 == 0 {
-			runOld()
-			runNew()
-		} else {
-			runNew()
-			runOld()
-		}
-		return old, new
+		content := func(k int) bool { return k == edited || i < 0 }
+		oreq, nreq := requests(name, budget, fs, digests, content, fs[edited].path, off)
+		return timePair(i, ob, nb, oreq, nreq)
 	}
 	// Cold: every file with content, once (not timed).
 	run(-1, files, src[0], 0)
 	r := rand.New(rand.NewPCG(seed, 7))
 	for i := range edits {
 		j := src[r.IntN(len(src))]
-		lines := strings.SplitAfter(files[j].content, "\n")
-		li := r.IntN(len(lines))
-		lines[li] = strings.Replace(lines[li], "e", "e"+string(rune('a'+r.IntN(26))), 1)
-		off := 0
-		for _, l := range lines[:li] {
-			off += len(l)
-		}
-		off += len(lines[li]) - len(strings.TrimLeft(lines[li], " \t"))
 		fs := slices.Clone(files)
-		fs[j].content = strings.Join(lines, "")
-		o, n := run(i, fs, j, min(off, len(fs[j].content)))
+		var off int
+		fs[j].content, off = editLine(r, files[j].content)
+		o, n := run(i, fs, j, off)
 		eo, en = append(eo, o), append(en, n)
 	}
 	return eo, en
+}
+
+// editLine inserts a random letter after the first "e" of a random line
+// of content and returns the new content and the offset of that line's
+// first non-blank byte (the cursor).
+func editLine(r *rand.Rand, content string) (string, int) {
+	lines := strings.SplitAfter(content, "\n")
+	li := r.IntN(len(lines))
+	lines[li] = strings.Replace(lines[li], "e", "e"+string(rune('a'+r.IntN(26))), 1)
+	off := 0
+	for _, l := range lines[:li] {
+		off += len(l)
+	}
+	off += len(lines[li]) - len(strings.TrimLeft(lines[li], " \t"))
+	edited := strings.Join(lines, "")
+	return edited, min(off, len(edited))
+}
+
+// requests are the same request for both implementations: the files for
+// which content is true with their content, the others as digests.
+func requests(name string, budget int, fs []file, digests []string, content func(int) bool, cur string, off int) (oldcp.Request, newcp.Request) {
+	oreq := oldcp.Request{RepoName: name, TokenBudget: budget, MaxNewTokens: 128,
+		Cursor: oldcp.Cursor{Path: cur, Offset: off, Encoding: oldcp.EncodingByteOffset}}
+	nreq := newcp.Request{RepoName: name, TokenBudget: budget, MaxNewTokens: 128,
+		Cursor: newcp.Cursor{Path: cur, Offset: off, Encoding: newcp.EncodingByteOffset}}
+	for k, f := range fs {
+		if content(k) {
+			oreq.Files = append(oreq.Files, oldcp.File{Path: f.path, Content: f.content, HasContent: true})
+			nreq.Files = append(nreq.Files, newcp.File{Path: f.path, Content: f.content, HasContent: true})
+		} else {
+			oreq.Files = append(oreq.Files, oldcp.File{Path: f.path, Digest: digests[k]})
+			nreq.Files = append(nreq.Files, newcp.File{Path: f.path, Digest: digests[k]})
+		}
+	}
+	return oreq, nreq
+}
+
+// timePair builds the two requests, old first when i is even, new first
+// when odd, and returns their times.
+func timePair(i int, ob *oldcp.Builder, nb *newcp.Builder, oreq oldcp.Request, nreq newcp.Request) (old, new time.Duration) {
+	runOld := func() {
+		t := time.Now()
+		_, err := ob.Build(context.Background(), oreq)
+		old = time.Since(t)
+		check(err)
+	}
+	runNew := func() {
+		t := time.Now()
+		_, err := nb.Build(context.Background(), nreq)
+		new = time.Since(t)
+		check(err)
+	}
+	if i%2 == 0 {
+		runOld()
+		runNew()
+	} else {
+		runNew()
+		runOld()
+	}
+	return old, new
 }
 
 // loadDir reads a repository as cpquality -dir does: the files git
