@@ -108,7 +108,7 @@ func main() {
 		j := 1 + r.IntN(len(files)-1)
 		fs := slices.Clone(files)
 		var off int
-		fs[j].content, off = editLine(r, files[j].content)
+		fs[j].content, off = synthrepo.EditLine(r, files[j].content)
 		d := slices.Clone(asDigest)
 		d[j] = false
 		o, n := build(i, fs, d, fs[j].path, off)
@@ -171,27 +171,11 @@ func timeRepo(name string, files []file, ot *oldtok.Tokenizer, nt *newtok.Tokeni
 		j := src[r.IntN(len(src))]
 		fs := slices.Clone(files)
 		var off int
-		fs[j].content, off = editLine(r, files[j].content)
+		fs[j].content, off = synthrepo.EditLine(r, files[j].content)
 		o, n := run(i, fs, j, off)
 		eo, en = append(eo, o), append(en, n)
 	}
 	return eo, en
-}
-
-// editLine inserts a random letter after the first "e" of a random line
-// of content and returns the new content and the offset of that line's
-// first non-blank byte (the cursor).
-func editLine(r *rand.Rand, content string) (string, int) {
-	lines := strings.SplitAfter(content, "\n")
-	li := r.IntN(len(lines))
-	lines[li] = strings.Replace(lines[li], "e", "e"+string(rune('a'+r.IntN(26))), 1)
-	off := 0
-	for _, l := range lines[:li] {
-		off += len(l)
-	}
-	off += len(lines[li]) - len(strings.TrimLeft(lines[li], " \t"))
-	edited := strings.Join(lines, "")
-	return edited, min(off, len(edited))
 }
 
 // requests are the same request for both implementations: the files for
