@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/infill-dev/infill/contextpack/internal/testcorpus"
 )
@@ -188,6 +189,55 @@ func TestShrinkMatchesFresh(t *testing.T) {
 		}
 		if got.Text != want.Text || got.Snapshot != want.Snapshot {
 			t.Fatalf("step %d (%d files): the prompt differs from a fresh builder's", n, len(files))
+		}
+	}
+}
+
+// TestParseBoundIsSize checks that whether a file is parsed is decided by
+// its size (MaxParseBytes), not by how long the parse takes: with the
+// default Config a Python file of the largest size still parsed gets its
+// scope headers and no warning, however slowly the machine parses it, and
+// one a byte larger is plain text with a warning.
+func TestParseBoundIsSize(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.ParseTimeout < 10*time.Second {
+		t.Fatalf("ParseTimeout %v: a wall-clock cutoff that ordinary parses reach on a busy machine makes prompts depend on the load", cfg.ParseTimeout)
+	}
+	b := newTestBuilder(t, 8192)
+	defer b.Close()
+	// Statement-dense Python: the slowest language per byte measured.
+	var sb strings.Builder
+	sb.WriteString("class Big:\n")
+	for i := 0; sb.Len() < cfg.MaxParseBytes-200; i++ {
+		fmt.Fprintf(&sb, "    def m%d(self, x):\n        return [y * %d for y in x if y.k(%d)]\n", i, i, i)
+	}
+	body := sb.String()
+	for _, tc := range []struct {
+		size int
+		warn bool
+	}{{cfg.MaxParseBytes, false}, {cfg.MaxParseBytes + 1, true}} {
+		// The cursor on an empty line: the index holds the file itself
+		// (a cursor line's text is left out of what is parsed).
+		src := body + "\n    def last(self):\n        return 1 #"
+		src += strings.Repeat(" ", tc.size-len(src)-1) + "\n"
+		if len(src) != tc.size {
+			t.Fatalf("built %d bytes, want %d", len(src), tc.size)
+		}
+		p, err := b.Build(context.Background(), Request{
+			Files:        []File{{Path: "big.py", Content: src, HasContent: true}, {Path: "other.py", Content: "x = 1\n", HasContent: true}},
+			Cursor:       Cursor{Path: "big.py", Offset: len(body), Encoding: EncodingByteOffset},
+			RepoName:     "r",
+			MaxNewTokens: 32,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := slices.ContainsFunc(p.Manifest.Warnings, func(w string) bool { return strings.Contains(w, "too large to parse") })
+		if warned != tc.warn || !tc.warn && len(p.Manifest.Warnings) > 0 {
+			t.Errorf("%d bytes: warnings %q, want too large: %v", tc.size, p.Manifest.Warnings, tc.warn)
+		}
+		if !tc.warn && !strings.Contains(p.Text, "class Big:") {
+			t.Errorf("%d bytes: the enclosing class's header is not in the prompt", tc.size)
 		}
 	}
 }

@@ -72,10 +72,18 @@ type Config struct {
 	// in plain fused order.
 	Diversity float64
 
-	// MaxParseBytes: larger files are treated as plain text.
+	// MaxParseBytes: larger files are treated as plain text. This is the
+	// bound that keeps parsing cheap: it is decided before parsing, so the
+	// same files give the same prompt on an idle and on a busy machine.
 	MaxParseBytes int
-	// ParseTimeout bounds one tree-sitter parse; a file that takes longer
-	// is treated as plain text.
+	// ParseTimeout bounds one tree-sitter parse in wall-clock time; a file
+	// that takes longer is treated as plain text. It guards against a
+	// runaway parse, not against ordinary cost: the default is far above
+	// the parse of any file within MaxParseBytes (tree-sitter with tag
+	// extraction runs at 0.7-3 MB/s on one core, so 512 KiB takes at most
+	// about 0.75 s) even at a load of ten times that, because a cutoff that
+	// a busy machine reaches and an idle one does not gives one input two
+	// prompts (and costs the backend's prompt cache).
 	ParseTimeout time.Duration
 	// Workers bounds parallel file analyses (parsing, indexing).
 	Workers int
@@ -133,8 +141,8 @@ func DefaultConfig() Config {
 		ImportWeight:        1,
 		FileWeight:          0,
 		OffTopicWeight:      0.5,
-		MaxParseBytes:       1 << 20,
-		ParseTimeout:        500 * time.Millisecond,
+		MaxParseBytes:       512 << 10,
+		ParseTimeout:        20 * time.Second,
 		Workers:             runtime.GOMAXPROCS(0),
 		EditTrees:           16,
 		Snapshots:           64,

@@ -188,16 +188,8 @@ func digestRequest(files []contextpack.File, digests []string, keep int, cur con
 // random line) and puts the cursor at the start of that line's code.
 func editRequest(files []contextpack.File, digests []string, r *rand.Rand, budget int) contextpack.Request {
 	j := 1 + r.IntN(len(files)-1)
-	lines := strings.SplitAfter(files[j].Content, "\n")
-	li := r.IntN(len(lines))
-	lines[li] = strings.Replace(lines[li], "e", "e"+string(rune('a'+r.IntN(26))), 1)
-	off := 0
-	for _, l := range lines[:li] {
-		off += len(l)
-	}
-	off += len(lines[li]) - len(strings.TrimLeft(lines[li], " \t"))
-	content := strings.Join(lines, "")
-	req := digestRequest(files, digests, -1, contextpack.Cursor{Path: files[j].Path, Offset: min(off, len(content)),
+	content, off := synthrepo.EditLine(r, files[j].Content)
+	req := digestRequest(files, digests, -1, contextpack.Cursor{Path: files[j].Path, Offset: off,
 		Encoding: contextpack.EncodingByteOffset}, budget)
 	req.Files[j] = contextpack.File{Path: files[j].Path, Content: content, HasContent: true}
 	return req

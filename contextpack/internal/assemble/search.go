@@ -305,12 +305,28 @@ hits:
 			}
 		}
 		kept = append(kept, c)
-		taken[sl] = append(taken[sl], rg)
-		rs := []LineRange{rg}
+		rs, label := []LineRange{rg}, "similar window"
+		if whole := smallFileWhole(sl.Analysis, c); sl != t && whole != nil && whole[0] != rg {
+			rs, label = whole, "similar file (whole: at most twice its window)"
+		}
+		taken[sl] = append(taken[sl], rs...)
 		out = append(out, &Candidate{file: sl, kind: SourceSimilar, ranges: rs, key: rangesKey(sl, rs),
-			score: h.Score, label: "similar window"})
+			score: h.Score, label: label})
 	}
 	return out, fileRank
+}
+
+// smallFileWhole returns the whole of a's ranges when a is at most twice
+// as long as its window c, else nil: a window that is half of a small file
+// or more leaves out the part that most often holds what the model needs
+// next (the rest of the function, the sibling method), for few tokens more.
+// (Not for the cursor file: its windows are same-file context around the
+// prefix/suffix window.)
+func smallFileWhole(a *syntax.Analysis, c *syntax.Chunk) []LineRange {
+	if (c.End-c.Start+1)*2 < a.NumLines() {
+		return nil
+	}
+	return wholeRanges(a)
 }
 
 // rankFiles ranks the files other than the cursor file by the summed

@@ -258,3 +258,20 @@ func (g *gen) typescript(i, pkg, mod int) File {
 
 // GoMod is a go.mod for the generated Go packages (module example.com/synth).
 const GoMod = "module example.com/synth\n\ngo 1.22\n"
+
+// EditLine is the benchmarks' one-file edit: it inserts a random letter
+// after the first "e" of a random line of content and returns the new
+// content and the offset of that line's first non-blank byte (where the
+// cursor goes).
+func EditLine(r *rand.Rand, content string) (string, int) {
+	lines := strings.SplitAfter(content, "\n")
+	li := r.IntN(len(lines))
+	lines[li] = strings.Replace(lines[li], "e", "e"+string(rune('a'+r.IntN(26))), 1)
+	off := 0
+	for _, l := range lines[:li] {
+		off += len(l)
+	}
+	off += len(lines[li]) - len(strings.TrimLeft(lines[li], " \t"))
+	edited := strings.Join(lines, "")
+	return edited, min(off, len(edited))
+}

@@ -6,10 +6,13 @@
 # load falls on both alike. Prints each workload's medians, p90s and the
 # median of the per-build ratios new/old with its 95% confidence interval.
 #
-#   scripts/contextpack/split/interleave.sh OLD NEW [-edits N] [-keys N]
+#   scripts/contextpack/split/interleave.sh OLD NEW [-edits N] [-keys N] [-budget N] [-dir name=path]...
 #   scripts/contextpack/split/interleave.sh b573f23 HEAD
 #
-# Writes interleave-OLD-NEW.txt beside this script.
+# Without -dir it times a synthetic Go repository (warm edits and typing);
+# with -dir, warm edits in each named local repository instead (read as
+# cpquality -dir reads one), each repository with fresh builders.
+# Writes interleave-OLD-NEW.txt beside this script, or to $OUT.
 set -euo pipefail
 old=$1 new=$2
 shift 2
@@ -30,7 +33,7 @@ find "$oldcp" -name '*.go' -exec sed -i 's#"github.com/infill-dev/infill/context
 mkdir -p "$work/tree/contextpack/cmd/interleave"
 grep -v '^//go:build ignore' "$here/interleave/main.go" >"$work/tree/contextpack/cmd/interleave/main.go"
 (cd "$work/tree" && go build -o "$work/interleave" ./contextpack/cmd/interleave)
-out=$here/interleave-$oldc-$newc.txt
+out=${OUT:-$here/interleave-$oldc-$newc.txt}
 {
 	echo "commits: old $oldc (contextpack tree $(git -C "$root" rev-parse "$oldc:contextpack")), new $newc (contextpack tree $(git -C "$root" rev-parse "$newc:contextpack"))"
 	echo "command: scripts/contextpack/split/interleave.sh $old $new $*"
