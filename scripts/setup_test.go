@@ -122,12 +122,15 @@ func TestPackagesWithoutRootNamesTheCommand(t *testing.T) {
 
 func TestPackagesThroughSudo(t *testing.T) {
 	f := newFakeSystem(t, 1000, true, nil, nil)
-	// npm is on PATH (the machine's or none: either way the fake below
-	// makes it present), so the tokenizer group needs nothing.
-	if err := os.WriteFile(filepath.Join(f.dir, "npm"), []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
+	// node and npm are on PATH (the machine's or none: either way the
+	// fakes below make them present, as nodesource's nodejs does), so the
+	// tokenizer and javascript groups need nothing.
+	for _, cmd := range []string{"node", "npm"} {
+		if err := os.WriteFile(filepath.Join(f.dir, cmd), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	out, err := f.run(t, "packages", "editor", "tokenizer")
+	out, err := f.run(t, "packages", "editor", "tokenizer", "javascript")
 	if err != nil {
 		t.Fatalf("setup.sh packages: %v\n%s", err, out)
 	}
@@ -141,7 +144,7 @@ func TestPackagesThroughSudo(t *testing.T) {
 		}
 	}
 	if strings.Contains(calls, "nodejs") {
-		t.Errorf("installed nodejs although npm is on PATH:\n%s", calls)
+		t.Errorf("installed nodejs although node and npm are on PATH:\n%s", calls)
 	}
 }
 
