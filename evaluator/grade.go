@@ -180,6 +180,11 @@ func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Com
 		res.Verdict = VerdictSkipped
 		return res, nil
 	}
+	if cfg.AllTests {
+		whole := *t
+		whole.Exec.Test = t.Exec.Test.WholeSuite()
+		t = &whole
+	}
 	spec, err := specFor(cfg, t, c.Text)
 	if err != nil {
 		return fail(err)
@@ -269,6 +274,9 @@ func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
 			spec.Mode, spec.Target, spec.Args = sandbox.ModeScript, path.Clean(ts.Script), ts.Args
 		case TestPytest:
 			spec.Mode, spec.Args = sandbox.ModePytest, ts.Args
+			if err := selectPytest(&spec, ts, path.Clean(t.Path)); err != nil {
+				return sandbox.Spec{}, err
+			}
 		case TestCommand:
 			spec.Mode, spec.Command = sandbox.ModeCommand, ts.Command
 		case TestNode:

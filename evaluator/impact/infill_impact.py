@@ -26,7 +26,14 @@ INFILL_IMPACT_TRACE=<nonce>
 
 INFILL_IMPACT_SELECT=<path of a JSON list of node ids>
     Keep only those items; a listed id that is not collected stops the run
-    with exit status 4, so a renamed test never passes by running nothing.
+    with exit status 4, so a renamed test never passes by running nothing
+    (unless collection failed: then the run stops as pytest stops it, on the
+    collection errors).
+
+INFILL_IMPACT_COMPILE=<JSON list of paths relative to the root>
+    With INFILL_IMPACT_SELECT: compile each file before the tests run; a
+    syntax error in one is reported as a collection error of that file, as
+    if a test module imported it.
 """
 
 import ast
@@ -43,6 +50,7 @@ import pytest
 
 _TRACE_NONCE = os.environ.get("INFILL_IMPACT_TRACE", "")
 _SELECT_PATH = os.environ.get("INFILL_IMPACT_SELECT", "")
+_COMPILE = os.environ.get("INFILL_IMPACT_COMPILE", "")
 _ROOT = os.path.realpath(os.getcwd())
 _CO_NEWLOCALS = 0x2
 
@@ -452,17 +460,33 @@ def _statements(path):
 
 
 class _Selector:
-    def __init__(self, ids):
+    def __init__(self, ids, compile_paths):
         self.ids = ids
+        self.compile_paths = compile_paths
+
+    def _compile(self, config):
+        from _pytest.reports import CollectReport
+
+        for rel in self.compile_paths:
+            try:
+                with open(os.path.join(_ROOT, rel), "rb") as f:
+                    compile(f.read(), rel, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte, before 3.12
+                import traceback
+
+                text = "".join(traceback.format_exception_only(type(exc), exc))
+                rep = CollectReport(rel, "failed", "%s: %s" % (rel, text.rstrip()), [])
+                config.hook.pytest_collectreport(report=rep)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
+        self._compile(config)
         want = set(self.ids)
         keep, drop = [], []
         for it in items:
             (keep if it.nodeid in want else drop).append(it)
         missing = want - {it.nodeid for it in keep}
-        if missing:
+        if missing and not session.testsfailed:
             pytest.exit("infill-impact: selected tests not collected: %s" % ", ".join(sorted(missing)[:5]), returncode=4)
         if drop:
             config.hook.pytest_deselected(items=drop)
@@ -474,7 +498,8 @@ def pytest_configure(config):
         config.pluginmanager.register(_recorder, "infill-impact-recorder")
     if _SELECT_PATH:
         with open(_SELECT_PATH, encoding="utf-8") as f:
-            config.pluginmanager.register(_Selector(json.load(f)), "infill-impact-selector")
+            ids = json.load(f)
+        config.pluginmanager.register(_Selector(ids, json.loads(_COMPILE) if _COMPILE else []), "infill-impact-selector")
 
 
 _recorder = None
