@@ -45,7 +45,7 @@ builds repository benchmarks by masking code.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newEvalRunCmd(env, g), newEvalGradeCmd(env, g), newEvalReportCmd(env), newEvalMergeCmd(env), newEvalMaskCmd(env), newEvalListCmd(env, g))
+	cmd.AddCommand(newEvalRunCmd(env, g), newEvalGradeCmd(env, g), newEvalReportCmd(env), newEvalMergeCmd(env), newEvalMaskCmd(env), newEvalCompareCmd(env), newEvalListCmd(env, g))
 	return cmd
 }
 
