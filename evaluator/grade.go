@@ -190,6 +190,9 @@ func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Com
 		return fail(err)
 	}
 	out, err := r.exec.Run(ctx, spec)
+	if err == nil {
+		t, spec, out, err = r.widenRun(ctx, t, c.Text, spec, out)
+	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
@@ -274,7 +277,7 @@ func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
 			spec.Mode, spec.Target, spec.Args = sandbox.ModeScript, path.Clean(ts.Script), ts.Args
 		case TestPytest:
 			spec.Mode, spec.Args = sandbox.ModePytest, ts.Args
-			if err := selectPytest(&spec, ts, path.Clean(t.Path)); err != nil {
+			if err := selectPytest(&spec, t, path.Clean(t.Path)); err != nil {
 				return sandbox.Spec{}, err
 			}
 		case TestCommand:

@@ -19,18 +19,23 @@ import (
 // be traced: its tasks run the whole suite.
 var ErrNoTracer = errors.New("evaluator: no test-impact tracer for this test kind")
 
-// selectPytest narrows spec, a pytest run of ts, to ts.Tests when it
-// names any: the test-impact plugin deselects every other test
-// (impact.PytestTests) and compiles target first, so that a completion
-// that does not parse fails even where no selected test imports its file
-// at collection.
-func selectPytest(spec *sandbox.Spec, ts TestSpec, target string) error {
+// selectPytest narrows spec, a pytest run of t's tests, to
+// t.Exec.Test.Tests when it names any: the test-impact plugin deselects
+// every other test (impact.PytestTests), compiles the target first, so
+// that a completion that does not parse fails even where no selected test
+// imports its file at collection, and stops at once when the completion
+// changes the file's shape (code outside function bodies), which the
+// selection does not cover (impact.SelectShaped): gradeCompletion then
+// runs the whole suite (widenRun).
+func selectPytest(spec *sandbox.Spec, t *Task, target string) error {
+	ts := t.Exec.Test
 	if len(ts.Tests) == 0 {
 		return nil
 	}
 	cfg := impact.PytestConfig{Options: ts.Args}
 	if strings.HasSuffix(target, ".py") {
 		cfg.Compile = []string{target}
+		cfg.Shape = &impact.PytestShape{File: target, Pristine: t.Prefix + t.Reference + t.Suffix}
 	}
 	run, err := impact.PytestTests(ts.Tests, cfg)
 	if err != nil {
@@ -57,6 +62,23 @@ func applyPytestRun(spec *sandbox.Spec, run impact.PytestRun) {
 		env[k] = v
 	}
 	spec.Env = env
+}
+
+// widenRun runs t's whole suite when the selected run out (of spec)
+// stopped because the completion changed its file's shape; it returns the
+// task, spec and result that grade the completion.
+func (r *Runner) widenRun(ctx context.Context, t *Task, completion string, spec sandbox.Spec, out sandbox.Result) (*Task, sandbox.Spec, sandbox.Result, error) {
+	if !impact.Widened(spec.Env, out.Stdout) {
+		return t, spec, out, nil
+	}
+	whole := *t
+	whole.Exec.Test = t.Exec.Test.WholeSuite()
+	spec, err := specFor(&r.cfg, &whole, completion)
+	if err != nil {
+		return t, spec, out, err
+	}
+	out, err = r.exec.Run(ctx, spec)
+	return &whole, spec, out, err
 }
 
 // runnerFiles are the files of a spec that belong to the test runner (the

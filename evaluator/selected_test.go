@@ -35,6 +35,9 @@ type selectedCase struct {
 	// Pass are completions besides the reference that pass (nil: none;
 	// with force_tests the reference is not graded).
 	Pass []string `json:"pass"`
+	// Widen are completions that change the file's shape: their selected
+	// run becomes the whole suite's.
+	Widen []string `json:"widen"`
 }
 
 // extractRepo writes an archive's files, but cases.jsonl, to a new
@@ -167,6 +170,9 @@ func testSelected(t *testing.T, sb *sandbox.Sandbox, repo string, cases []select
 				sel, whole := verdicts[0], verdicts[1]
 				if sel.Verdict != whole.Verdict {
 					t.Errorf("completion %q: selected %s (%s), whole suite %s (%s)", text, sel.Verdict, sel.Reason, whole.Verdict, whole.Reason)
+				}
+				if slices.Contains(c.Widen, text) && (sel.Reason != whole.Reason || sel.Failure == nil || slices.Contains(tk.Exec.Test.Tests, sel.Failure.Test)) {
+					t.Errorf("completion %q changes the shape: the selected run's failure %+v (%s) is not the whole suite's (%s)", text, sel.Failure, sel.Reason, whole.Reason)
 				}
 				if want && (sel.Tests == nil || sel.Tests.Passed != tk.Exec.Test.ExpectedTests || whole.Tests == nil || whole.Tests.Passed != suite) {
 					t.Errorf("completion %q: tests run selected %+v, whole %+v; want %d and %d passed", text, sel.Tests, whole.Tests, tk.Exec.Test.ExpectedTests, suite)

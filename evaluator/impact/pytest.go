@@ -80,6 +80,37 @@ type PytestConfig struct {
 	// selected run compiles before its tests: a syntax error in one is a
 	// collection error of the run, even where no selected test imports it.
 	Compile []string
+	// Shape, when set, makes a selected run check first that the changed
+	// file keeps the pristine file's shape (SelectShaped); when it does
+	// not, the run prints the line Widened looks for and stops before
+	// anything of the repository runs: the grader runs the whole suite.
+	Shape *PytestShape
+}
+
+// PytestShape names the changed file of a selected run and holds the
+// pristine file's text.
+type PytestShape struct {
+	File     string // slash-separated, relative to the repository root
+	Pristine string
+}
+
+const (
+	shapeEnv      = "INFILL_IMPACT_SHAPE"
+	pristineFile  = PluginDir + "/pristine.txt" // not .py: the directory is on sys.path
+	widenedPrefix = "infill-impact-widen "
+)
+
+// Widened reports whether the selected run with environment env stopped
+// because the changed file's shape differs from the pristine file's
+// (PytestConfig.Shape): its selection does not hold.
+func Widened(env map[string]string, stdout string) bool {
+	var spec struct {
+		Nonce string `json:"nonce"`
+	}
+	if env[shapeEnv] == "" || json.Unmarshal([]byte(env[shapeEnv]), &spec) != nil || spec.Nonce == "" {
+		return false
+	}
+	return strings.Contains(stdout, "\n"+widenedPrefix+spec.Nonce+"\n")
 }
 
 func (c PytestConfig) python() string {
@@ -252,6 +283,11 @@ func (m *Map) RootRelative(ids []TestID) []string {
 	return out
 }
 
+// validRel says whether f is a clean relative path inside the repository.
+func validRel(f string) bool {
+	return f != "" && !path.IsAbs(f) && !strings.HasPrefix(path.Clean(f), "..") && !strings.ContainsRune(f, 0)
+}
+
 func selectionRun(ids []string, rootDir string, cfg PytestConfig) (PytestRun, error) {
 	if len(ids) == 0 {
 		return PytestRun{}, ErrNoTests
@@ -276,7 +312,7 @@ func selectionRun(ids []string, rootDir string, cfg PytestConfig) (PytestRun, er
 	env := map[string]string{"INFILL_IMPACT_SELECT": selectFile}
 	if len(cfg.Compile) > 0 {
 		for _, f := range cfg.Compile {
-			if f == "" || path.IsAbs(f) || strings.HasPrefix(path.Clean(f), "..") || strings.ContainsRune(f, 0) {
+			if !validRel(f) {
 				return PytestRun{}, fmt.Errorf("impact: file to compile %q must be relative and inside the repository", f)
 			}
 		}
@@ -286,7 +322,22 @@ func selectionRun(ids []string, rootDir string, cfg PytestConfig) (PytestRun, er
 		}
 		env["INFILL_IMPACT_COMPILE"] = string(c)
 	}
-	run := newPytestRun(cfg, env, map[string]string{selectFile: string(list)}, paths)
+	files := map[string]string{selectFile: string(list)}
+	if sh := cfg.Shape; sh != nil {
+		if !validRel(sh.File) {
+			return PytestRun{}, fmt.Errorf("impact: changed file %q must be relative and inside the repository", sh.File)
+		}
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return PytestRun{}, err
+		}
+		spec, err := json.Marshal(map[string]string{"file": sh.File, "pristine": pristineFile, "nonce": hex.EncodeToString(b[:])})
+		if err != nil {
+			return PytestRun{}, err
+		}
+		env[shapeEnv], files[pristineFile] = string(spec), sh.Pristine
+	}
+	run := newPytestRun(cfg, env, files, paths)
 	// Node ids are relative to the rootdir; naming files could move it.
 	run.Args = slices.Insert(run.Args, 4, "--rootdir="+rootDir)
 	return run, nil

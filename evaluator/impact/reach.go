@@ -29,7 +29,8 @@ type Reach interface {
 }
 
 // PytestReach is a pytest Map as a Reach: node ids relative to the
-// repository root (RootRelative), for PytestTests.
+// repository root (RootRelative), for PytestTests, under SelectShaped's
+// rule (a selected run checks the changed file's shape: PytestShape).
 type PytestReach struct{ Map *Map }
 
 // Span implements Reach.
@@ -38,11 +39,11 @@ func (r PytestReach) Span(file string, src []byte, start, end int) (Selection, e
 	if err != nil {
 		return Selection{}, err
 	}
-	ids, err := Select(r.Map, span)
+	ids, whole, err := SelectShaped(r.Map, span)
 	if err != nil {
 		return Selection{}, err
 	}
-	if len(ids) == len(r.Map.Tests) && len(ids) > 0 {
+	if whole || len(ids) == len(r.Map.Tests) && len(ids) > 0 {
 		return Selection{Whole: true}, nil
 	}
 	passed := map[TestID]bool{}

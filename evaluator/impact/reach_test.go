@@ -34,6 +34,20 @@ func TestPytestReach(t *testing.T) {
 	if sel, _ := reach.Span("calc/never.py", src, 0, 3); !sel.Empty() {
 		t.Errorf("a file no test runs: %+v", sel)
 	}
+	// A whole function: its def line runs at import but lies outside the
+	// body, so a grader checking the shape selects the body's tests.
+	m.Files["calc/x.py"] = impact.FileImpact{All: []int{1}, Lines: map[int][]int{2: {0}}, Bodies: [][2]int{{2, 2}}}
+	if sel, _ := reach.Span("calc/x.py", src, 0, len(src)); !slices.Equal(sel.Tests, []string{m.Tests[0]}) || sel.Whole {
+		t.Errorf("whole function: %+v", sel)
+	}
+	if ids, _ := impact.Select(m, impact.Span{File: "calc/x.py", First: 1, Last: 2}); len(ids) != len(m.Tests) {
+		t.Errorf("Select (no shape check) of a whole function: %d tests, want all %d", len(ids), len(m.Tests))
+	}
+	// A body line run at import (the function is called there): every test.
+	m.Files["calc/x.py"] = impact.FileImpact{All: []int{1, 2}, Bodies: [][2]int{{2, 2}}}
+	if sel, _ := reach.Span("calc/x.py", src, at, at+5); !sel.Whole {
+		t.Errorf("a body line run at import: %+v", sel)
+	}
 	m.Files["calc/x.py"] = impact.FileImpact{Lines: map[int][]int{2: {1}}}
 	if sel, _ := reach.Span("calc/x.py", src, at, at+5); !sel.Empty() {
 		t.Errorf("a line only a skipped test runs: %+v", sel)
