@@ -23,10 +23,10 @@ var ErrNoTracer = errors.New("evaluator: no test-impact tracer for this test kin
 // t.Exec.Test.Tests when it names any: the test-impact plugin deselects
 // every other test (impact.PytestTests), compiles the target first, so
 // that a completion that does not parse fails even where no selected test
-// imports its file at collection, and stops at once when the completion
-// changes the file's shape (code outside function bodies), which the
-// selection does not cover (impact.SelectShaped): gradeCompletion then
-// runs the whole suite (widenRun).
+// imports its file at collection, and says when the completion changes
+// the file's shape (code outside function bodies), which the selection
+// does not cover (impact.SelectShaped): gradeCompletion then runs the
+// whole suite unless the selected tests fail (widenRun).
 func selectPytest(spec *sandbox.Spec, t *Task, target string) error {
 	ts := t.Exec.Test
 	if len(ts.Tests) == 0 {
@@ -65,10 +65,16 @@ func applyPytestRun(spec *sandbox.Spec, run impact.PytestRun) {
 }
 
 // widenRun runs t's whole suite when the selected run out (of spec)
-// stopped because the completion changed its file's shape; it returns the
-// task, spec and result that grade the completion.
+// passed although the completion changed its file's shape, which the
+// selection does not cover. A failing selected run stands: the whole suite
+// runs the same tests (an order-dependent pass is what a selection cannot
+// see anyway: see package impact). It returns the task, spec and result
+// that grade the completion.
 func (r *Runner) widenRun(ctx context.Context, t *Task, completion string, spec sandbox.Spec, out sandbox.Result) (*Task, sandbox.Spec, sandbox.Result, error) {
 	if !impact.Widened(spec.Env, out.Stdout) {
+		return t, spec, out, nil
+	}
+	if v, _ := verdict(&out, &spec, t.Exec.Test.ExpectedTests); v != VerdictPassed {
 		return t, spec, out, nil
 	}
 	whole := *t

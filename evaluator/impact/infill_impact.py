@@ -487,7 +487,9 @@ def _shape(src, name):
 def _check_shape(spec):
     """INFILL_IMPACT_SHAPE: when the changed file's shape is not the
     pristine file's, the selection does not hold; say so with the run's
-    nonce and stop before anything of the repository runs."""
+    nonce, before anything of the repository runs, and go on: the grader
+    keeps a failing verdict (the whole suite holds the failing tests) and
+    runs the whole suite for a passing one."""
     try:
         with open(os.path.join(_ROOT, spec["file"]), "rb") as f:
             changed = f.read()
@@ -498,7 +500,6 @@ def _check_shape(spec):
         return  # the compile check reports it
     if not same:
         os.write(1, ("\ninfill-impact-widen %s\n" % spec["nonce"]).encode())
-        os._exit(0)
 
 
 class _Selector:

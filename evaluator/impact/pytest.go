@@ -82,8 +82,10 @@ type PytestConfig struct {
 	Compile []string
 	// Shape, when set, makes a selected run check first that the changed
 	// file keeps the pristine file's shape (SelectShaped); when it does
-	// not, the run prints the line Widened looks for and stops before
-	// anything of the repository runs: the grader runs the whole suite.
+	// not, the run prints the line Widened looks for (before anything of
+	// the repository runs) and goes on: a failure stands (the whole suite
+	// holds the failing tests), a pass must be confirmed by the whole
+	// suite.
 	Shape *PytestShape
 }
 
@@ -100,9 +102,10 @@ const (
 	widenedPrefix = "infill-impact-widen "
 )
 
-// Widened reports whether the selected run with environment env stopped
-// because the changed file's shape differs from the pristine file's
-// (PytestConfig.Shape): its selection does not hold.
+// Widened reports whether the selected run with environment env found
+// that the changed file's shape differs from the pristine file's
+// (PytestConfig.Shape): its selection does not hold, and only a failure
+// it shows is the whole suite's verdict.
 func Widened(env map[string]string, stdout string) bool {
 	var spec struct {
 		Nonce string `json:"nonce"`
