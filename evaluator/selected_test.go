@@ -40,8 +40,8 @@ type selectedCase struct {
 	Widen []string `json:"widen"`
 }
 
-// extractRepo writes an archive's files, but cases.jsonl, to a new
-// directory and returns it with the cases.
+// extractRepo writes an archive's files to a new directory and returns it
+// with the cases of its cases.jsonl.
 func extractRepo(t *testing.T, file string) (string, []selectedCase) {
 	t.Helper()
 	ar, err := txtar.ParseFile(file)
@@ -49,25 +49,24 @@ func extractRepo(t *testing.T, file string) (string, []selectedCase) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(file), ".txtar"))
+	fsys, err := txtar.FS(ar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(dir, fsys); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "cases.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var cases []selectedCase
-	for _, f := range ar.Files {
-		if f.Name == "cases.jsonl" {
-			for _, line := range strings.Split(strings.TrimSpace(string(f.Data)), "\n") {
-				var c selectedCase
-				if err := json.Unmarshal([]byte(line), &c); err != nil {
-					t.Fatalf("%s: %v", line, err)
-				}
-				cases = append(cases, c)
-			}
-			continue
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var c selectedCase
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("%s: %v", line, err)
 		}
-		p := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		cases = append(cases, c)
 	}
 	return dir, cases
 }

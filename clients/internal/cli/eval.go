@@ -847,14 +847,10 @@ func (r *evalRun) inProcess(ctx context.Context, src evalSource, workers int) er
 		fmt.Fprintf(r.env.Stderr, "nothing to do: all %s are in %s\n", plural(r.state.Total, "sample"), r.path)
 		return nil
 	}
-	cfg := sandbox.Config{WarmWorkers: workers}
-	r.f.sandbox.apply(&cfg)
-	sb, err := sandbox.New(cfg, nil)
+	sb, err := newLocalSandbox(sandbox.Config{WarmWorkers: workers}, &r.f.sandbox,
+		"--local needs bubblewrap and python3 here (Debian packages bubblewrap python3); or grade through a server without --local")
 	if err != nil {
-		if errors.Is(err, sandbox.ErrInvalidConfig) {
-			return usageError{err}
-		}
-		return hintError{err, "--local needs bubblewrap and python3 here (Debian packages bubblewrap python3); or grade through a server without --local"}
+		return err
 	}
 	defer sb.Close()
 	runner, err := evaluator.NewRunner(evaluator.Config{Workers: workers, FullErrors: true}, sb, nil, nil)
@@ -881,6 +877,20 @@ func (r *evalRun) inProcess(ctx context.Context, src evalSource, workers int) er
 	}
 	gr.end(true)
 	return nil
+}
+
+// newLocalSandbox starts this process's own sandbox with the limit flags
+// given; hint says what it needs when it cannot start.
+func newLocalSandbox(cfg sandbox.Config, f *sandboxFlags, hint string) (*sandbox.Sandbox, error) {
+	f.apply(&cfg)
+	sb, err := sandbox.New(cfg, nil)
+	if err != nil {
+		if errors.Is(err, sandbox.ErrInvalidConfig) {
+			return nil, usageError{err}
+		}
+		return nil, hintError{err, hint}
+	}
+	return sb, nil
 }
 
 // streamError explains a broken stream.

@@ -126,14 +126,10 @@ func runCompare(cmd *cobra.Command, env *Env, f *compareFlags) error {
 	if len(tasks) == 0 {
 		return fmt.Errorf("%s: no repository samples to compare", f.run.infillFile)
 	}
-	cfg := sandbox.Config{WarmWorkers: -1}
-	f.run.sandbox.apply(&cfg)
-	sb, err := sandbox.New(cfg, nil)
+	sb, err := newLocalSandbox(sandbox.Config{WarmWorkers: -1}, &f.run.sandbox,
+		"compare grades in this process's sandbox: it needs bubblewrap and python3 here (Debian packages bubblewrap python3)")
 	if err != nil {
-		if errors.Is(err, sandbox.ErrInvalidConfig) {
-			return usageError{err}
-		}
-		return hintError{err, "compare grades in this process's sandbox: it needs bubblewrap and python3 here (Debian packages bubblewrap python3)"}
+		return err
 	}
 	defer sb.Close()
 	ways := [2]*evaluator.Runner{}

@@ -43,17 +43,12 @@ func TestEndToEndSelectedTests(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := filepath.Join(root, "calc")
-	for _, f := range ar.Files {
-		if f.Name == "cases.jsonl" {
-			continue
-		}
-		p := filepath.Join(repo, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	fsys, err := txtar.FS(ar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(repo, fsys); err != nil {
+		t.Fatal(err)
 	}
 	bench := filepath.Join(root, "calc.bench.jsonl")
 	code, stdout, stderr := runTool(t.Context(), "127.0.0.1:1", "eval", "mask", "--levels", "expression,statement,function",
