@@ -1,11 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 	"text/tabwriter"
@@ -40,7 +40,7 @@ sample, and their ratios.
 
 Both runs of a completion follow each other (their order alternates), so
 that a shared machine's load weighs on both alike. -o writes one JSON line
-per completion with both results.
+per completion with both results, as each is done.
 
 The exit status is non-zero when any verdict differs, or any run reached
 no verdict.`,
@@ -153,6 +153,15 @@ func runCompare(cmd *cobra.Command, env *Env, f *compareFlags) error {
 		jobs = append(jobs, job{len(jobs), &tasks[i], "reference", tasks[i].Reference}, job{len(jobs) + 1, &tasks[i], "empty", ""})
 	}
 	results := make([]comparison, len(jobs))
+	var out *json.Encoder
+	if f.out != "" {
+		file, err := os.Create(f.out)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		out = json.NewEncoder(file)
+	}
 	ctx := cmd.Context()
 	next := make(chan job)
 	var wg sync.WaitGroup
@@ -185,6 +194,11 @@ func runCompare(cmd *cobra.Command, env *Env, f *compareFlags) error {
 				results[j.i] = c
 				mu.Lock()
 				done++
+				if out != nil {
+					if err := out.Encode(&c); err != nil {
+						fmt.Fprintf(env.Stderr, "writing %s: %v\n", f.out, err)
+					}
+				}
 				if !c.agree() {
 					fmt.Fprintf(env.Stderr, "DISAGREE %s (%s): selected %s, whole suite %s\n", c.TaskID, c.Completion, c.Selected.Verdict, c.Whole.Verdict)
 				}
@@ -207,18 +221,6 @@ feed:
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return err
-	}
-	if f.out != "" {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		for i := range results {
-			if err := enc.Encode(&results[i]); err != nil {
-				return err
-			}
-		}
-		if err := writeFileAtomic(f.out, buf.Bytes()); err != nil {
-			return err
-		}
 	}
 	return writeComparison(env.Stdout, results, len(tasks))
 }
