@@ -243,7 +243,35 @@ func writeComparison(w io.Writer, results []comparison, samples int) error {
 				c.Selected.Verdict, reasonSuffix(&c.Selected), c.Whole.Verdict, reasonSuffix(&c.Whole))
 		}
 	}
+	type levelTotals struct {
+		samples, selTests, wholeTests int
+		selWall, wholeWall            time.Duration
+	}
+	byLevel := map[evaluator.Level]*levelTotals{}
+	for i := range results {
+		c := &results[i]
+		lt := byLevel[c.Level]
+		if lt == nil {
+			lt = &levelTotals{}
+			byLevel[c.Level] = lt
+		}
+		if c.Completion == "reference" {
+			lt.samples++
+		}
+		var s, wh compareTotals
+		s.add(&c.Selected, c.SelectedWall)
+		wh.add(&c.Whole, c.WholeWall)
+		lt.selTests, lt.wholeTests, lt.selWall, lt.wholeWall = lt.selTests+s.tests, lt.wholeTests+wh.tests, lt.selWall+s.wall, lt.wholeWall+wh.wall
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "LEVEL\tSAMPLES\tTESTS RUN SELECTED\tWHOLE SUITE\t\tWALL TIME SELECTED\tWHOLE SUITE\t\t")
+	for _, l := range evaluator.Levels() {
+		if lt := byLevel[l]; lt != nil {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", l, lt.samples, lt.selTests, lt.wholeTests, ratio(float64(lt.wholeTests), float64(lt.selTests)),
+				lt.selWall.Round(time.Second), lt.wholeWall.Round(time.Second), ratio(float64(lt.wholeWall), float64(lt.selWall)))
+		}
+	}
+	_ = tw.Flush()
 	fmt.Fprintln(tw, "\tRUNS\tTESTS RUN\tPER SAMPLE\tWALL TIME\tPER SAMPLE\tTEST TIME\t")
 	for _, row := range []struct {
 		name string
