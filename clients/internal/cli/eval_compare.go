@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
+	"strconv"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -34,7 +36,8 @@ and its empty middle (a completion that must fail) are graded twice in this
 process's own sandbox, once running only the selected tests and once the
 whole suite (as --all-tests does), and every pair of verdicts that differ is
 listed with both reasons. It prints, per way, the tests run (passed, failed
-and erroring tests as pytest counts them) and the wall time of the runs
+and erroring tests as pytest counts them: its report, or for a run that
+failed the summary line its output ends with) and the wall time of the runs
 (sandbox start and the repository's copy included), in total and per
 sample, and their ratios.
 
@@ -93,9 +96,7 @@ func (t *compareTotals) add(r *evaluator.Result, wall time.Duration) {
 	t.run++
 	t.wall += wall
 	t.exec += r.ExecDuration
-	if r.Tests != nil {
-		t.tests += r.Tests.Passed + r.Tests.Failed + r.Tests.Errors
-	}
+	t.tests += testsRun(r)
 	if r.Verdict == evaluator.VerdictError {
 		t.errors++
 	}
@@ -293,6 +294,32 @@ func writeComparison(w io.Writer, results []comparison, samples int) error {
 		return fmt.Errorf("%d runs reached no verdict (ERROR): see -o for why", sel.errors+whole.errors)
 	}
 	return nil
+}
+
+// pytestSummary is pytest's last line ("3 failed, 733 passed in 39.82s",
+// "2 errors in 3.07s"), and pytestCount one count in it.
+var (
+	pytestSummary = regexp.MustCompile(`(?m)^=*\s*(\d+ [a-z]+(?:, \d+ [a-z]+)*) in [0-9.]+s\b.*$`)
+	pytestCount   = regexp.MustCompile(`(\d+) (passed|failed|errors?)\b`)
+)
+
+// testsRun is how many tests a run passed, failed or stopped on with an
+// error: the runner's counts when it passed, else pytest's summary line
+// at the end of its output (0 without one: it did not get that far).
+func testsRun(r *evaluator.Result) int {
+	if r.Tests != nil {
+		return r.Tests.Passed + r.Tests.Failed + r.Tests.Errors
+	}
+	lines := pytestSummary.FindAllStringSubmatch(r.StdoutTail, -1)
+	if len(lines) == 0 {
+		return 0
+	}
+	n := 0
+	for _, m := range pytestCount.FindAllStringSubmatch(lines[len(lines)-1][1], -1) {
+		k, _ := strconv.Atoi(m[1])
+		n += k
+	}
+	return n
 }
 
 func reasonSuffix(r *evaluator.Result) string {
