@@ -588,7 +588,9 @@ func (p *plan) trace(ctx context.Context, o Options, repoDir string, test evalua
 	reach, err := o.Tracer.TraceTests(ctx, base, o.TraceTimeout)
 	p.stats.Trace = time.Since(start)
 	if errors.Is(err, evaluator.ErrNoTracer) {
-		p.stats.TraceNote = fmt.Sprintf("%s tests cannot be traced: every sample runs the whole suite", test.Kind)
+		if !o.SelectNodeTests || test.Kind != evaluator.TestNode { // node's are selected after (selectNodeTests)
+			p.stats.TraceNote = fmt.Sprintf("%s tests cannot be traced: every sample runs the whole suite", test.Kind)
+		}
 		return nil, nil
 	}
 	if err != nil {

@@ -95,9 +95,9 @@ runs once more with a tracer (the test-impact plugin; under Python 3.11 it
 makes the suite several times slower, --trace-timeout bounds it), which
 finds the tests that execute each line. Every record then names the tests
 that execute its span ("tests", with expected_tests their count; a span
-executed at import time names none: the whole suite), its samples are
-checked with just those, and a span no test executes is dropped, since no
-test can fail on it. --all-tests skips the trace: every record runs the
+of lines that run only at import time outside function bodies names none:
+the whole suite), its samples are checked with just those, and a span no
+test executes is dropped, since no test can fail on it. --all-tests skips the trace: every record runs the
 whole suite. 'infill eval compare FILE' grades a benchmark both ways.
 
 Run the result with 'infill eval run --infill FILE'. Each record names the
