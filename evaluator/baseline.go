@@ -43,7 +43,7 @@ type baselineRun struct {
 // returns an error wrapping sandbox.ErrEnvironment when that run fails on
 // an import too (or on its environment).
 func (b *baselines) environmentFailure(ctx context.Context, ex Executor, spec sandbox.Spec) (error, error) {
-	spec.Files = nil
+	spec.Files = runnerFiles(spec.Files)
 	key, err := json.Marshal(struct {
 		Spec sandbox.Spec
 		Env  *sandbox.Environment

@@ -180,11 +180,19 @@ func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Com
 		res.Verdict = VerdictSkipped
 		return res, nil
 	}
+	if cfg.AllTests {
+		whole := *t
+		whole.Exec.Test = t.Exec.Test.WholeSuite()
+		t = &whole
+	}
 	spec, err := specFor(cfg, t, c.Text)
 	if err != nil {
 		return fail(err)
 	}
 	out, err := r.exec.Run(ctx, spec)
+	if err == nil {
+		t, spec, out, err = r.widenRun(ctx, t, c.Text, spec, out)
+	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
@@ -269,6 +277,9 @@ func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
 			spec.Mode, spec.Target, spec.Args = sandbox.ModeScript, path.Clean(ts.Script), ts.Args
 		case TestPytest:
 			spec.Mode, spec.Args = sandbox.ModePytest, ts.Args
+			if err := selectPytest(&spec, t, path.Clean(t.Path)); err != nil {
+				return sandbox.Spec{}, err
+			}
 		case TestCommand:
 			spec.Mode, spec.Command = sandbox.ModeCommand, ts.Command
 		case TestNode:

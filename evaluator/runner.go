@@ -43,6 +43,9 @@ type Config struct {
 	// server's --eval-python DIR=PYTHON), where the task names none: the
 	// rule with the longest matching Dir applies.
 	Pythons []PythonRule
+	// AllTests runs every repository task's whole suite, also where the
+	// task names the tests that reach its span (TestSpec.Tests).
+	AllTests bool
 }
 
 // PythonRule says that repositories under Dir run their tests with the

@@ -104,6 +104,11 @@ type TestSpec struct {
 	// masked span on the pristine code, in the runner's own form (pytest
 	// node IDs, Go test names, node test files). Empty: the whole suite.
 	Tests []string `json:"tests,omitempty"`
+	// SuiteTests is how many tests the whole suite passes on the pristine
+	// code, which a run of the whole suite (Config.AllTests) expects of a
+	// task with Tests, where ExpectedTests counts only those (0: at least
+	// one, none failing).
+	SuiteTests int `json:"suite_tests,omitempty"`
 }
 
 // Exec describes how to execute a completed task.
@@ -189,8 +194,11 @@ func (t *Task) Validate() error {
 		default:
 			return bad("unknown test kind %q", t.Exec.Test.Kind)
 		}
-		if t.Exec.Test.ExpectedTests < 0 {
+		if t.Exec.Test.ExpectedTests < 0 || t.Exec.Test.SuiteTests < 0 {
 			return bad("negative expected test count")
+		}
+		if err := validateTests(t.Exec.Test.Tests); err != nil {
+			return bad("%v", err)
 		}
 		if p := t.Exec.Test.Python; p != "" && !filepath.IsAbs(p) && !filepath.IsLocal(filepath.FromSlash(p)) {
 			return bad("interpreter %q must be absolute or inside the repository", p)

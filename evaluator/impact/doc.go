@@ -34,15 +34,23 @@
 //     multiprocessing's forked workers do, or a signal) makes its test
 //     selected for every span, as does a test that replaces the tracer.
 //
+// SelectShaped relaxes the rule for graders that check a completion's
+// shape (its file's syntax tree without function bodies: PytestShape): a
+// line run at import time outside every function body then selects no
+// test by itself, so that a span over a whole function selects the tests
+// that run its body; a selected run whose completion changes the shape
+// says so before any repository code runs (Widened), and the grader keeps
+// its failure or confirms its pass with the whole suite. PytestReach
+// applies it to byte spans and gives node ids relative to the repository
+// root, which PytestTests runs without the map (the evaluator records them
+// in a task's TestSpec.Tests). A selected run also compiles the changed
+// file first (PytestConfig.Compile).
+//
 // What it does not see, by construction: non-Python processes running
 // repository code, children started with an environment that drops
 // PYTHONPATH, state one test leaves for a later one through a cache filled
 // by a plain function (functools.cache, a module-level dict filled
-// lazily), and tests whose outcome depends on their order. A completion
-// that does not compile makes every test importing its module fail at
-// collection, which a selected run does not see when no selected test
-// imports it: graders should compile the changed file first (see
-// docs/evaluation.md).
+// lazily), and tests whose outcome depends on their order.
 //
 // The map is only as trustworthy as the repository's tests: code under test
 // sees the run's nonce and could print a forged map after the plugin's

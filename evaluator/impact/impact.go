@@ -58,10 +58,14 @@ type FileImpact struct {
 	// block with code, else the one before, else the block's header; 0 for
 	// a module holding nothing else, which runs at import).
 	Anchors [][3]int `json:"anchors"`
+	// Bodies are the [first, last] line extents of function bodies: the
+	// lines outside them are the file's shape (see SelectShaped).
+	Bodies [][2]int `json:"bodies"`
 }
 
-// MapVersion is the Map format this package reads and writes.
-const MapVersion = 1
+// MapVersion is the Map format this package reads and writes (2: with
+// FileImpact.Bodies).
+const MapVersion = 2
 
 // Span is a region of one file: lines First..Last, 1-based and inclusive.
 type Span struct {
@@ -128,11 +132,29 @@ func (m *Map) Validate() error {
 // test file or over a line run at import time, none for a span no test
 // reaches (a file never executed included).
 func Select(m *Map, span Span) ([]TestID, error) {
+	ids, _, err := selectTests(m, span, false)
+	return ids, err
+}
+
+// SelectShaped is Select for a grader that checks that a completion keeps
+// its file's shape (the syntax tree outside function bodies: PytestShape)
+// and runs the whole suite when it does not. A line run at import time
+// outside every function body (a def or class line, a module- or
+// class-level statement) then selects no test by itself: a completion
+// that keeps the shape leaves it as it was. The tests are those executing
+// the span's other lines; whole says the span holds only such shape lines,
+// or an import-time line inside a function body (a function called at
+// import), or lies in a test file: every test.
+func SelectShaped(m *Map, span Span) (ids []TestID, whole bool, err error) {
+	return selectTests(m, span, true)
+}
+
+func selectTests(m *Map, span Span, shaped bool) ([]TestID, bool, error) {
 	if err := span.validate(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if slices.Contains(m.TestFiles, span.File) {
-		return slices.Clone(m.Tests), nil
+		return slices.Clone(m.Tests), true, nil
 	}
 	fi := m.Files[span.File] // a file no test executed: only Always
 	first, last := span.First, span.Last
@@ -149,16 +171,30 @@ func Select(m *Map, span Span) ([]TestID, error) {
 	for _, a := range fi.Anchors {
 		if a[0] <= last && a[1] >= first {
 			if a[2] == 0 {
-				return slices.Clone(m.Tests), nil
+				return slices.Clone(m.Tests), true, nil
 			}
 			anchors = append(anchors, a[2])
 		}
 	}
 	reached := func(l int) bool { return in(l) || slices.Contains(anchors, l) }
-	for _, l := range fi.All {
-		if reached(l) {
-			return slices.Clone(m.Tests), nil
+	inBody := func(l int) bool {
+		for _, b := range fi.Bodies {
+			if l >= b[0] && l <= b[1] {
+				return true
+			}
 		}
+		return false
+	}
+	shape := false // the span reaches a line of the file's shape
+	for _, l := range fi.All {
+		if !reached(l) {
+			continue
+		}
+		if shaped && !inBody(l) {
+			shape = true
+			continue
+		}
+		return slices.Clone(m.Tests), true, nil
 	}
 	chosen := make([]bool, len(m.Tests))
 	for _, i := range m.Always {
@@ -178,5 +214,8 @@ func Select(m *Map, span Span) ([]TestID, error) {
 			ids = append(ids, m.Tests[i])
 		}
 	}
-	return ids, nil
+	if shape && len(ids) == 0 {
+		return slices.Clone(m.Tests), true, nil
+	}
+	return ids, false, nil
 }

@@ -26,7 +26,22 @@ INFILL_IMPACT_TRACE=<nonce>
 
 INFILL_IMPACT_SELECT=<path of a JSON list of node ids>
     Keep only those items; a listed id that is not collected stops the run
-    with exit status 4, so a renamed test never passes by running nothing.
+    with exit status 4, so a renamed test never passes by running nothing
+    (unless collection failed: then the run stops as pytest stops it, on the
+    collection errors).
+
+INFILL_IMPACT_SHAPE={"file": path, "pristine": path, "nonce": nonce}
+    With INFILL_IMPACT_SELECT, when the plugin is loaded (before conftest
+    files and test modules): if the changed file's shape (its syntax tree
+    without function bodies) is not the pristine file's, print
+    ``infill-impact-widen <nonce>`` and exit: the completion changed what
+    runs at import time, so the selection does not hold and the grader runs
+    the whole suite instead.
+
+INFILL_IMPACT_COMPILE=<JSON list of paths relative to the root>
+    With INFILL_IMPACT_SELECT: compile each file before the tests run; a
+    syntax error in one is reported as a collection error of that file, as
+    if a test module imported it.
 """
 
 import ast
@@ -43,6 +58,8 @@ import pytest
 
 _TRACE_NONCE = os.environ.get("INFILL_IMPACT_TRACE", "")
 _SELECT_PATH = os.environ.get("INFILL_IMPACT_SELECT", "")
+_COMPILE = os.environ.get("INFILL_IMPACT_COMPILE", "")
+_SHAPE = os.environ.get("INFILL_IMPACT_SHAPE", "")
 _ROOT = os.path.realpath(os.getcwd())
 _CO_NEWLOCALS = 0x2
 
@@ -370,15 +387,16 @@ class _Recorder:
             if rel in test_files:
                 continue
             every = e["all"]
-            extents, anchors = _statements(os.path.join(_ROOT, rel))
+            extents, anchors, bodies = _statements(os.path.join(_ROOT, rel))
             out[rel] = {
                 "all": sorted(every),
                 "lines": {str(l): sorted(ix) for l, ix in sorted(e["lines"].items()) if l not in every and ix},
                 "statements": extents,
                 "anchors": anchors,
+                "bodies": bodies,
             }
         return {
-            "version": 1,
+            "version": 2,
             "python": "%d.%d.%d" % sys.version_info[:3],
             "tracer": "sys.monitoring" if hasattr(sys, "monitoring") else "sys.settrace",
             "rootdir": rootdir,
@@ -410,14 +428,17 @@ def _statements(path):
     completion puts there runs when control reaches them, that is, when the
     next statement of their block with code starts (else the one before
     completes, else their block's header runs), and line is where that
-    shows."""
+    shows. Also the extents [first, last] of function bodies: what lies
+    outside them is the file's shape (_shape)."""
     try:
         with open(path, "rb") as f:
             tree = ast.parse(f.read(), path)
     except (OSError, SyntaxError, ValueError):
-        return [], []
-    extents, anchors = [], []
+        return [], [], []
+    extents, anchors, bodies = [], [], []
     for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            bodies.append([_first_line(node.body[0]), node.body[-1].end_lineno or node.body[-1].lineno])
         if isinstance(node, ast.stmt):
             first = _first_line(node)
             body = getattr(node, "body", None)
@@ -448,21 +469,67 @@ def _statements(path):
                 anchors.append([st.lineno, st.end_lineno or st.lineno, line])
     extents.sort()
     anchors.sort()
-    return extents, anchors
+    bodies.sort()
+    return extents, anchors, bodies
+
+
+def _shape(src, name):
+    """The file's shape: its syntax tree with every function's body left
+    out (no line numbers). Two files of one shape differ only in code that
+    runs when a function is called."""
+    tree = ast.parse(src, name)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.body = []
+    return ast.dump(tree)
+
+
+def _check_shape(spec):
+    """INFILL_IMPACT_SHAPE: when the changed file's shape is not the
+    pristine file's, the selection does not hold; say so with the run's
+    nonce, before anything of the repository runs, and go on: the grader
+    keeps a failing verdict (the whole suite holds the failing tests) and
+    runs the whole suite for a passing one."""
+    try:
+        with open(os.path.join(_ROOT, spec["file"]), "rb") as f:
+            changed = f.read()
+        with open(os.path.join(_ROOT, spec["pristine"]), "rb") as f:
+            pristine = f.read()
+        same = _shape(changed, spec["file"]) == _shape(pristine, spec["file"])
+    except (SyntaxError, ValueError):
+        return  # the compile check reports it
+    if not same:
+        os.write(1, ("\ninfill-impact-widen %s\n" % spec["nonce"]).encode())
 
 
 class _Selector:
-    def __init__(self, ids):
+    def __init__(self, ids, compile_paths):
         self.ids = ids
+        self.compile_paths = compile_paths
+
+    def _compile(self, config):
+        from _pytest.reports import CollectReport
+
+        for rel in self.compile_paths:
+            try:
+                with open(os.path.join(_ROOT, rel), "rb") as f:
+                    compile(f.read(), rel, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte, before 3.12
+                import traceback
+
+                text = "".join(traceback.format_exception_only(type(exc), exc))
+                rep = CollectReport(rel, "failed", "%s: %s" % (rel, text.rstrip()), [])
+                config.hook.pytest_collectreport(report=rep)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
+        self._compile(config)
         want = set(self.ids)
         keep, drop = [], []
         for it in items:
             (keep if it.nodeid in want else drop).append(it)
         missing = want - {it.nodeid for it in keep}
-        if missing:
+        if missing and not session.testsfailed:
             pytest.exit("infill-impact: selected tests not collected: %s" % ", ".join(sorted(missing)[:5]), returncode=4)
         if drop:
             config.hook.pytest_deselected(items=drop)
@@ -474,8 +541,12 @@ def pytest_configure(config):
         config.pluginmanager.register(_recorder, "infill-impact-recorder")
     if _SELECT_PATH:
         with open(_SELECT_PATH, encoding="utf-8") as f:
-            config.pluginmanager.register(_Selector(json.load(f)), "infill-impact-selector")
+            ids = json.load(f)
+        config.pluginmanager.register(_Selector(ids, json.loads(_COMPILE) if _COMPILE else []), "infill-impact-selector")
 
+
+if _SELECT_PATH and _SHAPE:
+    _check_shape(json.loads(_SHAPE))
 
 _recorder = None
 if _TRACE_NONCE:

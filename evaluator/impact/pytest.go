@@ -76,6 +76,44 @@ type PytestConfig struct {
 	// Env is the environment the tests need. A PYTHONPATH in it is kept,
 	// after the plugin's directory.
 	Env map[string]string
+	// Compile are Python files (relative to the repository root) that a
+	// selected run compiles before its tests: a syntax error in one is a
+	// collection error of the run, even where no selected test imports it.
+	Compile []string
+	// Shape, when set, makes a selected run check first that the changed
+	// file keeps the pristine file's shape (SelectShaped); when it does
+	// not, the run prints the line Widened looks for (before anything of
+	// the repository runs) and goes on: a failure stands (the whole suite
+	// holds the failing tests), a pass must be confirmed by the whole
+	// suite.
+	Shape *PytestShape
+}
+
+// PytestShape names the changed file of a selected run and holds the
+// pristine file's text.
+type PytestShape struct {
+	File     string // slash-separated, relative to the repository root
+	Pristine string
+}
+
+const (
+	shapeEnv      = "INFILL_IMPACT_SHAPE"
+	pristineFile  = PluginDir + "/pristine.txt" // not .py: the directory is on sys.path
+	widenedPrefix = "infill-impact-widen "
+)
+
+// Widened reports whether the selected run with environment env found
+// that the changed file's shape differs from the pristine file's
+// (PytestConfig.Shape): its selection does not hold, and only a failure
+// it shows is the whole suite's verdict.
+func Widened(env map[string]string, stdout string) bool {
+	var spec struct {
+		Nonce string `json:"nonce"`
+	}
+	if env[shapeEnv] == "" || json.Unmarshal([]byte(env[shapeEnv]), &spec) != nil || spec.Nonce == "" {
+		return false
+	}
+	return strings.Contains(stdout, "\n"+widenedPrefix+spec.Nonce+"\n")
 }
 
 func (c PytestConfig) python() string {
@@ -125,19 +163,40 @@ var ErrNoOutput = errors.New("impact: the trace run wrote no map")
 // TracePytest runs the repository's whole suite in dir once, through r,
 // and returns which tests execute which lines.
 func TracePytest(ctx context.Context, r Runner, dir string, cfg PytestConfig) (*Map, error) {
+	tr, err := NewPytestTrace(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.Run(ctx, tr.Run.Command(dir, cfg.python()))
+	if err != nil {
+		return nil, fmt.Errorf("impact: trace run: %w", err)
+	}
+	return tr.Parse(out)
+}
+
+// PytestTrace is the run that traces a suite once: run Run however fits
+// (the sandbox's pytest mode as it is, or Run.Command through a Runner)
+// and give what it wrote to stdout to Parse. Parse needs the end of
+// stdout only, from the line before the map on.
+type PytestTrace struct {
+	Run   PytestRun
+	nonce string
+}
+
+// NewPytestTrace returns the trace run of the suite cfg describes.
+func NewPytestTrace(cfg PytestConfig) (PytestTrace, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
+		return PytestTrace{}, err
 	}
 	nonce := hex.EncodeToString(b[:])
 	run := newPytestRun(cfg, map[string]string{"INFILL_IMPACT_TRACE": nonce},
 		map[string]string{PluginDir + "/sitecustomize.py": childPy}, cfg.Paths)
-	out, err := r.Run(ctx, run.Command(dir, cfg.python()))
-	if err != nil {
-		return nil, fmt.Errorf("impact: trace run: %w", err)
-	}
-	return parseTrace(out, nonce)
+	return PytestTrace{Run: run, nonce: nonce}, nil
 }
+
+// Parse decodes the map from the trace run's stdout.
+func (t PytestTrace) Parse(stdout []byte) (*Map, error) { return parseTrace(stdout, t.nonce) }
 
 // parseTrace finds the plugin's line for nonce in out (the last one, so
 // that nothing the tests printed earlier can stand in for it) and decodes
@@ -190,23 +249,60 @@ var ErrNoTests = errors.New("impact: no tests selected")
 // It names the test files on the command line (short whatever the ids:
 // parametrised ids with brackets and spaces stay off it) and lists the ids
 // in a file the plugin reads; the plugin deselects every other item and
-// stops the run with exit status 4 if a listed id is not collected.
+// stops the run with exit status 4 if a listed id is not collected (unless
+// collection failed: a test module that no longer imports is the run's
+// failure, reported as pytest reports it).
 func PytestSelection(m *Map, ids []TestID, cfg PytestConfig) (PytestRun, error) {
-	if len(ids) == 0 {
-		return PytestRun{}, ErrNoTests
-	}
 	known := make(map[TestID]bool, len(m.Tests))
 	for _, t := range m.Tests {
 		known[t] = true
 	}
-	var paths []string
-	seen := map[string]bool{}
 	for _, id := range ids {
 		if !known[id] {
 			return PytestRun{}, fmt.Errorf("impact: test %q is not in the map", id)
 		}
+	}
+	return selectionRun(ids, m.RootDir, cfg)
+}
+
+// PytestTests is PytestSelection without the map: ids are node ids
+// relative to the repository root (as RootRelative writes them), and the
+// run's rootdir is the repository root.
+func PytestTests(ids []string, cfg PytestConfig) (PytestRun, error) {
+	return selectionRun(ids, ".", cfg)
+}
+
+// RootRelative returns ids (node ids relative to m.RootDir) relative to
+// the repository root, the form PytestTests takes.
+func (m *Map) RootRelative(ids []TestID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		file, rest, ok := strings.Cut(id, "::")
+		out[i] = path.Join(m.RootDir, file)
+		if ok {
+			out[i] += "::" + rest
+		}
+	}
+	return out
+}
+
+// validRel says whether f is a clean relative path inside the repository.
+func validRel(f string) bool {
+	return f != "" && !path.IsAbs(f) && !strings.HasPrefix(path.Clean(f), "..") && !strings.ContainsRune(f, 0)
+}
+
+func selectionRun(ids []string, rootDir string, cfg PytestConfig) (PytestRun, error) {
+	if len(ids) == 0 {
+		return PytestRun{}, ErrNoTests
+	}
+	var paths []string
+	seen := map[string]bool{}
+	for _, id := range ids {
 		file, _, _ := strings.Cut(id, "::")
-		p := path.Join(m.RootDir, file)
+		if file == "" || path.IsAbs(file) || strings.HasPrefix(path.Clean(file), "..") || strings.HasPrefix(file, "-") {
+			return PytestRun{}, fmt.Errorf("impact: test %q does not name a file inside the repository", id)
+		}
+		p := path.Join(rootDir, file)
 		if !seen[p] {
 			seen[p] = true
 			paths = append(paths, p)
@@ -216,9 +312,36 @@ func PytestSelection(m *Map, ids []TestID, cfg PytestConfig) (PytestRun, error) 
 	if err != nil {
 		return PytestRun{}, err
 	}
-	run := newPytestRun(cfg, map[string]string{"INFILL_IMPACT_SELECT": selectFile},
-		map[string]string{selectFile: string(list)}, paths)
+	env := map[string]string{"INFILL_IMPACT_SELECT": selectFile}
+	if len(cfg.Compile) > 0 {
+		for _, f := range cfg.Compile {
+			if !validRel(f) {
+				return PytestRun{}, fmt.Errorf("impact: file to compile %q must be relative and inside the repository", f)
+			}
+		}
+		c, err := json.Marshal(cfg.Compile)
+		if err != nil {
+			return PytestRun{}, err
+		}
+		env["INFILL_IMPACT_COMPILE"] = string(c)
+	}
+	files := map[string]string{selectFile: string(list)}
+	if sh := cfg.Shape; sh != nil {
+		if !validRel(sh.File) {
+			return PytestRun{}, fmt.Errorf("impact: changed file %q must be relative and inside the repository", sh.File)
+		}
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return PytestRun{}, err
+		}
+		spec, err := json.Marshal(map[string]string{"file": sh.File, "pristine": pristineFile, "nonce": hex.EncodeToString(b[:])})
+		if err != nil {
+			return PytestRun{}, err
+		}
+		env[shapeEnv], files[pristineFile] = string(spec), sh.Pristine
+	}
+	run := newPytestRun(cfg, env, files, paths)
 	// Node ids are relative to the rootdir; naming files could move it.
-	run.Args = slices.Insert(run.Args, 4, "--rootdir="+m.RootDir)
+	run.Args = slices.Insert(run.Args, 4, "--rootdir="+rootDir)
 	return run, nil
 }

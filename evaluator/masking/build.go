@@ -22,6 +22,7 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/evaluator/impact"
 )
 
 // Options configures benchmark construction.
@@ -73,7 +74,25 @@ type Options struct {
 	// the repository is recorded relative to it). Default: the
 	// repository's own virtual environment (.venv/ or venv/), if any.
 	Python string
+	// Tracer, when set, finds once on the pristine repository which tests
+	// execute each span (Build only): every record names them
+	// (TestSpec.Tests, ExpectedTests their pristine pass count) and is
+	// checked with just them, and a span no test executes is dropped
+	// (Stats.Unreached). Test kinds it cannot trace keep the whole suite.
+	Tracer Tracer
+	// TraceTimeout bounds the trace run (default 30 minutes; the sandbox's
+	// CPU-time limit applies too).
+	TraceTimeout time.Duration
 }
+
+// Tracer finds the tests that reach each span; *evaluator.Runner
+// implements it.
+type Tracer interface {
+	TraceTests(ctx context.Context, t evaluator.Task, timeout time.Duration) (impact.Reach, error)
+}
+
+// DefaultTraceTimeout is Options.TraceTimeout's default.
+const DefaultTraceTimeout = 30 * time.Minute
 
 // Grader grades one completion; *evaluator.Runner implements it.
 type Grader interface {
@@ -107,6 +126,14 @@ type Stats struct {
 	// why: their files give no samples.
 	Packages        int      `json:"packages,omitempty"`
 	FailingPackages []string `json:"failing_packages,omitempty"`
+	// Unreached counts samples dropped because no test executes their span
+	// on the pristine code (Options.Tracer): no test can fail on them.
+	Unreached map[evaluator.Level]int `json:"unreached,omitempty"`
+	// Traced says the records name the tests that reach their spans; Trace
+	// is the trace run's wall time; TraceNote says why there was none.
+	Traced    bool          `json:"traced,omitempty"`
+	Trace     time.Duration `json:"trace_ns,omitempty"`
+	TraceNote string        `json:"trace_note,omitempty"`
 }
 
 // Errors.
@@ -140,6 +167,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 10 * o.PerLevel
+	}
+	if o.TraceTimeout == 0 {
+		o.TraceTimeout = DefaultTraceTimeout
 	}
 	return o
 }
@@ -186,7 +216,8 @@ type plan struct {
 
 func makePlan(ctx context.Context, repoDir string, o Options, log *zap.Logger) (*plan, error) {
 	p := &plan{repo: repoDir, files: map[string]*source{}, byLevel: map[evaluator.Level][]Candidate{},
-		stats: Stats{Candidates: map[evaluator.Level]int{}, Kept: map[evaluator.Level]int{}, Uncovered: map[evaluator.Level]int{}}}
+		stats: Stats{Candidates: map[evaluator.Level]int{}, Kept: map[evaluator.Level]int{}, Uncovered: map[evaluator.Level]int{},
+			Unreached: map[evaluator.Level]int{}}}
 	var err error
 	if o.Language != "" {
 		p.lang, err = LanguageNamed(o.Language)
@@ -441,6 +472,12 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 	} else if test, err = p.repositoryBaseline(ctx, g, repoDir, o, test); err != nil {
 		return nil, p.stats, err
 	}
+	var reach impact.Reach
+	if p.lang.packageOf == nil { // Go packages: no tracer
+		if reach, err = p.trace(ctx, o, repoDir, test, log); err != nil {
+			return nil, p.stats, err
+		}
+	}
 	var out []dataset.InfillRecord
 	for _, level := range o.Levels {
 		kept, tried := 0, 0
@@ -456,6 +493,19 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 				continue
 			}
 			rec := p.record(c, o, test)
+			if reach != nil {
+				sel, err := reach.Span(c.Path, p.files[c.Path].src, c.Start, c.End)
+				if err != nil {
+					return nil, p.stats, fmt.Errorf("masking: the tests reaching %s: %w", rec.ID, err)
+				}
+				if sel.Empty() {
+					p.stats.Unreached[level]++
+					continue
+				}
+				if !sel.Whole {
+					rec.Test.Tests, rec.Test.ExpectedTests, rec.Test.SuiteTests = sel.Tests, sel.Passing, test.ExpectedTests
+				}
+			}
 			if o.RequireEmptyFails {
 				tried++
 				t, err := taskOf(rec, repoDir)
@@ -495,14 +545,7 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 // file restored exactly) and returns the test spec that passed, with the
 // pytest (or node) pass count as its ExpectedTests.
 func (p *plan) repositoryBaseline(ctx context.Context, g Grader, repoDir string, o Options, test evaluator.TestSpec) (evaluator.TestSpec, error) {
-	var first *source
-	for _, f := range p.files {
-		if first == nil || f.rel < first.rel {
-			first = f
-		}
-	}
-	base := p.record(Candidate{Path: first.rel, Start: 0, End: len(first.src), Level: evaluator.LevelRandomSpan}, o, test)
-	bt, err := taskOf(base, repoDir)
+	bt, err := p.baseTask(o, repoDir, test)
 	if err != nil {
 		return test, err
 	}
@@ -516,6 +559,46 @@ func (p *plan) repositoryBaseline(ctx context.Context, g Grader, repoDir string,
 		p.stats.BaselineTests = res.Tests.Passed
 	}
 	return test, nil
+}
+
+// baseTask is the unmodified repository as a task: its first file
+// restored exactly.
+func (p *plan) baseTask(o Options, repoDir string, test evaluator.TestSpec) (evaluator.Task, error) {
+	var first *source
+	for _, f := range p.files {
+		if first == nil || f.rel < first.rel {
+			first = f
+		}
+	}
+	return taskOf(p.record(Candidate{Path: first.rel, Start: 0, End: len(first.src), Level: evaluator.LevelRandomSpan}, o, test), repoDir)
+}
+
+// trace runs o.Tracer on the unmodified repository (with test, the spec
+// the baseline passed); nil without a Tracer or for a test kind it
+// cannot trace (the records then run the whole suite).
+func (p *plan) trace(ctx context.Context, o Options, repoDir string, test evaluator.TestSpec, log *zap.Logger) (impact.Reach, error) {
+	if o.Tracer == nil {
+		return nil, nil
+	}
+	base, err := p.baseTask(o, repoDir, test)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	reach, err := o.Tracer.TraceTests(ctx, base, o.TraceTimeout)
+	p.stats.Trace = time.Since(start)
+	if errors.Is(err, evaluator.ErrNoTracer) {
+		if !o.SelectNodeTests || test.Kind != evaluator.TestNode { // node's are selected after (selectNodeTests)
+			p.stats.TraceNote = fmt.Sprintf("%s tests cannot be traced: every sample runs the whole suite", test.Kind)
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("masking: finding the tests that reach each span: %w", err)
+	}
+	p.stats.Traced = true
+	log.Info("masking: traced the tests", zap.Duration("took", p.stats.Trace))
+	return reach, nil
 }
 
 func lastLines(s string, n int) string {

@@ -45,7 +45,7 @@ builds repository benchmarks by masking code.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newEvalRunCmd(env, g), newEvalGradeCmd(env, g), newEvalReportCmd(env), newEvalMergeCmd(env), newEvalMaskCmd(env), newEvalListCmd(env, g))
+	cmd.AddCommand(newEvalRunCmd(env, g), newEvalGradeCmd(env, g), newEvalReportCmd(env), newEvalMergeCmd(env), newEvalMaskCmd(env), newEvalCompareCmd(env), newEvalListCmd(env, g))
 	return cmd
 }
 
@@ -79,6 +79,8 @@ type evalRunFlags struct {
 	// python is the interpreter of repository tasks (--python).
 	python  string
 	sandbox sandboxFlags
+	// allTests runs repository tasks' whole suites (--all-tests).
+	allTests bool
 }
 
 func newEvalRunCmd(env *Env, g *globals) *cobra.Command {
@@ -197,6 +199,7 @@ func addSourceFlags(cmd *cobra.Command, f *evalRunFlags, erbNote, infillNote str
 	fl.StringVar(&f.repoMap, "repo-map", "", "rewrite repository paths `LOCAL=REMOTE` for a server that sees them elsewhere")
 	fl.StringVar(&f.python, "python", "", "run repository tasks' tests with this interpreter `PATH` (a virtual environment's bin/python selects it), instead of the benchmark's or the repository's own .venv/ or venv/")
 	fl.DurationVar(&f.every, "progress-every", 10*time.Second, "interval of progress lines when stderr is not a terminal")
+	fl.BoolVar(&f.allTests, "all-tests", false, "run repository tasks' whole test suites, also where the benchmark names the tests that reach a span")
 }
 
 // evalSource is what a run grades, loaded on this machine (tasks) or held
@@ -400,6 +403,9 @@ func (f *evalRunFlags) check(ks []int) error {
 	if f.runID != "" && !f.serverSide {
 		return fmt.Errorf("--run-id names a journal on the server: it needs --server-side")
 	}
+	if f.allTests && f.serverSide {
+		return fmt.Errorf("--all-tests changes the tasks this machine loads: not with --server-side")
+	}
 	return nil
 }
 
@@ -483,9 +489,12 @@ func (f *evalRunFlags) finish(src evalSource, err error) (evalSource, error) {
 		src.tasks = src.tasks[:f.limit]
 	}
 	src.tasks = f.shardSpec.Select(src.tasks) // as RunBenchmark: the parts of the first --limit tasks
-	if f.sampleTimeout > 0 {
-		for i := range src.tasks {
+	for i := range src.tasks {
+		if f.sampleTimeout > 0 {
 			src.tasks[i].Exec.Timeout = f.sampleTimeout
+		}
+		if f.allTests {
+			src.tasks[i].Exec.Test = src.tasks[i].Exec.Test.WholeSuite()
 		}
 	}
 	if f.python != "" {
@@ -838,14 +847,10 @@ func (r *evalRun) inProcess(ctx context.Context, src evalSource, workers int) er
 		fmt.Fprintf(r.env.Stderr, "nothing to do: all %s are in %s\n", plural(r.state.Total, "sample"), r.path)
 		return nil
 	}
-	cfg := sandbox.Config{WarmWorkers: workers}
-	r.f.sandbox.apply(&cfg)
-	sb, err := sandbox.New(cfg, nil)
+	sb, err := newLocalSandbox(sandbox.Config{WarmWorkers: workers}, &r.f.sandbox,
+		"--local needs bubblewrap and python3 here (Debian packages bubblewrap python3); or grade through a server without --local")
 	if err != nil {
-		if errors.Is(err, sandbox.ErrInvalidConfig) {
-			return usageError{err}
-		}
-		return hintError{err, "--local needs bubblewrap and python3 here (Debian packages bubblewrap python3); or grade through a server without --local"}
+		return err
 	}
 	defer sb.Close()
 	runner, err := evaluator.NewRunner(evaluator.Config{Workers: workers, FullErrors: true}, sb, nil, nil)
@@ -872,6 +877,20 @@ func (r *evalRun) inProcess(ctx context.Context, src evalSource, workers int) er
 	}
 	gr.end(true)
 	return nil
+}
+
+// newLocalSandbox starts this process's own sandbox with the limit flags
+// given; hint says what it needs when it cannot start.
+func newLocalSandbox(cfg sandbox.Config, f *sandboxFlags, hint string) (*sandbox.Sandbox, error) {
+	f.apply(&cfg)
+	sb, err := sandbox.New(cfg, nil)
+	if err != nil {
+		if errors.Is(err, sandbox.ErrInvalidConfig) {
+			return nil, usageError{err}
+		}
+		return nil, hintError{err, hint}
+	}
+	return sb, nil
 }
 
 // streamError explains a broken stream.

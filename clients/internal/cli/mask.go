@@ -42,6 +42,8 @@ type maskFlags struct {
 	maxAttempts   int
 	expectedTests int
 	python        string
+	allTests      bool
+	traceTimeout  time.Duration
 	sandbox       sandboxFlags
 }
 
@@ -88,6 +90,16 @@ sandbox has no network and mounts node_modules read-only. A pass needs the
 runner's count of passed tests, as for pytest (docs/evaluation.md,
 JavaScript and TypeScript repositories).
 
+Before the samples are checked, the unmodified repository's pytest suite
+runs once more with a tracer (the test-impact plugin; under Python 3.11 it
+makes the suite several times slower, --trace-timeout bounds it), which
+finds the tests that execute each line. Every record then names the tests
+that execute its span ("tests", with expected_tests their count; a span
+of lines that run only at import time outside function bodies names none:
+the whole suite), its samples are checked with just those, and a span no
+test executes is dropped, since no test can fail on it. --all-tests skips the trace: every record runs the
+whole suite. 'infill eval compare FILE' grades a benchmark both ways.
+
 Run the result with 'infill eval run --infill FILE'. Each record names the
 repository relative to FILE's directory.`,
 		Example: `  infill eval mask ~/src/mylib -o mylib-bench.jsonl
@@ -124,6 +136,8 @@ repository relative to FILE's directory.`,
 	_ = fl.MarkHidden("timeout")
 	fl.StringVar(&f.python, "python", "", "run the tests with this interpreter `PATH` (a virtual environment's bin/python selects it; default: the repository's .venv/ or venv/, else python3)")
 	addSandboxFlags(cmd, &f.sandbox, "")
+	fl.BoolVar(&f.allTests, "all-tests", false, "do not trace the tests: every record runs the whole suite")
+	fl.DurationVar(&f.traceTimeout, "trace-timeout", masking.DefaultTraceTimeout, "limit of the traced run of the whole suite (wall clock and CPU time)")
 	fl.BoolVar(&f.noCheck, "no-check", false, "select spans without running any test (no sandbox needed)")
 	fl.StringVar(&f.language, "language", "", "language to mask: "+strings.Join(masking.Languages(), ", ")+" (default: the one with the most files)")
 	fl.StringVar(&f.benchmark, "name", "", "benchmark name in the records (default: the repository's directory name)")
@@ -170,6 +184,11 @@ func runMask(cmd *cobra.Command, env *Env, f *maskFlags, repo string) error {
 		recs, stats, err = masking.Select(ctx, absRepo, opts)
 	} else {
 		cfg := sandbox.Config{Timeout: f.timeout, WarmWorkers: -1}
+		if !f.allTests {
+			// The trace run's map arrives at the end of its stdout, and its
+			// suite runs for longer than a sample's.
+			cfg.OutputTailBytes, cfg.CPUTime = sandbox.DefaultOutputLimitBytes, max(f.timeout, f.traceTimeout)
+		}
 		f.sandbox.apply(&cfg)
 		sb, serr := sandbox.New(cfg, zap.NewNop())
 		if serr != nil {
@@ -186,6 +205,9 @@ func runMask(cmd *cobra.Command, env *Env, f *maskFlags, repo string) error {
 		runner, rerr := evaluator.NewRunner(evaluator.Config{Workers: 1, FullErrors: true}, sb, nil, zap.NewNop())
 		if rerr != nil {
 			return rerr
+		}
+		if !f.allTests {
+			opts.Tracer = runner
 		}
 		fmt.Fprintf(env.Stderr, "masking %s: checking each sample in the sandbox (this runs the tests up to twice per sample)%s\n", absRepo, withPython(opts, absRepo))
 		recs, stats, err = masking.Build(ctx, absRepo, opts, runner, zap.NewNop())
@@ -226,7 +248,7 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 	o := masking.Options{
 		Seed: f.seed, PerLevel: f.perLevel, RequireEmptyFails: f.requireFail && !f.noCheck,
 		Timeout: f.timeout, Benchmark: f.benchmark, MinMiddle: f.minMiddle, MaxMiddle: f.maxMiddle,
-		MaxAttempts: f.maxAttempts, Language: f.language, SelectNodeTests: f.selectNode,
+		MaxAttempts: f.maxAttempts, Language: f.language, SelectNodeTests: f.selectNode, TraceTimeout: f.traceTimeout,
 	}
 	if f.python != "" {
 		p, err := filepath.Abs(f.python)
@@ -295,10 +317,19 @@ func writeMaskStats(w io.Writer, s masking.Stats, noCheck bool) {
 	for _, f := range s.FailingPackages {
 		fmt.Fprintf(w, "not masked, its unmodified tests fail: package %s\n", f)
 	}
+	if s.Traced {
+		fmt.Fprintf(w, "traced the tests in %s: each record names the tests that execute its span\n", s.Trace.Round(time.Second))
+	}
+	if s.TraceNote != "" {
+		fmt.Fprintln(w, s.TraceNote)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if noCheck {
+	switch {
+	case noCheck:
 		fmt.Fprintln(tw, "LEVEL\tCANDIDATES\tSELECTED")
-	} else {
+	case s.Traced:
+		fmt.Fprintln(tw, "LEVEL\tCANDIDATES\tKEPT\tNOT COVERED BY TESTS\tEXECUTED BY NO TEST")
+	default:
 		fmt.Fprintln(tw, "LEVEL\tCANDIDATES\tKEPT\tNOT COVERED BY TESTS")
 	}
 	levels := evaluator.Levels()
@@ -312,9 +343,12 @@ func writeMaskStats(w io.Writer, s masking.Stats, noCheck bool) {
 		if c == 0 && k == 0 {
 			continue
 		}
-		if noCheck {
+		switch {
+		case noCheck:
 			fmt.Fprintf(tw, "%s\t%d\t%d\n", l, c, k)
-		} else {
+		case s.Traced:
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", l, c, k, u, s.Unreached[l])
+		default:
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", l, c, k, u)
 		}
 	}

@@ -1,12 +1,20 @@
 // Command infill-eval builds and checks execution benchmarks offline:
 //
 //	infill-eval mask -repo DIR -out bench.jsonl [-seed N] [-per-level N] [-require-empty-fails]
+//	    [-all-tests] [-python PATH] [sandbox limits]
 //	    turns a Python repository with tests into an infill-format benchmark
-//	    (grammar-based and random masks, each checked in the sandbox);
+//	    (grammar-based and random masks, each checked in the sandbox; the
+//	    tests are traced once and each record names those that execute its
+//	    span, unless -all-tests);
 //	infill-eval run (-humaneval DIR [-sets a,b] | -execrepobench FILE -repos DIR | -infill FILE)
 //	    [-completion reference|empty] [-results out.jsonl] [-workers N]
+//	    [-all-tests] [-python PATH] [sandbox limits]
 //	    grades the reference (or empty) middles in the sandbox and prints the
 //	    summary as JSON; with -results an interrupted run resumes.
+//
+// The sandbox limits are the flags of 'infill eval' and infill-server:
+// -sandbox-memory, -sandbox-address-space, -sandbox-processes,
+// -sandbox-file-size.
 //
 // Model completions are graded through the server's EvaluationService.
 package main
@@ -56,8 +64,32 @@ func main() {
 	}
 }
 
-func newSandbox(timeout time.Duration, log *zap.Logger) (*sandbox.Sandbox, error) {
-	return sandbox.New(sandbox.Config{Timeout: timeout}, log)
+// common are the flags mask and run share.
+type common struct {
+	limits   sandbox.LimitFlags
+	python   string
+	allTests bool
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	for _, d := range c.limits.Defs("") {
+		fs.Var(d.Value, d.Name, d.Usage)
+	}
+	fs.StringVar(&c.python, "python", "", "run the tests with this interpreter (a virtual environment's bin/python selects it; default: the benchmark's, else the repository's .venv/ or venv/, else python3)")
+	fs.BoolVar(&c.allTests, "all-tests", false, "run whole test suites: mask traces no tests, run ignores the tests records name")
+}
+
+func (c *common) newSandbox(cfg sandbox.Config, log *zap.Logger) (*sandbox.Sandbox, error) {
+	c.limits.Apply(&cfg)
+	return sandbox.New(cfg, log)
+}
+
+// pythonPath is -python made absolute ("" without it).
+func (c *common) pythonPath() (string, error) {
+	if c.python == "" {
+		return "", nil
+	}
+	return filepath.Abs(c.python)
 }
 
 func mask(ctx context.Context, args []string, log *zap.Logger) error {
@@ -70,11 +102,19 @@ func mask(ctx context.Context, args []string, log *zap.Logger) error {
 	requireFail := fs.Bool("require-empty-fails", true, "keep only spans whose removal makes the tests fail")
 	pytestArgs := fs.String("pytest", "", "run pytest with these space-separated arguments instead of evaluate_repo.py")
 	timeout := fs.Duration("timeout", 60*time.Second, "per-run wall-clock limit")
+	traceTimeout := fs.Duration("trace-timeout", masking.DefaultTraceTimeout, "limit of the traced run of the whole suite")
+	var c common
+	c.register(fs)
 	_ = fs.Parse(args)
 	if *repo == "" || *out == "" {
 		return errors.New("mask: -repo and -out are required")
 	}
-	opts := masking.Options{Seed: *seed, PerLevel: *perLevel, RequireEmptyFails: *requireFail, Timeout: *timeout}
+	python, err := c.pythonPath()
+	if err != nil {
+		return err
+	}
+	opts := masking.Options{Seed: *seed, PerLevel: *perLevel, RequireEmptyFails: *requireFail, Timeout: *timeout,
+		TraceTimeout: *traceTimeout, Python: python}
 	for _, l := range strings.Split(*levels, ",") {
 		if l = strings.TrimSpace(l); l != "" {
 			opts.Levels = append(opts.Levels, evaluator.Level(l))
@@ -94,7 +134,11 @@ func mask(ctx context.Context, args []string, log *zap.Logger) error {
 	if rel, err := filepath.Rel(filepath.Dir(absOut), absRepo); err == nil {
 		opts.Repository = filepath.ToSlash(rel)
 	}
-	sb, err := newSandbox(*timeout, log)
+	cfg := sandbox.Config{Timeout: *timeout}
+	if !c.allTests {
+		cfg.OutputTailBytes, cfg.CPUTime = sandbox.DefaultOutputLimitBytes, max(*timeout, *traceTimeout)
+	}
+	sb, err := c.newSandbox(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -102,6 +146,9 @@ func mask(ctx context.Context, args []string, log *zap.Logger) error {
 	r, err := evaluator.NewRunner(evaluator.Config{Workers: 1}, sb, nil, log)
 	if err != nil {
 		return err
+	}
+	if !c.allTests {
+		opts.Tracer = r
 	}
 	recs, stats, err := masking.Build(ctx, absRepo, opts, r, log)
 	if err != nil {
@@ -138,9 +185,14 @@ func run(ctx context.Context, args []string, log *zap.Logger) error {
 	results := fs.String("results", "", "results journal (resumable)")
 	workers := fs.Int("workers", 0, "parallel samples (default: CPUs)")
 	timeout := fs.Duration("timeout", 30*time.Second, "per-run wall-clock limit")
+	var c common
+	c.register(fs)
 	_ = fs.Parse(args)
+	python, err := c.pythonPath()
+	if err != nil {
+		return err
+	}
 	var tasks []evaluator.Task
-	var err error
 	switch {
 	case *he != "":
 		var ss []dataset.HumanEvalSet
@@ -167,12 +219,17 @@ func run(ctx context.Context, args []string, log *zap.Logger) error {
 	if *completion != "reference" && *completion != "empty" {
 		return fmt.Errorf("run: -completion must be reference or empty")
 	}
-	sb, err := newSandbox(*timeout, log)
+	for i := range tasks {
+		if python != "" && tasks[i].Exec.Kind == evaluator.ExecRepository {
+			tasks[i].Exec.Test.Python = python
+		}
+	}
+	sb, err := c.newSandbox(sandbox.Config{Timeout: *timeout}, log)
 	if err != nil {
 		return err
 	}
 	defer sb.Close()
-	r, err := evaluator.NewRunner(evaluator.Config{Workers: *workers, ResultsPath: *results}, sb, nil, log)
+	r, err := evaluator.NewRunner(evaluator.Config{Workers: *workers, ResultsPath: *results, AllTests: c.allTests}, sb, nil, log)
 	if err != nil {
 		return err
 	}
