@@ -2,14 +2,7 @@ package scripts_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,12 +17,13 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/infill-dev/infill/inference/ollamatest"
+	"github.com/infill-dev/infill/server/servertest"
 )
 
 // TestPullModelFromRegistry: a pull through the API of an Ollama that
 // reaches a registry succeeds, with a progress line on stderr and the model
 // listed afterwards. Ollama's registry cannot be reached from a test, so a
-// registry of the test's own (TLS, trusted by that Ollama through
+// registry of the test's own (TLS, its CA trusted by that Ollama through
 // SSL_CERT_FILE) serves the tiny model as another Ollama stores it — the
 // manifest and blobs speak the registry API that `ollama pull` uses: the
 // manifest, then each blob through a redirect to another host name, as
@@ -41,7 +35,11 @@ func TestPullModelFromRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the source Ollama's manifest of %s: %v", src.Model, err)
 	}
-	certFile, cert := selfSigned(t, "localhost", net.IPv4(127, 0, 0, 1))
+	certs := servertest.NewCerts(t) // the server's is for 127.0.0.1 and localhost
+	cert, err := tls.LoadX509KeyPair(certs.ServerCert, certs.ServerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var blobsServed atomic.Int64
 	var port string
 	reg := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +73,7 @@ func TestPullModelFromRegistry(t *testing.T) {
 	t.Cleanup(reg.Close)
 	_, port, _ = net.SplitHostPort(reg.Listener.Addr().String())
 
-	dst := ollamatest.StartWithOptions(t, ollamatest.Options{Env: []string{"SSL_CERT_FILE=" + certFile}})
+	dst := ollamatest.StartWithOptions(t, ollamatest.Options{Env: []string{"SSL_CERT_FILE=" + certs.CAFile}})
 	// The destination lacks the blobs: its own copy of the tiny model goes
 	// (and with it the blobs it shares with the source).
 	if err := dst.Client().Delete(context.Background(), &api.DeleteRequest{Model: dst.Model}); err != nil {
@@ -115,39 +113,4 @@ func TestPullModelFromRegistry(t *testing.T) {
 	if !found {
 		t.Errorf("after the pull the Ollama lists %v, not %s", list.Models, name)
 	}
-}
-
-// selfSigned writes a self-signed certificate for the names to a PEM file
-// and returns the file and the certificate.
-func selfSigned(t *testing.T, dnsName string, ip net.IP) (string, tls.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "infill test registry"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: []string{dnsName}, IPAddresses: []net.IP{ip},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "registry.pem")
-	if err := os.WriteFile(file, certPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return file, cert
 }
