@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -238,22 +237,10 @@ func makePlan(ctx context.Context, repoDir string, o Options, log *zap.Logger) (
 		defer func() { p.stats.Excluded = excluded() }()
 	}
 	var rels []string
-	err = filepath.WalkDir(repoDir, func(pth string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(repoDir, pth)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel != "." && skippedDir(d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.Type().IsRegular() && p.include(rel) {
+	err = walkFiles(repoDir, func(rel string) {
+		if p.include(rel) {
 			rels = append(rels, rel)
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, err

@@ -76,7 +76,26 @@ func languageOfFile(rel string) *Language {
 // repository (hidden directories, node_modules and vendor trees skipped).
 func DetectLanguage(repoDir string) (*Language, error) {
 	counts := map[*Language]int{}
-	err := filepath.WalkDir(repoDir, func(pth string, d fs.DirEntry, err error) error {
+	err := walkFiles(repoDir, func(rel string) {
+		if l := languageOfFile(rel); l != nil {
+			counts[l]++
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	best := slices.MaxFunc(languages, func(a, b *Language) int { return counts[a] - counts[b] })
+	if counts[best] == 0 {
+		return nil, fmt.Errorf("%w in %s (languages: %s)", ErrNoFiles, repoDir, strings.Join(Languages(), ", "))
+	}
+	return best, nil
+}
+
+// walkFiles calls visit with the slash-separated relative path of every
+// regular file under repoDir, in lexical order, skipping the directories
+// masking never reads (skippedDir).
+func walkFiles(repoDir string, visit func(rel string)) error {
+	return filepath.WalkDir(repoDir, func(pth string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -88,19 +107,11 @@ func DetectLanguage(repoDir string) (*Language, error) {
 			}
 			return nil
 		}
-		if l := languageOfFile(rel); l != nil && d.Type().IsRegular() {
-			counts[l]++
+		if d.Type().IsRegular() {
+			visit(rel)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	best := slices.MaxFunc(languages, func(a, b *Language) int { return counts[a] - counts[b] })
-	if counts[best] == 0 {
-		return nil, fmt.Errorf("%w in %s (languages: %s)", ErrNoFiles, repoDir, strings.Join(Languages(), ", "))
-	}
-	return best, nil
 }
 
 // skippedDir reports a directory never walked for files to mask.
