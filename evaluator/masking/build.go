@@ -454,13 +454,13 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 	}
 	test := p.lang.test(repoDir, o)
 	testOf := func(Candidate) (evaluator.TestSpec, bool, error) { return test, true, nil }
-	if p.lang.packageOf != nil {
-		testOf = p.packageBaselines(ctx, g, repoDir, o, test)
-	} else if test, err = p.repositoryBaseline(ctx, g, repoDir, o, test); err != nil {
-		return nil, p.stats, err
-	}
 	var reach impact.Reach
-	if p.lang.packageOf == nil { // Go packages: no tracer
+	if p.lang.packageOf != nil { // checked per unit (Go packages), not traced
+		testOf = p.packageBaselines(ctx, g, repoDir, o, test)
+	} else {
+		if test, err = p.repositoryBaseline(ctx, g, repoDir, o, test); err != nil {
+			return nil, p.stats, err
+		}
 		if reach, err = p.trace(ctx, o, repoDir, test, log); err != nil {
 			return nil, p.stats, err
 		}

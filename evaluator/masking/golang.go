@@ -78,21 +78,10 @@ func goLevel(n *sitter.Node) evaluator.Level {
 		return evaluator.LevelBlock
 	case goStatementTypes[typ]:
 		return evaluator.LevelStatement
-	case goExpressionTypes[typ] && !isGoCallee(n):
+	case goExpressionTypes[typ] && !isFunctionOf(n, "call_expression"):
 		return evaluator.LevelExpression
 	}
 	return ""
-}
-
-// isGoCallee reports a selector that is the function of a call
-// (strings.Cut in strings.Cut(s, sep)): the call is the expression.
-func isGoCallee(n *sitter.Node) bool {
-	p := n.Parent()
-	if p == nil || p.Type() != "call_expression" {
-		return false
-	}
-	f := p.ChildByFieldName("function")
-	return f != nil && f.Equal(n)
 }
 
 // GoInclude accepts .go files that are not tests, outside vendor/,

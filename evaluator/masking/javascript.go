@@ -108,9 +108,9 @@ func scriptLevel(n *sitter.Node) evaluator.Level {
 		return evaluator.LevelClass
 	case scriptBlockTypes[typ]:
 		return evaluator.LevelBlock
-	case scriptStatementTypes[typ] && !isDirective(n):
+	case scriptStatementTypes[typ] && !isStringStatement(n): // "use strict" and the like
 		return evaluator.LevelStatement
-	case scriptExpressionTypes[typ] && n.Parent() != nil && !isScriptCallee(n):
+	case scriptExpressionTypes[typ] && n.Parent() != nil && !(typ == "member_expression" && isFunctionOf(n, "call_expression")):
 		return evaluator.LevelExpression
 	}
 	return ""
@@ -134,23 +134,6 @@ func boundToName(n *sitter.Node) bool {
 func hasBlockBody(n *sitter.Node) bool {
 	b := n.ChildByFieldName("body")
 	return b != nil && b.Type() == "statement_block"
-}
-
-// isDirective reports "use strict" and the like: an expression statement
-// that is only a string.
-func isDirective(n *sitter.Node) bool {
-	return n.Type() == "expression_statement" && n.NamedChildCount() == 1 && n.NamedChild(0).Type() == "string"
-}
-
-// isScriptCallee reports a member expression that is the function of a
-// call (obj.meth in obj.meth(x)).
-func isScriptCallee(n *sitter.Node) bool {
-	p := n.Parent()
-	if n.Type() != "member_expression" || p.Type() != "call_expression" {
-		return false
-	}
-	f := p.ChildByFieldName("function")
-	return f != nil && f.Equal(n)
 }
 
 // scriptSkippedDirs are directories whose files are never masked: tests,

@@ -118,3 +118,24 @@ func walkFiles(repoDir string, visit func(rel string)) error {
 func skippedDir(name string) bool {
 	return strings.HasPrefix(name, ".") || name == "__pycache__" || name == "node_modules"
 }
+
+// The languages' level functions share these node tests.
+
+// isStringStatement reports an expression statement that is only a string:
+// a Python docstring, a JavaScript directive ("use strict"). Masking one
+// asks for prose, not code.
+func isStringStatement(n *sitter.Node) bool {
+	return n.Type() == "expression_statement" && n.NamedChildCount() == 1 && n.NamedChild(0).Type() == "string"
+}
+
+// isFunctionOf reports a node that is the function of its parent call, a
+// node of type call (obj.meth in obj.meth(x), strings.Cut in
+// strings.Cut(s, sep)): the call itself is the better expression to mask.
+func isFunctionOf(n *sitter.Node, call string) bool {
+	p := n.Parent()
+	if p == nil || p.Type() != call {
+		return false
+	}
+	f := p.ChildByFieldName("function")
+	return f != nil && f.Equal(n)
+}

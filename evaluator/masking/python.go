@@ -56,25 +56,12 @@ func pythonLevel(n *sitter.Node) evaluator.Level {
 		return evaluator.LevelClass
 	case blockTypes[typ]:
 		return evaluator.LevelBlock
-	case statementTypes[typ] && !isDocstring(n):
+	case statementTypes[typ] && !isStringStatement(n): // a docstring
 		return evaluator.LevelStatement
-	case expressionTypes[typ] && n.Parent() != nil && !isCallee(n):
+	case expressionTypes[typ] && n.Parent() != nil && !(typ == "attribute" && isFunctionOf(n, "call")):
 		return evaluator.LevelExpression
 	}
 	return ""
-}
-
-// isDocstring reports an expression statement that is only a string.
-func isDocstring(n *sitter.Node) bool {
-	return n.Type() == "expression_statement" && n.NamedChildCount() == 1 && n.NamedChild(0).Type() == "string"
-}
-
-// isCallee reports an attribute that is the function of a call (obj.meth in
-// obj.meth(x)): the call itself is the better expression to mask.
-func isCallee(n *sitter.Node) bool {
-	p := n.Parent()
-	return n.Type() == "attribute" && p.Type() == "call" && p.ChildByFieldName("function") != nil &&
-		p.ChildByFieldName("function").Equal(n)
 }
 
 // DefaultInclude accepts .py files outside test, docs and build trees,

@@ -229,12 +229,29 @@ feed:
 // writeComparison prints the disagreements and the totals; it returns an
 // error when any verdict differs or any run reached none.
 func writeComparison(w io.Writer, results []comparison, samples int) error {
+	// levelTotals are one level's totals both ways; samples counts its
+	// reference completions (one per sample).
+	type levelTotals struct {
+		samples    int
+		sel, whole compareTotals
+	}
 	var sel, whole compareTotals
+	byLevel := map[evaluator.Level]*levelTotals{}
 	disagree := 0
 	for i := range results {
 		c := &results[i]
 		sel.add(&c.Selected, c.SelectedWall)
 		whole.add(&c.Whole, c.WholeWall)
+		lt := byLevel[c.Level]
+		if lt == nil {
+			lt = &levelTotals{}
+			byLevel[c.Level] = lt
+		}
+		if c.Completion == "reference" {
+			lt.samples++
+		}
+		lt.sel.add(&c.Selected, c.SelectedWall)
+		lt.whole.add(&c.Whole, c.WholeWall)
 		if !c.agree() {
 			if disagree == 0 {
 				fmt.Fprintln(w, "disagreements:")
@@ -244,32 +261,12 @@ func writeComparison(w io.Writer, results []comparison, samples int) error {
 				c.Selected.Verdict, reasonSuffix(&c.Selected), c.Whole.Verdict, reasonSuffix(&c.Whole))
 		}
 	}
-	type levelTotals struct {
-		samples, selTests, wholeTests int
-		selWall, wholeWall            time.Duration
-	}
-	byLevel := map[evaluator.Level]*levelTotals{}
-	for i := range results {
-		c := &results[i]
-		lt := byLevel[c.Level]
-		if lt == nil {
-			lt = &levelTotals{}
-			byLevel[c.Level] = lt
-		}
-		if c.Completion == "reference" {
-			lt.samples++
-		}
-		var s, wh compareTotals
-		s.add(&c.Selected, c.SelectedWall)
-		wh.add(&c.Whole, c.WholeWall)
-		lt.selTests, lt.wholeTests, lt.selWall, lt.wholeWall = lt.selTests+s.tests, lt.wholeTests+wh.tests, lt.selWall+s.wall, lt.wholeWall+wh.wall
-	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "LEVEL\tSAMPLES\tTESTS RUN SELECTED\tWHOLE SUITE\t\tWALL TIME SELECTED\tWHOLE SUITE\t\t")
 	for _, l := range evaluator.Levels() {
 		if lt := byLevel[l]; lt != nil {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", l, lt.samples, lt.selTests, lt.wholeTests, ratio(float64(lt.wholeTests), float64(lt.selTests)),
-				lt.selWall.Round(time.Second), lt.wholeWall.Round(time.Second), ratio(float64(lt.wholeWall), float64(lt.selWall)))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", l, lt.samples, lt.sel.tests, lt.whole.tests, ratio(float64(lt.whole.tests), float64(lt.sel.tests)),
+				lt.sel.wall.Round(time.Second), lt.whole.wall.Round(time.Second), ratio(float64(lt.whole.wall), float64(lt.sel.wall)))
 		}
 	}
 	_ = tw.Flush()

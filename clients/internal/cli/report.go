@@ -239,14 +239,8 @@ type tableRow struct {
 // more than one, then the overall line when there are several benchmarks.
 func tableRows(s metrics.Summary) []tableRow {
 	var rows []tableRow
-	for _, b := range s.ByBenchmark {
-		var levels []metrics.Group
-		for _, l := range s.ByLevel {
-			if l.Benchmark == b.Benchmark {
-				levels = append(levels, l)
-			}
-		}
-		slices.SortStableFunc(levels, func(x, y metrics.Group) int { return levelRank(x.Level) - levelRank(y.Level) })
+	for i, levels := range benchmarkLevels(s) {
+		b := s.ByBenchmark[i]
 		if len(levels) == 1 {
 			rows = append(rows, tableRow{Benchmark: b.Benchmark, Level: levelName(levels[0].Level), G: b})
 			continue
@@ -279,14 +273,7 @@ func languageRows(s metrics.Summary) []tableRow {
 	for _, lang := range s.ByLanguage {
 		name := levelName(lang.Language)
 		rows = append(rows, tableRow{Benchmark: name, Level: "all", G: lang})
-		var levels []metrics.Group
-		for _, l := range s.ByLanguageLevel {
-			if l.Language == lang.Language {
-				levels = append(levels, l)
-			}
-		}
-		slices.SortStableFunc(levels, func(x, y metrics.Group) int { return levelRank(x.Level) - levelRank(y.Level) })
-		for _, l := range levels {
+		for _, l := range levelsOf(s.ByLanguageLevel, func(l metrics.Group) bool { return l.Language == lang.Language }) {
 			rows = append(rows, tableRow{Benchmark: name, Level: levelName(l.Level), Indent: true, G: l})
 		}
 	}

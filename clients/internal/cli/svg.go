@@ -104,19 +104,25 @@ func levelRank(l string) int {
 	return i
 }
 
-// chartGroups are the rows of the per-level charts: every (benchmark,
-// level) group, grouped by benchmark, levels in their natural order.
-func chartGroups(s metrics.Summary) [][]metrics.Group {
+// levelsOf are the groups of levels that in accepts, levels in their
+// natural order (levelRank).
+func levelsOf(levels []metrics.Group, in func(metrics.Group) bool) []metrics.Group {
+	var ls []metrics.Group
+	for _, l := range levels {
+		if in(l) {
+			ls = append(ls, l)
+		}
+	}
+	slices.SortStableFunc(ls, func(x, y metrics.Group) int { return levelRank(x.Level) - levelRank(y.Level) })
+	return ls
+}
+
+// benchmarkLevels are each benchmark's (benchmark, level) groups, in
+// s.ByBenchmark's order, levels in their natural order.
+func benchmarkLevels(s metrics.Summary) [][]metrics.Group {
 	var out [][]metrics.Group
 	for _, b := range s.ByBenchmark {
-		var ls []metrics.Group
-		for _, l := range s.ByLevel {
-			if l.Benchmark == b.Benchmark {
-				ls = append(ls, l)
-			}
-		}
-		slices.SortStableFunc(ls, func(x, y metrics.Group) int { return levelRank(x.Level) - levelRank(y.Level) })
-		out = append(out, ls)
+		out = append(out, levelsOf(s.ByLevel, func(l metrics.Group) bool { return l.Benchmark == b.Benchmark }))
 	}
 	return out
 }
@@ -131,7 +137,7 @@ const (
 
 // passChart draws pass@k (and exact match, thinner) per level as bars.
 func passChart(s metrics.Summary, k int) template.HTML {
-	groups := chartGroups(s)
+	groups := benchmarkLevels(s)
 	h := topLegend + 24
 	for _, g := range groups {
 		h += headH + float64(len(g))*rowH
@@ -179,7 +185,7 @@ func passChart(s metrics.Summary, k int) template.HTML {
 
 // verdictChart draws each level's verdicts as a 100% stacked bar.
 func verdictChart(s metrics.Summary) template.HTML {
-	groups := chartGroups(s)
+	groups := benchmarkLevels(s)
 	h := topLegend + 8
 	for _, g := range groups {
 		h += headH + float64(len(g))*rowH
