@@ -66,22 +66,6 @@ func goRunPattern(tests []string) string {
 	return pat
 }
 
-// goVerdict judges the counts of a run that exited 0 with its pass
-// signal.
-func goVerdict(tc *sandbox.TestCounts, expected int) (Verdict, string) {
-	switch {
-	case tc == nil:
-		return VerdictFailed, "no go test events"
-	case tc.Failed > 0:
-		return VerdictFailed, fmt.Sprintf("go test: %d failed", tc.Failed)
-	case expected > 0 && tc.Passed != expected:
-		return VerdictFailed, fmt.Sprintf("go test: %d passed, expected %d", tc.Passed, expected)
-	case tc.Passed == 0:
-		return VerdictFailed, "go test: no test passed"
-	}
-	return "", ""
-}
-
 // goFirstError is the first meaningful error of a go test run that did
 // not pass: the compiler's (or vet's) first error, the failing test with
 // its first error line or panic, or go's own message.

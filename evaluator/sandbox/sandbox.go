@@ -145,7 +145,8 @@ type Result struct {
 	// PassSignal is true when the trusted runner reported, with this run's
 	// nonce, that the test code returned normally.
 	PassSignal bool
-	// Tests holds pytest counts (ModePytest with a pass signal).
+	// Tests holds the runner's counts (Mode.CountsTests: pytest and the
+	// JavaScript runners with a pass signal; go test always).
 	Tests *TestCounts
 	// Stdout and Stderr are the last Config.OutputTailBytes of each stream.
 	Stdout, Stderr string
