@@ -64,19 +64,7 @@ func verdict(out *sandbox.Result, spec *sandbox.Spec, expected int) (Verdict, st
 	case !out.Passed(mode):
 		v, why = VerdictFailed, "exited 0 without the pass signal (the tests did not run to the end)"
 	case mode.CountsTests():
-		tc := out.Tests
-		switch {
-		case tc == nil:
-			v, why = VerdictFailed, fmt.Sprintf("no %s report", mode)
-		case tc.Failed+tc.Errors > 0:
-			v, why = VerdictFailed, fmt.Sprintf("%s: %d failed, %d errors", mode, tc.Failed, tc.Errors)
-		case expected > 0 && tc.Passed != expected:
-			v, why = VerdictFailed, fmt.Sprintf("%s: %d passed, expected %d", mode, tc.Passed, expected)
-		case tc.Passed == 0:
-			v, why = VerdictFailed, fmt.Sprintf("%s: no test passed", mode)
-		}
-	case mode == sandbox.ModeGo:
-		v, why = goVerdict(out.Tests, expected)
+		v, why = countsVerdict(out.Tests, expected, runnerName(mode))
 	}
 	if v == "" {
 		return VerdictPassed, ""
@@ -89,6 +77,33 @@ func verdict(out *sandbox.Result, spec *sandbox.Spec, expected int) (Verdict, st
 		why = first + " (" + why + ")"
 	}
 	return v, why
+}
+
+// countsVerdict judges the test counts of a run that exited 0 with its
+// pass signal: it fails on no report, on a failure or error, on a number
+// of passed tests other than expected (when expected > 0), and on no test
+// passed. "" when the counts pass.
+func countsVerdict(tc *sandbox.TestCounts, expected int, runner string) (Verdict, string) {
+	switch {
+	case tc == nil:
+		return VerdictFailed, fmt.Sprintf("no %s report", runner)
+	case tc.Failed+tc.Errors > 0:
+		return VerdictFailed, fmt.Sprintf("%s: %d failed, %d errors", runner, tc.Failed, tc.Errors)
+	case expected > 0 && tc.Passed != expected:
+		return VerdictFailed, fmt.Sprintf("%s: %d passed, expected %d", runner, tc.Passed, expected)
+	case tc.Passed == 0:
+		return VerdictFailed, fmt.Sprintf("%s: no test passed", runner)
+	}
+	return "", ""
+}
+
+// runnerName names mode's test runner in reasons: "pytest", "node",
+// "vitest", "go test".
+func runnerName(mode sandbox.Mode) string {
+	if mode == sandbox.ModeGo {
+		return "go test"
+	}
+	return mode.String()
 }
 
 func joinReason(s string) string {

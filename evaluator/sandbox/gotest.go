@@ -241,8 +241,8 @@ func (s *Sandbox) goSpec(spec *Spec, tc GoToolchain, cache string) {
 			modCache = tc.ModCache
 		}
 	}
+	spec.goBin = tc.Root + "/bin"
 	spec.goEnv = [][2]string{
-		{"PATH", tc.Root + "/bin:" + defaultPath},
 		{"GOROOT", tc.Root}, {"GOPATH", goPathInside}, {"GOMODCACHE", modCache},
 		{"GOCACHE", goCacheInside + "/cache"}, {"GOTMPDIR", goCacheInside + "/tmp"},
 		{"GOPROXY", "off"}, {"GOSUMDB", "off"}, {"GOTOOLCHAIN", "local"}, {"GOTELEMETRY", "off"},

@@ -187,3 +187,20 @@ func TestGoBuildTimeout(t *testing.T) {
 		t.Errorf("status %s, limit %s %q, passed %v", res.Status, res.Limit, res.LimitValue, res.Passed(ModeGo))
 	}
 }
+
+// TestGoEnv checks a ModeGo run's environment: the toolchain's bin
+// directory first on the one PATH, then the shared variables and go's own.
+func TestGoEnv(t *testing.T) {
+	s := &Sandbox{}
+	spec := &Spec{Mode: ModeGo, Target: "."}
+	s.goSpec(spec, GoToolchain{Root: "/opt/go"}, t.TempDir())
+	env := map[string][]string{}
+	for _, kv := range s.env(spec, "/work/m") {
+		env[kv[0]] = append(env[kv[0]], kv[1])
+	}
+	for k, want := range map[string]string{"PATH": "/opt/go/bin:" + defaultPath, "GOROOT": "/opt/go", "HOME": "/tmp", "GOPROXY": "off"} {
+		if got := env[k]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s = %q, want once %q", k, got, want)
+		}
+	}
+}

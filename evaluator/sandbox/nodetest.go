@@ -46,9 +46,9 @@ var vitestReporterMjs []byte
 const DefaultNodePath = "/usr/bin/node"
 
 // CountsTests reports a mode whose runner reports test counts
-// (Result.Tests): pytest and the JavaScript runners.
+// (Result.Tests): pytest, the JavaScript runners and go test.
 func (m Mode) CountsTests() bool {
-	return m == ModePytest || m == ModeNode || m == ModeVitest
+	return m == ModePytest || m == ModeNode || m == ModeVitest || m == ModeGo
 }
 
 func (m Mode) isNode() bool { return m == ModeNode || m == ModeVitest }

@@ -109,8 +109,10 @@ type Spec struct {
 	Environment *Environment
 
 	// Set by Run for ModeGo (goRun): writable and read-only binds, the
-	// toolchain's variables and the go command.
+	// toolchain's bin directory (first on PATH), its variables and the go
+	// command.
 	binds, roBinds [][2]string
+	goBin          string
 	goEnv          [][2]string
 	goCmd          []string
 }
@@ -145,7 +147,8 @@ type Result struct {
 	// PassSignal is true when the trusted runner reported, with this run's
 	// nonce, that the test code returned normally.
 	PassSignal bool
-	// Tests holds pytest counts (ModePytest with a pass signal).
+	// Tests holds the runner's counts (Mode.CountsTests: pytest and the
+	// JavaScript runners with a pass signal; go test always).
 	Tests *TestCounts
 	// Stdout and Stderr are the last Config.OutputTailBytes of each stream.
 	Stdout, Stderr string
@@ -607,6 +610,9 @@ func (s *Sandbox) env(spec *Spec, cwd string) [][2]string {
 		pathVar = v + "/bin:" + pathVar
 		venv = append(venv, [2]string{"VIRTUAL_ENV", v})
 	}
+	if spec.goBin != "" {
+		pathVar = spec.goBin + ":" + pathVar
+	}
 	// One BLAS/OpenMP thread per process: samples run side by side already,
 	// and a pool per core in each would count against the process and
 	// memory limits for nothing.
@@ -615,10 +621,7 @@ func (s *Sandbox) env(spec *Spec, cwd string) [][2]string {
 		{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"MKL_NUM_THREADS", "1"}}
 	env = append(env, venv...)
 	env = append(env, nodeEnv(spec.Mode)...)
-	if spec.goEnv != nil {
-		// The toolchain's PATH replaces the default one.
-		env = append(env[1:], spec.goEnv...)
-	}
+	env = append(env, spec.goEnv...)
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
