@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -155,15 +154,10 @@ func (c Config) Validate() error {
 	if c.Eval.Workers < 1 || c.Eval.MaxSamples < 1 {
 		errs = append(errs, errors.New("server: Eval.Workers and Eval.MaxSamples must be >= 1"))
 	}
-	for _, r := range c.Eval.Pythons {
-		if !filepath.IsAbs(r.Dir) || !filepath.IsAbs(r.Python) {
-			errs = append(errs, fmt.Errorf("server: Eval.Pythons rule %s=%s: both paths must be absolute", r.Dir, r.Python))
-		}
-	}
-	for _, r := range c.Eval.RepoRoots {
-		if !filepath.IsAbs(r) {
-			errs = append(errs, fmt.Errorf("server: Eval.RepoRoots entry %q is not absolute", r))
-		}
+	// The repository roots and interpreter rules go to every evaluation's
+	// runner (newRunner): the evaluator checks them.
+	if err := (evaluator.Config{AllowedRepoRoots: c.Eval.RepoRoots, Pythons: c.Eval.Pythons}).WithDefaults().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("server: Eval: %w", err))
 	}
 	errs = append(errs, c.Admission.Validate(), c.Inference.Validate(), c.Context.Validate(), c.Auth.Validate(), c.TLS.validate())
 	switch c.Evaluation {

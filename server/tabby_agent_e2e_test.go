@@ -252,6 +252,22 @@ func (a *tabbyAgent) stop() {
 	a.cmd.Wait() //nolint:errcheck // killed or interrupted
 }
 
+// completionPosts counts the fetches that POST /v1/completions to
+// endpoint; one the server did not answer 200 fails the test.
+func completionPosts(t *testing.T, fetches []agentFetch, endpoint string) int {
+	t.Helper()
+	n := 0
+	for _, f := range fetches {
+		if f.URL == endpoint+"/v1/completions" && f.Method == "POST" {
+			n++
+			if f.Status != "200" {
+				t.Errorf("POST /v1/completions: %s", f.Status)
+			}
+		}
+	}
+	return n
+}
+
 // outside returns the fetches not to endpoint.
 func outside(fetches []agentFetch, endpoint string) []string {
 	var out []string
@@ -317,15 +333,7 @@ func TestTabbyAgent(t *testing.T) {
 			}
 		}
 		a.call("provideCompletions", &res, complete)
-		completions := 0
-		for _, f := range a.fetches() {
-			if f.URL == endpoint+"/v1/completions" && f.Method == "POST" {
-				completions++
-				if f.Status != "200" {
-					t.Errorf("POST /v1/completions: %s", f.Status)
-				}
-			}
-		}
+		completions := completionPosts(t, a.fetches(), endpoint)
 		// The answer's id is the server's; the random model's text may be
 		// one the agent's post-processing drops, so no choice is required.
 		if completions == 0 || !strings.HasPrefix(res.ID, "cmpl-") {
@@ -358,6 +366,10 @@ func TestTabbyAgent(t *testing.T) {
 		again.waitStatus("ready")
 		again.call("provideCompletions", &res, complete)
 		again.stop()
+		// It did complete (else sending nothing outside proves nothing).
+		if completionPosts(t, again.fetches(), endpoint) == 0 {
+			t.Error("the second session sent no POST /v1/completions")
+		}
 		if out := outside(again.fetches(), endpoint); len(out) > 0 {
 			t.Errorf("the second session fetched %v", out)
 		}
@@ -387,6 +399,9 @@ func TestTabbyAgent(t *testing.T) {
 				a.call("provideCompletions", &res, complete)
 			}
 			a.stop()
+			if want == "ready" && completionPosts(t, a.fetches(), endpoint) == 0 {
+				t.Errorf("%s: the agent sent no POST /v1/completions", want)
+			}
 			if out := outside(a.fetches(), endpoint); len(out) > 0 {
 				t.Errorf("%s: the agent fetched %v", want, out)
 			}

@@ -82,7 +82,13 @@ func (s *session) startCompletion(id jsonrpc2.ID, kind completionKind, p protoco
 		return nil, invalidParams(err)
 	}
 	j := &job{kind: kind, uri: uri, text: d.text, off: off, repo: d.repo, rel: d.rel, lang: d.lang, enc: s.enc,
-		session: s.sessionOf(uri), settings: s.settings, settled: s.pull.settled, settledBy: s.pull.waitUntil}
+		session: s.sessionOf(uri), settings: s.settings}
+	// Only a completion asked within the wait bounds waits: past it (an
+	// editor that never answers) completions take no timer and no second
+	// lock for settings that are not coming.
+	if s.pull.settled != nil && time.Now().Before(s.pull.waitUntil) {
+		j.settled, j.settledBy = s.pull.settled, s.pull.waitUntil
+	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	c := &call{id: id, uri: uri, cancel: cancel}
 	if prev := s.latest[uri]; prev != nil {

@@ -208,6 +208,12 @@ func TestCompletionWaitsForPulledSettings(t *testing.T) {
 			if got := rec.lastSent().GetGeneration().GetMaxTokens(); got != c.tokens {
 				t.Errorf("max_tokens %d; want %d", got, c.tokens)
 			}
+			// Once the pull is answered or the wait is over, a completion
+			// goes ahead at once with the settings there are.
+			e.call(methodInlineCompletion, position("untitled:a", 0, 4))
+			if got := rec.lastSent().GetGeneration().GetMaxTokens(); got != c.tokens {
+				t.Errorf("the next completion: max_tokens %d; want %d", got, c.tokens)
+			}
 			if n := e.requestsOf(methodConfiguration); n != 1 {
 				t.Errorf("%d pulls; want 1", n)
 			}
