@@ -39,6 +39,12 @@ type Config struct {
 	// WindowLines and WindowStride shape the sliding windows that the
 	// lexical similarity index scores.
 	WindowLines, WindowStride int
+	// SimilarTailLines is how many lines after a similar window of another
+	// file are shown with it: the window matches the code before the
+	// cursor, and what follows it is the best guess at what follows the
+	// cursor (in sibling and generated files, the very code to be written).
+	// 0 shows the matched window alone.
+	SimilarTailLines int
 	// QueryLines bounds the lines around the cursor used to query
 	// definitions and similar windows when the enclosing function is
 	// longer (or there is none).
@@ -130,6 +136,7 @@ func DefaultConfig() Config {
 		PrefixQuantumLines:  16,
 		WindowLines:         20,
 		WindowStride:        10,
+		SimilarTailLines:    10,
 		QueryLines:          40,
 		MaxCandidates:       40,
 		MaxSnippetsPerFile:  3,
@@ -197,6 +204,9 @@ func (c Config) Validate() error {
 	}
 	if c.Snapshots < 0 {
 		return fmt.Errorf("contextpack: Snapshots %d must be >= 0", c.Snapshots)
+	}
+	if c.SimilarTailLines < 0 || c.SimilarTailLines > 10*c.WindowLines {
+		return fmt.Errorf("contextpack: SimilarTailLines %d out of range [0, %d]", c.SimilarTailLines, 10*c.WindowLines)
 	}
 	if c.EditTrees < 0 {
 		return fmt.Errorf("contextpack: EditTrees %d must be >= 0", c.EditTrees)

@@ -103,7 +103,8 @@
 // language, plus same-package files for Go and Java and the matching
 // header for C and C++; see Module resolution), definitions of the identifiers around the cursor
 // (locals excluded) from the definitions index, and the windows most
-// similar to the code around the cursor (BM25). Imports fill a stable tier
+// similar to the code around the cursor (BM25), each window of another
+// file shown with the lines that follow it (Config.SimilarTailLines). Imports fill a stable tier
 // first (Config.ImportShare of the context budget); the three sources are
 // then fused by weighted reciprocal rank, near-duplicates of what the
 // prompt already shows are deferred (Config.Diversity), and candidates are

@@ -26,6 +26,7 @@ func assemblyParams(cfg Config, c *assemble.Counter, neutral func(string) string
 		MaxSnippetsPerFile:  cfg.MaxSnippetsPerFile,
 		MaxSnippetTokens:    cfg.MaxSnippetTokens,
 		MaxImportFileTokens: cfg.MaxImportFileTokens,
+		SimilarTailLines:    cfg.SimilarTailLines,
 		Weights: assemble.Weights{RRFK: cfg.RRFK, Definition: cfg.DefinitionWeight, Similar: cfg.SimilarWeight,
 			Imports: cfg.ImportWeight, File: cfg.FileWeight, OffTopic: cfg.OffTopicWeight},
 		Diversity: cfg.Diversity,

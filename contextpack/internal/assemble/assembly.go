@@ -36,9 +36,12 @@ type Params struct {
 	MaxSnippetsPerFile  int
 	MaxSnippetTokens    int
 	MaxImportFileTokens int
-	Weights             Weights
-	Diversity           float64
-	Counter             *Counter
+	// SimilarTailLines: lines after a similar window of another file shown
+	// with it (contextpack.Config.SimilarTailLines).
+	SimilarTailLines int
+	Weights          Weights
+	Diversity        float64
+	Counter          *Counter
 	// Neutral rewrites literal special-token text in user text.
 	Neutral func(string) string
 }

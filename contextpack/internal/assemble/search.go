@@ -261,7 +261,9 @@ func (q *SearchQuery) defCandidates(ids map[string]float64, inCode map[string]bo
 }
 
 // simCandidates are the windows most similar (BM25) to the query region,
-// and, with a file weight, the files ranked by the summed similarity of
+// a window of another file with the SimilarTailLines that follow it (what
+// follows the code that matches the cursor's is the likeliest model of
+// what follows the cursor), and, with a file weight, the files ranked by the summed similarity of
 // their windows.
 func (q *SearchQuery) simCandidates(ids map[string]float64) ([]*Candidate, map[*index.File]int) {
 	qt := make(map[syntax.Term]int, len(ids))
@@ -291,7 +293,11 @@ hits:
 		cr := q.index.Chunk(h.Chunk)
 		sl := q.index.FileByID(cr.File)
 		c := &sl.Analysis.Chunks[cr.Chunk]
-		s, e, ok := sl.Analysis.Trim(c.Start, c.End)
+		end := c.End
+		if sl != t {
+			end = min(end+int32(q.params.SimilarTailLines), sl.Analysis.NumLines()-1)
+		}
+		s, e, ok := sl.Analysis.Trim(c.Start, end)
 		if !ok {
 			continue
 		}
