@@ -104,11 +104,16 @@
 // header for C and C++; see Module resolution), definitions of the identifiers around the cursor
 // (locals excluded) from the definitions index, and the windows most
 // similar to the code around the cursor (BM25), each window of another
-// file shown with the lines that follow it (Config.SimilarTailLines). Imports fill a stable tier
+// file shown with the lines that follow it (Config.SimilarTailLines).
+// Build output (a minified file, or one whose end names its source map:
+// a bundle of sources the repository holds) is never a definition or a
+// window for a cursor outside build output. Imports fill a stable tier
 // first (Config.ImportShare of the context budget); the three sources are
-// then fused by weighted reciprocal rank, near-duplicates of what the
-// prompt already shows are deferred (Config.Diversity), and candidates are
-// packed with a per-file cap, never duplicating the prefix/suffix window.
+// then fused by weighted reciprocal rank, context from tests (for a cursor
+// outside tests) and from prose files is demoted (Config.OffTopicWeight),
+// near-duplicates of what the prompt already shows are deferred
+// (Config.Diversity), and candidates are packed with a per-file cap,
+// never duplicating the prefix/suffix window.
 // Context from the cursor file itself (above or below a cut window) is
 // placed inside the FIM block with elision comments. Budget left unused
 // goes back to a cut prefix/suffix.
