@@ -1,10 +1,8 @@
 package assemble
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/infill-dev/infill/contextpack/internal/index"
 	"github.com/infill-dev/infill/contextpack/internal/syntax"
 )
 
@@ -42,28 +40,6 @@ func TestIsTestPath(t *testing.T) {
 	for p, want := range map[string]bool{"README.md": true, "docs/guide.rst": true, "LICENSE": true, "notes.txt": true, "main.go": false} {
 		if got := isProsePath(p); got != want {
 			t.Errorf("isProsePath(%q) = %v, want %v", p, got, want)
-		}
-	}
-}
-
-func TestIsBuildOutput(t *testing.T) {
-	long := strings.Repeat("x = 1;\n", 200)
-	for _, tc := range []struct {
-		path, content string
-		want          bool
-	}{
-		{"dist/lib.js", long + "//# sourceMappingURL=lib.js.map\n", true},
-		{"dist/lib.css", long + "/*# sourceMappingURL=lib.css.map */\n", true},
-		{"types/index.d.ts", "export declare function f(): void;\n//# sourceMappingURL=index.d.ts.map", true},
-		{"vendor/jquery.min.js", "!function(e){}", true},
-		// a source that mentions source maps is not build output
-		{"lib/sourcemaps.js", "// reads sourceMappingURL= comments\n" + long, false},
-		{"lib/core/request.js", long, false},
-		{"build/main.go", "package main\n", false},
-	} {
-		f := &index.File{Path: tc.path, Analysis: &syntax.Analysis{Content: tc.content}}
-		if got := isBuildOutput(f); got != tc.want {
-			t.Errorf("isBuildOutput(%q) = %v, want %v", tc.path, got, tc.want)
 		}
 	}
 }

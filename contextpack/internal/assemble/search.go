@@ -154,27 +154,12 @@ func isProsePath(p string) bool {
 	return false
 }
 
-// isBuildOutput reports a bundler's or compiler's output by what it says
-// of itself: a minified file (name.min.js, name.min.css) or one whose last
-// lines point to its source map ("sourceMappingURL="), as bundlers and
-// compilers of JavaScript, TypeScript declarations and CSS write. Its code
-// is a copy of sources the repository holds, so as context it shows them
-// again (and an older version: the one last built).
-func isBuildOutput(f *index.File) bool {
-	base := f.Path[strings.LastIndexByte(f.Path, '/')+1:]
-	if strings.Contains(base, ".min.") {
-		return true
-	}
-	c := f.Analysis.Content
-	return strings.Contains(c[max(0, len(c)-512):], "sourceMappingURL=")
-}
-
 // defCandidates looks up the region's identifiers that occur in its code
 // (locals excluded) in the definitions index: a name only a comment or a
 // string mentions is not one the code uses.
 func (q *SearchQuery) defCandidates(ids map[string]float64, inCode map[string]bool, locals map[syntax.Term]bool) []*Candidate {
 	r, t := q.index, q.cursor
-	testTarget, builtTarget := isTestPath(t.Path), isBuildOutput(t)
+	testTarget, builtTarget := isTestPath(t.Path), t.BuildOutput
 	names := make([]string, 0, len(ids))
 	for n := range ids {
 		if inCode[n] && !locals[syntax.HashIdent(n)] {
@@ -196,7 +181,7 @@ func (q *SearchQuery) defCandidates(ids map[string]float64, inCode map[string]bo
 		refs := make([]index.DefRef, 0, len(all))
 		for _, ref := range all {
 			sl := r.FileByID(ref.File)
-			if (testTarget || !isTestPath(sl.Path)) && (builtTarget || !isBuildOutput(sl)) {
+			if (testTarget || !isTestPath(sl.Path)) && (builtTarget || !sl.BuildOutput) {
 				refs = append(refs, ref)
 			}
 		}
@@ -291,12 +276,12 @@ func (q *SearchQuery) simCandidates(ids map[string]float64) ([]*Candidate, map[*
 	if q.params.Weights.File > 0 {
 		fileScore = map[uint32]float64{}
 	}
-	builtTarget := isBuildOutput(t)
+	builtTarget := t.BuildOutput
 	hits := q.index.Similar(qt, 2*q.params.MaxCandidates, func(sl *index.File, c *syntax.Chunk) bool {
 		if sl == t {
 			return c.Start > wl.Last || c.End < wl.First
 		}
-		return builtTarget || !isBuildOutput(sl)
+		return builtTarget || !sl.BuildOutput
 	}, fileScore)
 	var fileRank map[*index.File]int
 	if fileScore != nil {

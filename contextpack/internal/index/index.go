@@ -67,6 +67,21 @@ type File struct {
 	viewLine   int32
 	chunkIDs   []uint32 // Analysis.Chunks[i] is the index's chunks[chunkIDs[i]]
 	generation uint64
+	// BuildOutput: the file says it is a bundler's or compiler's output
+	// (IsBuildOutput), set with each analysis.
+	BuildOutput bool
+}
+
+// IsBuildOutput reports a bundler's or compiler's output by what it says
+// of itself: a minified file (name.min.js, name.min.css) or one whose last
+// 512 bytes point to its source map ("sourceMappingURL="), as bundlers and
+// compilers of JavaScript, TypeScript declarations and CSS write. Its code
+// is a copy of sources the repository holds.
+func IsBuildOutput(p, content string) bool {
+	if strings.Contains(path.Base(p), ".min.") {
+		return true
+	}
+	return strings.Contains(content[max(0, len(content)-512):], "sourceMappingURL=")
 }
 
 // DefRef is a definition: Defs[Def] of the analysis of the file with id
@@ -194,7 +209,8 @@ func (r *Index) Update(files []RequestFile, whole bool) (add, drop []*Content, c
 }
 
 func (r *Index) add(f *RequestFile) *File {
-	sl := &File{Path: f.Path, Lang: f.Lang, indexed: f.Indexed, Analysis: f.Analysis, text: f.Text, viewLine: f.ViewLine}
+	sl := &File{Path: f.Path, Lang: f.Lang, indexed: f.Indexed, Analysis: f.Analysis, text: f.Text, viewLine: f.ViewLine,
+		BuildOutput: IsBuildOutput(f.Path, f.Analysis.Content)}
 	if f.Text != nil {
 		r.viewHolder = sl
 	}
@@ -298,6 +314,7 @@ func (r *Index) replace(sl *File, f *RequestFile) {
 	}
 	oldIDs := sl.chunkIDs
 	sl.indexed, sl.Analysis = f.Indexed, f.Analysis
+	sl.BuildOutput = IsBuildOutput(sl.Path, f.Analysis.Content)
 	r.setText(sl, f)
 	r.addDefs(sl)
 	if r.fileDocFreqs != nil {
