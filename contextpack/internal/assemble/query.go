@@ -60,10 +60,12 @@ func (q *SearchQuery) lineWindow() LineRange {
 
 // queryIdents weighs the identifiers of the query region's code, those
 // of its comments and string literals (syntax.CodeOnly) much less (proseWeight),
-// and leaves out English stop-words, the
-// cursor line (it changes on every keystroke; excluding it keeps the
-// cursor-dependent context stable while typing) and names defined inside
-// the region (locals). An occurrence counts more when it is called or
+// and leaves out English stop-words and the cursor line (it changes on
+// every keystroke; excluding it keeps the cursor-dependent context stable
+// while typing). Names the region defines stay in: in a class body, a
+// declaration file or a list of methods they are the words that other
+// files implementing, declaring or calling the same things share.
+// An occurrence counts more when it is called or
 // looks like a type (capitalised) than when it is a bare lower-case word.
 func (q *SearchQuery) queryIdents(reg LineRange) (ids map[string]float64, inCode map[string]bool) {
 	a := q.text
@@ -105,12 +107,6 @@ func (q *SearchQuery) queryIdents(reg LineRange) (ids map[string]float64, inCode
 			}
 			return true
 		})
-	}
-	for i := range a.Defs {
-		d := &a.Defs[i]
-		if d.Start > reg.First && d.Start <= reg.Last {
-			delete(ids, d.Name)
-		}
 	}
 	return ids, inCode
 }
