@@ -21,8 +21,39 @@ type ScoredChunk struct {
 // are broken by path and line so the result does not depend on the order
 // in which files were indexed. fileScore, when not nil, receives the sum
 // of each file's window scores (by file id).
+//
+// Terms in more than half of the windows, or in more than a tenth of a
+// large index, add little (low idf) but cost the most, so they are left
+// out; when the other terms find no window to keep (a small repository of
+// near-identical files, a query of everyday words), the common ones rank
+// the windows instead: leaving them out then would leave the context empty.
 func (r *Index) bm25(q map[syntax.Term]int, k int, keep func(sl *File, c *syntax.Chunk) bool, fileScore map[uint32]float64) []ScoredChunk {
 	if r.liveChunks == 0 || len(q) == 0 {
+		return nil
+	}
+	n := float64(r.liveChunks)
+	var rare, common []syntax.Term
+	for t := range q {
+		switch df := float64(r.docFreq[t]); {
+		case df > 0 && df <= n/2 && (df <= n/10 || df <= 64):
+			rare = append(rare, t)
+		case df > 0:
+			common = append(common, t)
+		}
+	}
+	hits := r.bm25Terms(q, rare, k, keep, fileScore)
+	if len(hits) == 0 && len(common) > 0 {
+		clear(fileScore)
+		hits = r.bm25Terms(q, common, k, keep, fileScore)
+	}
+	return hits
+}
+
+// bm25Terms is bm25 over the query terms in terms, rarest first, within a
+// postings budget that bounds the work on repositories with a small
+// vocabulary.
+func (r *Index) bm25Terms(q map[syntax.Term]int, terms []syntax.Term, k int, keep func(sl *File, c *syntax.Chunk) bool, fileScore map[uint32]float64) []ScoredChunk {
+	if len(terms) == 0 {
 		return nil
 	}
 	const k1, b = 1.2, 0.75
@@ -36,17 +67,6 @@ func (r *Index) bm25(q map[syntax.Term]int, k int, keep func(sl *File, c *syntax
 	}
 	r.scratch = r.scratch[:len(r.chunks)]
 	r.touched = r.touched[:0]
-	// Rarest terms first; terms in more than half of the windows, or in
-	// more than a tenth of a large index, add little (low idf) but cost the
-	// most, and a postings budget bounds the
-	// work on repositories with a small vocabulary.
-	terms := make([]syntax.Term, 0, len(q))
-	for t := range q {
-		df := float64(r.docFreq[t])
-		if df > 0 && df <= n/2 && (df <= n/10 || df <= 64) {
-			terms = append(terms, t)
-		}
-	}
 	slices.SortFunc(terms, func(x, y syntax.Term) int {
 		if dx, dy := r.docFreq[x], r.docFreq[y]; dx != dy {
 			return int(dx) - int(dy)
