@@ -262,10 +262,11 @@ func (q *SearchQuery) defCandidates(ids map[string]float64, inCode map[string]bo
 }
 
 // simCandidates are the windows most similar (BM25) to the query region,
-// a window of another file with the SimilarTailLines that follow it (what
-// follows the code that matches the cursor's is the likeliest model of
-// what follows the cursor), and, with a file weight, the files ranked by the summed similarity of
-// their windows.
+// and, with a file weight, the files ranked by the summed similarity of
+// their windows. A window of another file is shown with the
+// SimilarTailLines that follow it (what follows the code that matches the
+// cursor's is the likeliest model of what follows the cursor), or as the
+// whole file when it is half of a small file (smallFileWhole).
 func (q *SearchQuery) simCandidates(ids map[string]float64) ([]*Candidate, map[*index.File]int) {
 	qt := make(map[syntax.Term]int, len(ids))
 	for n, c := range ids {
@@ -298,8 +299,9 @@ hits:
 		cr := q.index.Chunk(h.Chunk)
 		sl := q.index.FileByID(cr.File)
 		c := &sl.Analysis.Chunks[cr.Chunk]
+		other := sl != t
 		end := c.End
-		if sl != t {
+		if other {
 			end = min(end+int32(q.params.SimilarTailLines), sl.Analysis.NumLines()-1)
 		}
 		s, e, ok := sl.Analysis.Trim(c.Start, end)
@@ -317,8 +319,10 @@ hits:
 		}
 		kept = append(kept, c)
 		rs, label := []LineRange{rg}, "similar window"
-		if whole := smallFileWhole(sl.Analysis, c); sl != t && whole != nil && whole[0] != rg {
-			rs, label = whole, "similar file (whole: at most twice its window)"
+		if other {
+			if whole := smallFileWhole(sl.Analysis, c); whole != nil && whole[0] != rg {
+				rs, label = whole, "similar file (whole: at most twice its window)"
+			}
 		}
 		taken[sl] = append(taken[sl], rs...)
 		out = append(out, &Candidate{file: sl, kind: SourceSimilar, ranges: rs, key: rangesKey(sl, rs),
