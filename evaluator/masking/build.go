@@ -518,8 +518,8 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 		log.Info("masking: level done", zap.String("level", string(level)), zap.Int("kept", kept),
 			zap.Int("candidates", len(p.byLevel[level])), zap.Int("uncovered", p.stats.Uncovered[level]))
 	}
-	if o.SelectNodeTests && p.lang == javascriptLanguage && test.Kind == evaluator.TestNode && test.NodeRunner() == evaluator.NodeRunnerBuiltin {
-		sel, err := selectNodeTests(ctx, g, repoDir, out, test, o, log)
+	if o.SelectNodeTests && p.lang.selectTests != nil {
+		sel, err := p.lang.selectTests(ctx, g, repoDir, out, test, o, log)
 		if err != nil {
 			return nil, p.stats, err
 		}
