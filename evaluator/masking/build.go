@@ -532,7 +532,7 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 // file restored exactly) and returns the test spec that passed, with the
 // pytest (or node) pass count as its ExpectedTests.
 func (p *plan) repositoryBaseline(ctx context.Context, g Grader, repoDir string, o Options, test evaluator.TestSpec) (evaluator.TestSpec, error) {
-	bt, err := p.baseTask(o, repoDir, test)
+	bt, err := p.baseTask(o, repoDir, test, nil)
 	if err != nil {
 		return test, err
 	}
@@ -548,12 +548,12 @@ func (p *plan) repositoryBaseline(ctx context.Context, g Grader, repoDir string,
 	return test, nil
 }
 
-// baseTask is the unmodified repository as a task: its first file
-// restored exactly.
-func (p *plan) baseTask(o Options, repoDir string, test evaluator.TestSpec) (evaluator.Task, error) {
+// baseTask is the unmodified repository as a task: its first file (the
+// first that in accepts, unless in is nil) restored exactly.
+func (p *plan) baseTask(o Options, repoDir string, test evaluator.TestSpec, in func(rel string) bool) (evaluator.Task, error) {
 	var first *source
 	for _, f := range p.files {
-		if first == nil || f.rel < first.rel {
+		if (in == nil || in(f.rel)) && (first == nil || f.rel < first.rel) {
 			first = f
 		}
 	}
@@ -567,7 +567,7 @@ func (p *plan) trace(ctx context.Context, o Options, repoDir string, test evalua
 	if o.Tracer == nil {
 		return nil, nil
 	}
-	base, err := p.baseTask(o, repoDir, test)
+	base, err := p.baseTask(o, repoDir, test, nil)
 	if err != nil {
 		return nil, err
 	}
