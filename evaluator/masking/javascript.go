@@ -51,6 +51,13 @@ var (
 	tsExtensions = []string{".ts", ".mts", ".cts", ".tsx"}
 )
 
+// IsScriptFile reports a file name with a JavaScript or TypeScript
+// extension.
+func IsScriptFile(name string) bool {
+	ext := path.Ext(name)
+	return slices.Contains(jsExtensions, ext) || slices.Contains(tsExtensions, ext)
+}
+
 // scriptGrammar is tree-sitter's JavaScript grammar for .js, .mjs and .cjs,
 // TypeScript's for .ts, .mts and .cts, and TSX's for .tsx and .jsx (JSX
 // with or without types).
