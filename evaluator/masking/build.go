@@ -523,7 +523,9 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 		if err != nil {
 			return nil, p.stats, err
 		}
-		p.stats.Selection = sel
+		if sel != nil {
+			p.stats.Selection, p.stats.TraceNote = sel, "" // selected after all
+		}
 	}
 	return out, p.stats, nil
 }
@@ -575,9 +577,7 @@ func (p *plan) trace(ctx context.Context, o Options, repoDir string, test evalua
 	reach, err := o.Tracer.TraceTests(ctx, base, o.TraceTimeout)
 	p.stats.Trace = time.Since(start)
 	if errors.Is(err, evaluator.ErrNoTracer) {
-		if !o.SelectNodeTests || test.Kind != evaluator.TestNode { // node's are selected after (selectNodeTests)
-			p.stats.TraceNote = fmt.Sprintf("%s tests cannot be traced: every sample runs the whole suite", test.Kind)
-		}
+		p.stats.TraceNote = fmt.Sprintf("%s tests cannot be traced: every sample runs the whole suite", test.Kind)
 		return nil, nil
 	}
 	if err != nil {
