@@ -518,12 +518,14 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 		log.Info("masking: level done", zap.String("level", string(level)), zap.Int("kept", kept),
 			zap.Int("candidates", len(p.byLevel[level])), zap.Int("uncovered", p.stats.Uncovered[level]))
 	}
-	if o.SelectNodeTests && p.lang == javascriptLanguage && test.Kind == evaluator.TestNode && test.NodeRunner() == evaluator.NodeRunnerBuiltin {
-		sel, err := selectNodeTests(ctx, g, repoDir, out, test, o, log)
+	if o.SelectNodeTests && p.lang.selectTests != nil {
+		sel, err := p.lang.selectTests(ctx, g, repoDir, out, test, o, log)
 		if err != nil {
 			return nil, p.stats, err
 		}
-		p.stats.Selection = sel
+		if sel != nil {
+			p.stats.Selection, p.stats.TraceNote = sel, "" // selected after all
+		}
 	}
 	return out, p.stats, nil
 }
@@ -532,7 +534,7 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 // file restored exactly) and returns the test spec that passed, with the
 // pytest (or node) pass count as its ExpectedTests.
 func (p *plan) repositoryBaseline(ctx context.Context, g Grader, repoDir string, o Options, test evaluator.TestSpec) (evaluator.TestSpec, error) {
-	bt, err := p.baseTask(o, repoDir, test)
+	bt, err := p.baseTask(o, repoDir, test, nil)
 	if err != nil {
 		return test, err
 	}
@@ -548,12 +550,12 @@ func (p *plan) repositoryBaseline(ctx context.Context, g Grader, repoDir string,
 	return test, nil
 }
 
-// baseTask is the unmodified repository as a task: its first file
-// restored exactly.
-func (p *plan) baseTask(o Options, repoDir string, test evaluator.TestSpec) (evaluator.Task, error) {
+// baseTask is the unmodified repository as a task: its first file (the
+// first that in accepts, unless in is nil) restored exactly.
+func (p *plan) baseTask(o Options, repoDir string, test evaluator.TestSpec, in func(rel string) bool) (evaluator.Task, error) {
 	var first *source
 	for _, f := range p.files {
-		if first == nil || f.rel < first.rel {
+		if (in == nil || in(f.rel)) && (first == nil || f.rel < first.rel) {
 			first = f
 		}
 	}
@@ -567,7 +569,7 @@ func (p *plan) trace(ctx context.Context, o Options, repoDir string, test evalua
 	if o.Tracer == nil {
 		return nil, nil
 	}
-	base, err := p.baseTask(o, repoDir, test)
+	base, err := p.baseTask(o, repoDir, test, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -575,9 +577,7 @@ func (p *plan) trace(ctx context.Context, o Options, repoDir string, test evalua
 	reach, err := o.Tracer.TraceTests(ctx, base, o.TraceTimeout)
 	p.stats.Trace = time.Since(start)
 	if errors.Is(err, evaluator.ErrNoTracer) {
-		if !o.SelectNodeTests || test.Kind != evaluator.TestNode { // node's are selected after (selectNodeTests)
-			p.stats.TraceNote = fmt.Sprintf("%s tests cannot be traced: every sample runs the whole suite", test.Kind)
-		}
+		p.stats.TraceNote = fmt.Sprintf("%s tests cannot be traced: every sample runs the whole suite", test.Kind)
 		return nil, nil
 	}
 	if err != nil {

@@ -242,14 +242,7 @@ func (p *plan) packageBaselines(ctx context.Context, g Grader, repoDir string, o
 		if u := units[key]; u != nil {
 			return u.test, u.ok, nil
 		}
-		var first *source
-		for _, f := range p.files {
-			if p.lang.packageOf(f.rel) == key && (first == nil || f.rel < first.rel) {
-				first = f
-			}
-		}
-		base := p.record(Candidate{Path: first.rel, Start: 0, End: len(first.src), Level: evaluator.LevelRandomSpan}, o, test)
-		bt, err := taskOf(base, repoDir)
+		bt, err := p.baseTask(o, repoDir, test, func(rel string) bool { return p.lang.packageOf(rel) == key })
 		if err != nil {
 			return test, false, err
 		}

@@ -1,6 +1,7 @@
 package masking
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -15,28 +16,33 @@ import (
 	"github.com/smacker/go-tree-sitter/javascript"
 	"github.com/smacker/go-tree-sitter/typescript/tsx"
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
+	"go.uber.org/zap"
 
 	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/dataset"
 )
 
 // javascriptLanguage masks JavaScript repositories (.js, .mjs, .cjs, .jsx),
 // typescriptLanguage TypeScript ones (.ts, .mts, .cts, .tsx); both are
 // tested with node's built-in test runner or the repository's vitest
-// (defaultNodeTest).
+// (defaultNodeTest). Only JavaScript's tests are selected per sample
+// (selectNodeTests): the coverage of TypeScript tests is of the
+// transformed code, not of the source's spans.
 var (
-	javascriptLanguage = scriptLanguage("javascript", jsExtensions)
-	typescriptLanguage = scriptLanguage("typescript", tsExtensions)
+	javascriptLanguage = scriptLanguage("javascript", jsExtensions, selectNodeTests)
+	typescriptLanguage = scriptLanguage("typescript", tsExtensions, nil)
 )
 
 // scriptLanguage is the language name masking the files with extensions
-// exts.
-func scriptLanguage(name string, exts []string) *Language {
+// exts, its per-sample test selection selectTests (nil: none).
+func scriptLanguage(name string, exts []string, selectTests func(context.Context, Grader, string, []dataset.InfillRecord, evaluator.TestSpec, Options, *zap.Logger) (*Selection, error)) *Language {
 	return &Language{
-		Name:    name,
-		grammar: scriptGrammar,
-		level:   scriptLevel,
-		include: func(rel string) bool { return scriptSource(rel, exts) },
-		test:    defaultNodeTest,
+		Name:        name,
+		grammar:     scriptGrammar,
+		level:       scriptLevel,
+		include:     func(rel string) bool { return scriptSource(rel, exts) },
+		test:        defaultNodeTest,
+		selectTests: selectTests,
 	}
 }
 
@@ -44,6 +50,13 @@ var (
 	jsExtensions = []string{".js", ".mjs", ".cjs", ".jsx"}
 	tsExtensions = []string{".ts", ".mts", ".cts", ".tsx"}
 )
+
+// IsScriptFile reports a file name with a JavaScript or TypeScript
+// extension.
+func IsScriptFile(name string) bool {
+	ext := path.Ext(name)
+	return slices.Contains(jsExtensions, ext) || slices.Contains(tsExtensions, ext)
+}
 
 // scriptGrammar is tree-sitter's JavaScript grammar for .js, .mjs and .cjs,
 // TypeScript's for .ts, .mts and .cts, and TSX's for .tsx and .jsx (JSX

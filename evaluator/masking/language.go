@@ -1,6 +1,7 @@
 package masking
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -8,8 +9,10 @@ import (
 	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
+	"go.uber.org/zap"
 
 	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/dataset"
 )
 
 // Language is one source language masking knows: its grammar and the
@@ -37,6 +40,11 @@ type Language struct {
 	// file's package directory): the unmodified repository is checked
 	// per unit, and ExpectedTests is that unit's count.
 	packageOf func(rel string) string
+	// selectTests, if set, chooses the tests each record runs after
+	// masking (Options.SelectNodeTests; JavaScript: selectNodeTests);
+	// nil *Selection when the repository's test command is not one it
+	// can select for.
+	selectTests func(ctx context.Context, g Grader, repoDir string, recs []dataset.InfillRecord, test evaluator.TestSpec, o Options, log *zap.Logger) (*Selection, error)
 }
 
 // languages are the languages masking knows, in the order detection prefers

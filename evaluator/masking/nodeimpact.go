@@ -47,8 +47,12 @@ type Selection struct {
 // says which spans its processes executed. A record keeps the whole suite
 // when no test file executes its span, or when the selected files do not
 // give the whole suite's verdicts on its reference (pass) and empty middle
-// (fail, with RequireEmptyFails).
+// (fail, with RequireEmptyFails). It selects nothing (nil) for another
+// test command (vitest, a command of the user's).
 func selectNodeTests(ctx context.Context, g Grader, repoDir string, recs []dataset.InfillRecord, test evaluator.TestSpec, o Options, log *zap.Logger) (*Selection, error) {
+	if test.Kind != evaluator.TestNode || test.NodeRunner() != evaluator.NodeRunnerBuiltin {
+		return nil, nil
+	}
 	files := test.Tests
 	if len(files) == 0 {
 		for _, f := range nodeTestFiles(repoDir) {

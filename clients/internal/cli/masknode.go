@@ -1,16 +1,11 @@
 package cli
 
 import (
-	"path"
 	"strings"
 
 	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/evaluator/masking"
 )
-
-// scriptExtensions are the test files' extensions --node-test and --vitest
-// tell from options.
-var scriptExtensions = map[string]bool{".js": true, ".mjs": true, ".cjs": true, ".jsx": true,
-	".ts": true, ".mts": true, ".cts": true, ".tsx": true}
 
 // nodeTestSpec is the test of --node-test ARGS or --vitest ARGS: the
 // arguments that are JavaScript or TypeScript files (not options) are the
@@ -22,7 +17,7 @@ func nodeTestSpec(nodeTest, vitest string, expected int) *evaluator.TestSpec {
 		t.Command, args = []string{evaluator.NodeRunnerVitest}, vitest
 	}
 	for _, a := range strings.Fields(args) {
-		if !strings.HasPrefix(a, "-") && scriptExtensions[path.Ext(a)] {
+		if !strings.HasPrefix(a, "-") && masking.IsScriptFile(a) {
 			t.Tests = append(t.Tests, a)
 		} else {
 			t.Args = append(t.Args, a)
