@@ -24,7 +24,6 @@ import (
 // answer never causes another pull, a signal while a pull is in flight
 // makes one more pull after it (not one per signal), and an answer older
 // than the latest settings the editor sent is dropped.
-
 //
 // A completion asked while pulls are in flight waits for their answers,
 // for at most settingsWait from the first of them, and then takes the

@@ -46,11 +46,11 @@ func main() {
 	var repos dirs
 	flag.Var(&repos, "dir", "name=path of a local repository to time instead of the synthetic one (repeatable): -edits warm edits in each, no typing")
 	flag.Parse()
+	ot, err := oldtok.Qwen25()
+	check(err)
+	nt, err := newtok.Qwen25()
+	check(err)
 	if len(repos) > 0 {
-		ot, err := oldtok.Qwen25()
-		check(err)
-		nt, err := newtok.Qwen25()
-		check(err)
 		var eo, en []time.Duration
 		for i, spec := range repos {
 			name, root, ok := strings.Cut(spec, "=")
@@ -71,10 +71,6 @@ func main() {
 	for _, f := range gen {
 		files = append(files, file{f.Path, f.Content})
 	}
-	ot, err := oldtok.Qwen25()
-	check(err)
-	nt, err := newtok.Qwen25()
-	check(err)
 	ob, err := oldcp.NewBuilder(oldcp.DefaultConfig(), ot, nil)
 	check(err)
 	nb, err := newcp.NewBuilder(newcp.DefaultConfig(), nt, nil)
@@ -85,7 +81,7 @@ func main() {
 	// with content (digest[k] false).
 	var digests []string
 	build := func(i int, fs []file, digest []bool, cur string, off int) (old, new time.Duration) {
-		oreq, nreq := requests("synth", 8192, fs, digests, func(k int) bool { return !digest[k] }, cur, off)
+		oreq, nreq := requests("synth", *budget, fs, digests, func(k int) bool { return !digest[k] }, cur, off)
 		return timePair(i, ob, nb, oreq, nreq)
 	}
 	all := make([]bool, len(files)) // all with content
