@@ -303,7 +303,7 @@ func selectionRun(ids []string, rootDir string, cfg PytestConfig) (PytestRun, er
 	seen := map[string]bool{}
 	for _, id := range ids {
 		file, _, _ := strings.Cut(id, "::")
-		if file == "" || path.IsAbs(file) || strings.HasPrefix(path.Clean(file), "..") || strings.HasPrefix(file, "-") {
+		if !validRel(file) || strings.HasPrefix(file, "-") {
 			return PytestRun{}, fmt.Errorf("impact: test %q does not name a file inside the repository", id)
 		}
 		p := path.Join(rootDir, file)
