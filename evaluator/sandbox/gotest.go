@@ -87,12 +87,13 @@ func DetectGoToolchain(ctx context.Context) (GoToolchain, error) {
 }
 
 // goToolchain is the configured toolchain, detected on first use when
-// Config.GoRoot is empty.
+// Config.GoRoot is empty. The detection (a quick `go env`) ignores ctx's
+// cancel: its result, error included, is kept for every later run.
 func (s *Sandbox) goToolchain(ctx context.Context) (GoToolchain, error) {
 	s.gocache.once.Do(func() {
 		tc := GoToolchain{Root: s.cfg.GoRoot, ModCache: s.cfg.GoModCache}
 		if tc.Root == "" {
-			det, err := DetectGoToolchain(ctx)
+			det, err := DetectGoToolchain(context.WithoutCancel(ctx))
 			if err != nil {
 				s.gocache.tcErr = err
 				return
