@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -51,16 +52,10 @@ func applyPytestRun(spec *sandbox.Spec, run impact.PytestRun) {
 	if spec.Files == nil {
 		spec.Files = map[string]string{}
 	}
-	for k, v := range run.Files {
-		spec.Files[k] = v
-	}
+	maps.Copy(spec.Files, run.Files)
 	env := make(map[string]string, len(spec.Env)+len(run.Env))
-	for k, v := range spec.Env {
-		env[k] = v
-	}
-	for k, v := range run.Env {
-		env[k] = v
-	}
+	maps.Copy(env, spec.Env)
+	maps.Copy(env, run.Env)
 	spec.Env = env
 }
 

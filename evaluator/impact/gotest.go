@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -63,11 +61,7 @@ echo "infill-impact-go end $nonce"
 // coverage block (package-level declarations, var initialisers run at init,
 // imports) select every package, as do spans in _test.go files.
 func TraceGo(ctx context.Context, r Runner, dir string, cfg GoConfig) (*Map, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
-	}
-	nonce := hex.EncodeToString(b[:])
+	nonce := newNonce()
 	out, err := r.Run(ctx, Command{Dir: dir, Env: cfg.env(),
 		Argv: []string{"sh", "-c", goTraceScript, "sh", cfg.goCmd(), nonce}})
 	if err != nil {

@@ -34,9 +34,9 @@ INFILL_IMPACT_SHAPE={"file": path, "pristine": path, "nonce": nonce}
     With INFILL_IMPACT_SELECT, when the plugin is loaded (before conftest
     files and test modules): if the changed file's shape (its syntax tree
     without function bodies) is not the pristine file's, print
-    ``infill-impact-widen <nonce>`` and exit: the completion changed what
-    runs at import time, so the selection does not hold and the grader runs
-    the whole suite instead.
+    ``infill-impact-widen <nonce>`` and go on: the completion changed what
+    runs at import time, so the selection does not hold; the grader keeps a
+    failing verdict and runs the whole suite for a passing one.
 
 INFILL_IMPACT_COMPILE=<JSON list of paths relative to the root>
     With INFILL_IMPACT_SELECT: compile each file before the tests run; a

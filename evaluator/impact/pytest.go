@@ -185,11 +185,7 @@ type PytestTrace struct {
 
 // NewPytestTrace returns the trace run of the suite cfg describes.
 func NewPytestTrace(cfg PytestConfig) (PytestTrace, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return PytestTrace{}, err
-	}
-	nonce := hex.EncodeToString(b[:])
+	nonce := newNonce()
 	run := newPytestRun(cfg, map[string]string{"INFILL_IMPACT_TRACE": nonce},
 		map[string]string{PluginDir + "/sitecustomize.py": childPy}, cfg.Paths)
 	return PytestTrace{Run: run, nonce: nonce}, nil
@@ -232,6 +228,14 @@ func parseTrace(out []byte, nonce string) (*Map, error) {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// newNonce returns a random hex token that marks the plugin's lines in a
+// run's output (crypto/rand.Read never fails).
+func newNonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func tail(b []byte, n int) []byte {
@@ -299,7 +303,7 @@ func selectionRun(ids []string, rootDir string, cfg PytestConfig) (PytestRun, er
 	seen := map[string]bool{}
 	for _, id := range ids {
 		file, _, _ := strings.Cut(id, "::")
-		if file == "" || path.IsAbs(file) || strings.HasPrefix(path.Clean(file), "..") || strings.HasPrefix(file, "-") {
+		if !validRel(file) || strings.HasPrefix(file, "-") {
 			return PytestRun{}, fmt.Errorf("impact: test %q does not name a file inside the repository", id)
 		}
 		p := path.Join(rootDir, file)
@@ -330,11 +334,7 @@ func selectionRun(ids []string, rootDir string, cfg PytestConfig) (PytestRun, er
 		if !validRel(sh.File) {
 			return PytestRun{}, fmt.Errorf("impact: changed file %q must be relative and inside the repository", sh.File)
 		}
-		var b [16]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return PytestRun{}, err
-		}
-		spec, err := json.Marshal(map[string]string{"file": sh.File, "pristine": pristineFile, "nonce": hex.EncodeToString(b[:])})
+		spec, err := json.Marshal(map[string]string{"file": sh.File, "pristine": pristineFile, "nonce": newNonce()})
 		if err != nil {
 			return PytestRun{}, err
 		}

@@ -81,7 +81,7 @@ func TestPytestTests(t *testing.T) {
 	if _, err := impact.PytestTests(nil, impact.PytestConfig{}); !errors.Is(err, impact.ErrNoTests) {
 		t.Errorf("no ids: %v", err)
 	}
-	for _, bad := range []string{"/abs/test_x.py::t", "../up.py::t", "--co", "::t"} {
+	for _, bad := range []string{"/abs/test_x.py::t", "../up.py::t", "--co", "::t", "tests/t\x00.py::t"} {
 		if _, err := impact.PytestTests([]string{bad}, impact.PytestConfig{}); err == nil {
 			t.Errorf("id %q accepted", bad)
 		}

@@ -87,12 +87,13 @@ func DetectGoToolchain(ctx context.Context) (GoToolchain, error) {
 }
 
 // goToolchain is the configured toolchain, detected on first use when
-// Config.GoRoot is empty.
+// Config.GoRoot is empty. The detection (a quick `go env`) ignores ctx's
+// cancel: its result, error included, is kept for every later run.
 func (s *Sandbox) goToolchain(ctx context.Context) (GoToolchain, error) {
 	s.gocache.once.Do(func() {
 		tc := GoToolchain{Root: s.cfg.GoRoot, ModCache: s.cfg.GoModCache}
 		if tc.Root == "" {
-			det, err := DetectGoToolchain(ctx)
+			det, err := DetectGoToolchain(context.WithoutCancel(ctx))
 			if err != nil {
 				s.gocache.tcErr = err
 				return
@@ -144,20 +145,24 @@ type goCaches struct {
 }
 
 // take returns a cache directory no other run holds, making one (a copy
-// of seed, when there is one) when none is free.
+// of seed, when there is one) when none is free. The copy is made outside
+// the lock: runs that start together do not wait on each other's copies.
 func (p *goCaches) take(tempDir, seed string) (string, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if n := len(p.free); n > 0 {
 		dir := p.free[n-1]
 		p.free = p.free[:n-1]
+		p.mu.Unlock()
 		return dir, nil
 	}
 	dir, err := os.MkdirTemp(tempDir, "infill-gocache-")
+	if err == nil {
+		p.all = append(p.all, dir)
+	}
+	p.mu.Unlock()
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrSetup, err)
 	}
-	p.all = append(p.all, dir)
 	if seed != "" {
 		if err := copyTree(seed, dir, nil, nil); err != nil {
 			return "", fmt.Errorf("%w: copying the seed build cache: %v", ErrSetup, err)

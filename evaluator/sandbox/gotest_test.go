@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,5 +203,21 @@ func TestGoEnv(t *testing.T) {
 		if got := env[k]; len(got) != 1 || got[0] != want {
 			t.Errorf("%s = %q, want once %q", k, got, want)
 		}
+	}
+}
+
+// TestGoToolchainAfterCancel checks that a run cancelled while the Go
+// toolchain is detected does not leave the Sandbox without one: the
+// detection is done once, for every later run.
+func TestGoToolchainAfterCancel(t *testing.T) {
+	requireGo(t)
+	sb := newTestSandbox(t, Config{WarmWorkers: -1})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := sb.goToolchain(ctx); err != nil {
+		t.Errorf("toolchain with a cancelled context: %v", err)
+	}
+	if tc, err := sb.goToolchain(t.Context()); err != nil || tc.Root == "" {
+		t.Errorf("toolchain after a cancelled detection: %+v, %v", tc, err)
 	}
 }
