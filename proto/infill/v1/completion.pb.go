@@ -12,6 +12,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -85,6 +86,58 @@ func (PositionEncoding) EnumDescriptor() ([]byte, []int) {
 	return file_infill_v1_completion_proto_rawDescGZIP(), []int{0}
 }
 
+// SeamRepair turns the repair of a completion's seam on or off.
+type SeamRepair int32
+
+const (
+	// Same as SEAM_REPAIR_ON.
+	SeamRepair_SEAM_REPAIR_UNSPECIFIED SeamRepair = 0
+	SeamRepair_SEAM_REPAIR_ON          SeamRepair = 1
+	// The model's own text, cut only by the stop rules.
+	SeamRepair_SEAM_REPAIR_OFF SeamRepair = 2
+)
+
+// Enum value maps for SeamRepair.
+var (
+	SeamRepair_name = map[int32]string{
+		0: "SEAM_REPAIR_UNSPECIFIED",
+		1: "SEAM_REPAIR_ON",
+		2: "SEAM_REPAIR_OFF",
+	}
+	SeamRepair_value = map[string]int32{
+		"SEAM_REPAIR_UNSPECIFIED": 0,
+		"SEAM_REPAIR_ON":          1,
+		"SEAM_REPAIR_OFF":         2,
+	}
+)
+
+func (x SeamRepair) Enum() *SeamRepair {
+	p := new(SeamRepair)
+	*p = x
+	return p
+}
+
+func (x SeamRepair) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SeamRepair) Descriptor() protoreflect.EnumDescriptor {
+	return file_infill_v1_completion_proto_enumTypes[1].Descriptor()
+}
+
+func (SeamRepair) Type() protoreflect.EnumType {
+	return &file_infill_v1_completion_proto_enumTypes[1]
+}
+
+func (x SeamRepair) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SeamRepair.Descriptor instead.
+func (SeamRepair) EnumDescriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{1}
+}
+
 // RequestClass says what kind of traffic a request is. When the backend is
 // busy, interactive requests start before evaluation requests, and
 // evaluation still gets a guaranteed share of the starts.
@@ -124,11 +177,11 @@ func (x RequestClass) String() string {
 }
 
 func (RequestClass) Descriptor() protoreflect.EnumDescriptor {
-	return file_infill_v1_completion_proto_enumTypes[1].Descriptor()
+	return file_infill_v1_completion_proto_enumTypes[2].Descriptor()
 }
 
 func (RequestClass) Type() protoreflect.EnumType {
-	return &file_infill_v1_completion_proto_enumTypes[1]
+	return &file_infill_v1_completion_proto_enumTypes[2]
 }
 
 func (x RequestClass) Number() protoreflect.EnumNumber {
@@ -137,7 +190,7 @@ func (x RequestClass) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RequestClass.Descriptor instead.
 func (RequestClass) EnumDescriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{1}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{2}
 }
 
 // ContextDetail says how much of the context manifest a response carries.
@@ -184,11 +237,11 @@ func (x ContextDetail) String() string {
 }
 
 func (ContextDetail) Descriptor() protoreflect.EnumDescriptor {
-	return file_infill_v1_completion_proto_enumTypes[2].Descriptor()
+	return file_infill_v1_completion_proto_enumTypes[3].Descriptor()
 }
 
 func (ContextDetail) Type() protoreflect.EnumType {
-	return &file_infill_v1_completion_proto_enumTypes[2]
+	return &file_infill_v1_completion_proto_enumTypes[3]
 }
 
 func (x ContextDetail) Number() protoreflect.EnumNumber {
@@ -197,7 +250,7 @@ func (x ContextDetail) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ContextDetail.Descriptor instead.
 func (ContextDetail) EnumDescriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{2}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{3}
 }
 
 // FinishReason says why a candidate ended.
@@ -244,11 +297,11 @@ func (x FinishReason) String() string {
 }
 
 func (FinishReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_infill_v1_completion_proto_enumTypes[3].Descriptor()
+	return file_infill_v1_completion_proto_enumTypes[4].Descriptor()
 }
 
 func (FinishReason) Type() protoreflect.EnumType {
-	return &file_infill_v1_completion_proto_enumTypes[3]
+	return &file_infill_v1_completion_proto_enumTypes[4]
 }
 
 func (x FinishReason) Number() protoreflect.EnumNumber {
@@ -257,7 +310,7 @@ func (x FinishReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FinishReason.Descriptor instead.
 func (FinishReason) EnumDescriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{3}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{4}
 }
 
 // SourceKind is the role of a piece of context in the prompt.
@@ -310,11 +363,11 @@ func (x SourceKind) String() string {
 }
 
 func (SourceKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_infill_v1_completion_proto_enumTypes[4].Descriptor()
+	return file_infill_v1_completion_proto_enumTypes[5].Descriptor()
 }
 
 func (SourceKind) Type() protoreflect.EnumType {
-	return &file_infill_v1_completion_proto_enumTypes[4]
+	return &file_infill_v1_completion_proto_enumTypes[5]
 }
 
 func (x SourceKind) Number() protoreflect.EnumNumber {
@@ -323,7 +376,61 @@ func (x SourceKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use SourceKind.Descriptor instead.
 func (SourceKind) EnumDescriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{4}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{5}
+}
+
+// EditPromptFormat is the prompt format of an edit-prediction model.
+type EditPromptFormat int32
+
+const (
+	// Chosen by the model's name (docs/api.md), else the server's
+	// --edit-format.
+	EditPromptFormat_EDIT_PROMPT_FORMAT_UNSPECIFIED EditPromptFormat = 0
+	// Zed's Zeta models (zed-industries/zeta).
+	EditPromptFormat_EDIT_PROMPT_FORMAT_ZETA EditPromptFormat = 1
+	// Continue's Instinct model (continuedev/instinct).
+	EditPromptFormat_EDIT_PROMPT_FORMAT_INSTINCT EditPromptFormat = 2
+)
+
+// Enum value maps for EditPromptFormat.
+var (
+	EditPromptFormat_name = map[int32]string{
+		0: "EDIT_PROMPT_FORMAT_UNSPECIFIED",
+		1: "EDIT_PROMPT_FORMAT_ZETA",
+		2: "EDIT_PROMPT_FORMAT_INSTINCT",
+	}
+	EditPromptFormat_value = map[string]int32{
+		"EDIT_PROMPT_FORMAT_UNSPECIFIED": 0,
+		"EDIT_PROMPT_FORMAT_ZETA":        1,
+		"EDIT_PROMPT_FORMAT_INSTINCT":    2,
+	}
+)
+
+func (x EditPromptFormat) Enum() *EditPromptFormat {
+	p := new(EditPromptFormat)
+	*p = x
+	return p
+}
+
+func (x EditPromptFormat) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EditPromptFormat) Descriptor() protoreflect.EnumDescriptor {
+	return file_infill_v1_completion_proto_enumTypes[6].Descriptor()
+}
+
+func (EditPromptFormat) Type() protoreflect.EnumType {
+	return &file_infill_v1_completion_proto_enumTypes[6]
+}
+
+func (x EditPromptFormat) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EditPromptFormat.Descriptor instead.
+func (EditPromptFormat) EnumDescriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{6}
 }
 
 // File is one file of the repository, identified by its path relative to
@@ -664,7 +771,22 @@ type GenerationOptions struct {
 	// Number of candidates (0: 1). Made as separate backend requests.
 	Candidates uint32 `protobuf:"varint,6,opt,name=candidates,proto3" json:"candidates,omitempty"`
 	// Keep only the k most likely tokens when sampling; unset or 0: no limit.
-	TopK          *int32 `protobuf:"varint,7,opt,name=top_k,json=topK,proto3,oneof" json:"top_k,omitempty"`
+	TopK *int32 `protobuf:"varint,7,opt,name=top_k,json=topK,proto3,oneof" json:"top_k,omitempty"`
+	// Return each generated token with its log probability in
+	// Candidate.tokens. The candidate's confidence is computed whether or not
+	// this is set, where the backend gives log probabilities.
+	Logprobs bool `protobuf:"varint,8,opt,name=logprobs,proto3" json:"logprobs,omitempty"`
+	// With logprobs: also the most likely alternatives at each position
+	// (0: none; at most 20).
+	TopLogprobs uint32 `protobuf:"varint,9,opt,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
+	// Seam repair of the completion against the code around the cursor
+	// (default on; docs/api.md lists the rules). Off returns the model's own
+	// text, as evaluation users comparing raw model output want.
+	SeamRepair SeamRepair `protobuf:"varint,10,opt,name=seam_repair,json=seamRepair,proto3,enum=infill.v1.SeamRepair" json:"seam_repair,omitempty"`
+	// Answer "no completion" (Candidate.suppressed) when the candidate's
+	// confidence is below this, 0–1; unset: the server's --suppress-below
+	// (off by default). 0 turns suppression off for this request.
+	MinConfidence *float32 `protobuf:"fixed32,11,opt,name=min_confidence,json=minConfidence,proto3,oneof" json:"min_confidence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -744,6 +866,34 @@ func (x *GenerationOptions) GetCandidates() uint32 {
 func (x *GenerationOptions) GetTopK() int32 {
 	if x != nil && x.TopK != nil {
 		return *x.TopK
+	}
+	return 0
+}
+
+func (x *GenerationOptions) GetLogprobs() bool {
+	if x != nil {
+		return x.Logprobs
+	}
+	return false
+}
+
+func (x *GenerationOptions) GetTopLogprobs() uint32 {
+	if x != nil {
+		return x.TopLogprobs
+	}
+	return 0
+}
+
+func (x *GenerationOptions) GetSeamRepair() SeamRepair {
+	if x != nil {
+		return x.SeamRepair
+	}
+	return SeamRepair_SEAM_REPAIR_UNSPECIFIED
+}
+
+func (x *GenerationOptions) GetMinConfidence() float32 {
+	if x != nil && x.MinConfidence != nil {
+		return *x.MinConfidence
 	}
 	return 0
 }
@@ -1153,13 +1303,31 @@ func (x *Timings) GetQueueWait() *durationpb.Duration {
 
 // Candidate is one completion.
 type Candidate struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Index            uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
-	Text             string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
-	FinishReason     FinishReason           `protobuf:"varint,3,opt,name=finish_reason,json=finishReason,proto3,enum=infill.v1.FinishReason" json:"finish_reason,omitempty"`
-	CompletionTokens uint32                 `protobuf:"varint,4,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The completion to insert: the model's text after seam repair (empty
+	// when suppressed).
+	Text             string       `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	FinishReason     FinishReason `protobuf:"varint,3,opt,name=finish_reason,json=finishReason,proto3,enum=infill.v1.FinishReason" json:"finish_reason,omitempty"`
+	CompletionTokens uint32       `protobuf:"varint,4,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	// The model's own text, before seam repair, when repair changed it or the
+	// candidate was suppressed (empty otherwise: text is the model's own).
+	RawText string `protobuf:"bytes,5,opt,name=raw_text,json=rawText,proto3" json:"raw_text,omitempty"`
+	// The repair rules that changed the text, in the order applied (names in
+	// docs/api.md).
+	Repairs []string `protobuf:"bytes,6,rep,name=repairs,proto3" json:"repairs,omitempty"`
+	// How likely the completion is, 0–1, from the backend's per-token log
+	// probabilities (the formula is in docs/api.md). Absent when the backend
+	// gave none.
+	Confidence *float64 `protobuf:"fixed64,7,opt,name=confidence,proto3,oneof" json:"confidence,omitempty"`
+	// The generated tokens with their log probabilities
+	// (GenerationOptions.logprobs), in order, over the model's own text.
+	Tokens []*TokenLogprob `protobuf:"bytes,8,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	// The confidence was below the threshold: text is empty (the editor shows
+	// nothing) and raw_text holds what was hidden.
+	Suppressed    bool `protobuf:"varint,9,opt,name=suppressed,proto3" json:"suppressed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Candidate) Reset() {
@@ -1220,6 +1388,156 @@ func (x *Candidate) GetCompletionTokens() uint32 {
 	return 0
 }
 
+func (x *Candidate) GetRawText() string {
+	if x != nil {
+		return x.RawText
+	}
+	return ""
+}
+
+func (x *Candidate) GetRepairs() []string {
+	if x != nil {
+		return x.Repairs
+	}
+	return nil
+}
+
+func (x *Candidate) GetConfidence() float64 {
+	if x != nil && x.Confidence != nil {
+		return *x.Confidence
+	}
+	return 0
+}
+
+func (x *Candidate) GetTokens() []*TokenLogprob {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+func (x *Candidate) GetSuppressed() bool {
+	if x != nil {
+		return x.Suppressed
+	}
+	return false
+}
+
+// TokenLogprob is one generated token and its natural-log probability.
+type TokenLogprob struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Token   string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Logprob float64                `protobuf:"fixed64,2,opt,name=logprob,proto3" json:"logprob,omitempty"`
+	// The most likely tokens at this position (GenerationOptions.top_logprobs).
+	Top           []*TopLogprob `protobuf:"bytes,3,rep,name=top,proto3" json:"top,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenLogprob) Reset() {
+	*x = TokenLogprob{}
+	mi := &file_infill_v1_completion_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenLogprob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenLogprob) ProtoMessage() {}
+
+func (x *TokenLogprob) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_completion_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenLogprob.ProtoReflect.Descriptor instead.
+func (*TokenLogprob) Descriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TokenLogprob) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *TokenLogprob) GetLogprob() float64 {
+	if x != nil {
+		return x.Logprob
+	}
+	return 0
+}
+
+func (x *TokenLogprob) GetTop() []*TopLogprob {
+	if x != nil {
+		return x.Top
+	}
+	return nil
+}
+
+// TopLogprob is one alternative token at a position.
+type TopLogprob struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Logprob       float64                `protobuf:"fixed64,2,opt,name=logprob,proto3" json:"logprob,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopLogprob) Reset() {
+	*x = TopLogprob{}
+	mi := &file_infill_v1_completion_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopLogprob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopLogprob) ProtoMessage() {}
+
+func (x *TopLogprob) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_completion_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopLogprob.ProtoReflect.Descriptor instead.
+func (*TopLogprob) Descriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TopLogprob) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *TopLogprob) GetLogprob() float64 {
+	if x != nil {
+		return x.Logprob
+	}
+	return 0
+}
+
 // ContextSource is one candidate piece of context, included or not.
 type ContextSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1239,7 +1557,7 @@ type ContextSource struct {
 
 func (x *ContextSource) Reset() {
 	*x = ContextSource{}
-	mi := &file_infill_v1_completion_proto_msgTypes[10]
+	mi := &file_infill_v1_completion_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1251,7 +1569,7 @@ func (x *ContextSource) String() string {
 func (*ContextSource) ProtoMessage() {}
 
 func (x *ContextSource) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[10]
+	mi := &file_infill_v1_completion_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1264,7 +1582,7 @@ func (x *ContextSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextSource.ProtoReflect.Descriptor instead.
 func (*ContextSource) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{10}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ContextSource) GetKind() SourceKind {
@@ -1341,7 +1659,7 @@ type ContextManifest struct {
 
 func (x *ContextManifest) Reset() {
 	*x = ContextManifest{}
-	mi := &file_infill_v1_completion_proto_msgTypes[11]
+	mi := &file_infill_v1_completion_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1671,7 @@ func (x *ContextManifest) String() string {
 func (*ContextManifest) ProtoMessage() {}
 
 func (x *ContextManifest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[11]
+	mi := &file_infill_v1_completion_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1684,7 @@ func (x *ContextManifest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextManifest.ProtoReflect.Descriptor instead.
 func (*ContextManifest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{11}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ContextManifest) GetTokenBudget() uint32 {
@@ -1428,7 +1746,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_infill_v1_completion_proto_msgTypes[12]
+	mi := &file_infill_v1_completion_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1758,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[12]
+	mi := &file_infill_v1_completion_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1771,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{12}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CompleteResponse) GetCandidates() []*Candidate {
@@ -1529,7 +1847,7 @@ type StreamStart struct {
 
 func (x *StreamStart) Reset() {
 	*x = StreamStart{}
-	mi := &file_infill_v1_completion_proto_msgTypes[13]
+	mi := &file_infill_v1_completion_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1859,7 @@ func (x *StreamStart) String() string {
 func (*StreamStart) ProtoMessage() {}
 
 func (x *StreamStart) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[13]
+	mi := &file_infill_v1_completion_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1872,7 @@ func (x *StreamStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamStart.ProtoReflect.Descriptor instead.
 func (*StreamStart) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{13}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StreamStart) GetModel() string {
@@ -1603,7 +1921,7 @@ type TextDelta struct {
 
 func (x *TextDelta) Reset() {
 	*x = TextDelta{}
-	mi := &file_infill_v1_completion_proto_msgTypes[14]
+	mi := &file_infill_v1_completion_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1615,7 +1933,7 @@ func (x *TextDelta) String() string {
 func (*TextDelta) ProtoMessage() {}
 
 func (x *TextDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[14]
+	mi := &file_infill_v1_completion_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1628,7 +1946,7 @@ func (x *TextDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDelta.ProtoReflect.Descriptor instead.
 func (*TextDelta) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{14}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TextDelta) GetCandidateIndex() uint32 {
@@ -1660,7 +1978,7 @@ type StreamCompleteResponse struct {
 
 func (x *StreamCompleteResponse) Reset() {
 	*x = StreamCompleteResponse{}
-	mi := &file_infill_v1_completion_proto_msgTypes[15]
+	mi := &file_infill_v1_completion_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1990,7 @@ func (x *StreamCompleteResponse) String() string {
 func (*StreamCompleteResponse) ProtoMessage() {}
 
 func (x *StreamCompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_completion_proto_msgTypes[15]
+	mi := &file_infill_v1_completion_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +2003,7 @@ func (x *StreamCompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamCompleteResponse.ProtoReflect.Descriptor instead.
 func (*StreamCompleteResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_completion_proto_rawDescGZIP(), []int{15}
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StreamCompleteResponse) GetEvent() isStreamCompleteResponse_Event {
@@ -1746,11 +2064,741 @@ func (*StreamCompleteResponse_Delta) isStreamCompleteResponse_Event() {}
 
 func (*StreamCompleteResponse_Done) isStreamCompleteResponse_Event() {}
 
+// RecentEdit is one change the user made, oldest first in a request.
+type RecentEdit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path of the file, relative to the repository root.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// The change as a unified diff of that file (hunks with "@@ -a,b +c,d @@"
+	// headers; "---"/"+++" lines optional).
+	Diff string `protobuf:"bytes,2,opt,name=diff,proto3" json:"diff,omitempty"`
+	// When the change was made; optional.
+	Time          *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecentEdit) Reset() {
+	*x = RecentEdit{}
+	mi := &file_infill_v1_completion_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecentEdit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecentEdit) ProtoMessage() {}
+
+func (x *RecentEdit) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_completion_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecentEdit.ProtoReflect.Descriptor instead.
+func (*RecentEdit) Descriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RecentEdit) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RecentEdit) GetDiff() string {
+	if x != nil {
+		return x.Diff
+	}
+	return ""
+}
+
+func (x *RecentEdit) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+// PredictEditRequest asks for the next edit. The repository, cursor,
+// budget, model, ids, latency budget, context detail and class mean what
+// they mean in CompleteRequest.
+type PredictEditRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Repository *Repository            `protobuf:"bytes,1,opt,name=repository,proto3" json:"repository,omitempty"`
+	Cursor     *Cursor                `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// The user's recent changes, oldest first. Empty: the server's own
+	// history of the session (workspace mode), if it has one.
+	RecentEdits   []*RecentEdit        `protobuf:"bytes,3,rep,name=recent_edits,json=recentEdits,proto3" json:"recent_edits,omitempty"`
+	Generation    *GenerationOptions   `protobuf:"bytes,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	TokenBudget   uint32               `protobuf:"varint,5,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
+	Model         string               `protobuf:"bytes,6,opt,name=model,proto3" json:"model,omitempty"`
+	Format        EditPromptFormat     `protobuf:"varint,7,opt,name=format,proto3,enum=infill.v1.EditPromptFormat" json:"format,omitempty"`
+	ClientId      string               `protobuf:"bytes,8,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	SessionId     string               `protobuf:"bytes,9,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	LatencyBudget *durationpb.Duration `protobuf:"bytes,10,opt,name=latency_budget,json=latencyBudget,proto3" json:"latency_budget,omitempty"`
+	ContextDetail ContextDetail        `protobuf:"varint,11,opt,name=context_detail,json=contextDetail,proto3,enum=infill.v1.ContextDetail" json:"context_detail,omitempty"`
+	RequestClass  RequestClass         `protobuf:"varint,12,opt,name=request_class,json=requestClass,proto3,enum=infill.v1.RequestClass" json:"request_class,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PredictEditRequest) Reset() {
+	*x = PredictEditRequest{}
+	mi := &file_infill_v1_completion_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PredictEditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PredictEditRequest) ProtoMessage() {}
+
+func (x *PredictEditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_completion_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PredictEditRequest.ProtoReflect.Descriptor instead.
+func (*PredictEditRequest) Descriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PredictEditRequest) GetRepository() *Repository {
+	if x != nil {
+		return x.Repository
+	}
+	return nil
+}
+
+func (x *PredictEditRequest) GetCursor() *Cursor {
+	if x != nil {
+		return x.Cursor
+	}
+	return nil
+}
+
+func (x *PredictEditRequest) GetRecentEdits() []*RecentEdit {
+	if x != nil {
+		return x.RecentEdits
+	}
+	return nil
+}
+
+func (x *PredictEditRequest) GetGeneration() *GenerationOptions {
+	if x != nil {
+		return x.Generation
+	}
+	return nil
+}
+
+func (x *PredictEditRequest) GetTokenBudget() uint32 {
+	if x != nil {
+		return x.TokenBudget
+	}
+	return 0
+}
+
+func (x *PredictEditRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *PredictEditRequest) GetFormat() EditPromptFormat {
+	if x != nil {
+		return x.Format
+	}
+	return EditPromptFormat_EDIT_PROMPT_FORMAT_UNSPECIFIED
+}
+
+func (x *PredictEditRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *PredictEditRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PredictEditRequest) GetLatencyBudget() *durationpb.Duration {
+	if x != nil {
+		return x.LatencyBudget
+	}
+	return nil
+}
+
+func (x *PredictEditRequest) GetContextDetail() ContextDetail {
+	if x != nil {
+		return x.ContextDetail
+	}
+	return ContextDetail_CONTEXT_DETAIL_UNSPECIFIED
+}
+
+func (x *PredictEditRequest) GetRequestClass() RequestClass {
+	if x != nil {
+		return x.RequestClass
+	}
+	return RequestClass_REQUEST_CLASS_UNSPECIFIED
+}
+
+// StreamPredictEditRequest is the streaming twin of PredictEditRequest.
+type StreamPredictEditRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Repository    *Repository            `protobuf:"bytes,1,opt,name=repository,proto3" json:"repository,omitempty"`
+	Cursor        *Cursor                `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	RecentEdits   []*RecentEdit          `protobuf:"bytes,3,rep,name=recent_edits,json=recentEdits,proto3" json:"recent_edits,omitempty"`
+	Generation    *GenerationOptions     `protobuf:"bytes,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	TokenBudget   uint32                 `protobuf:"varint,5,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
+	Model         string                 `protobuf:"bytes,6,opt,name=model,proto3" json:"model,omitempty"`
+	Format        EditPromptFormat       `protobuf:"varint,7,opt,name=format,proto3,enum=infill.v1.EditPromptFormat" json:"format,omitempty"`
+	ClientId      string                 `protobuf:"bytes,8,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	SessionId     string                 `protobuf:"bytes,9,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	LatencyBudget *durationpb.Duration   `protobuf:"bytes,10,opt,name=latency_budget,json=latencyBudget,proto3" json:"latency_budget,omitempty"`
+	ContextDetail ContextDetail          `protobuf:"varint,11,opt,name=context_detail,json=contextDetail,proto3,enum=infill.v1.ContextDetail" json:"context_detail,omitempty"`
+	RequestClass  RequestClass           `protobuf:"varint,12,opt,name=request_class,json=requestClass,proto3,enum=infill.v1.RequestClass" json:"request_class,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamPredictEditRequest) Reset() {
+	*x = StreamPredictEditRequest{}
+	mi := &file_infill_v1_completion_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamPredictEditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamPredictEditRequest) ProtoMessage() {}
+
+func (x *StreamPredictEditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_completion_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamPredictEditRequest.ProtoReflect.Descriptor instead.
+func (*StreamPredictEditRequest) Descriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *StreamPredictEditRequest) GetRepository() *Repository {
+	if x != nil {
+		return x.Repository
+	}
+	return nil
+}
+
+func (x *StreamPredictEditRequest) GetCursor() *Cursor {
+	if x != nil {
+		return x.Cursor
+	}
+	return nil
+}
+
+func (x *StreamPredictEditRequest) GetRecentEdits() []*RecentEdit {
+	if x != nil {
+		return x.RecentEdits
+	}
+	return nil
+}
+
+func (x *StreamPredictEditRequest) GetGeneration() *GenerationOptions {
+	if x != nil {
+		return x.Generation
+	}
+	return nil
+}
+
+func (x *StreamPredictEditRequest) GetTokenBudget() uint32 {
+	if x != nil {
+		return x.TokenBudget
+	}
+	return 0
+}
+
+func (x *StreamPredictEditRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *StreamPredictEditRequest) GetFormat() EditPromptFormat {
+	if x != nil {
+		return x.Format
+	}
+	return EditPromptFormat_EDIT_PROMPT_FORMAT_UNSPECIFIED
+}
+
+func (x *StreamPredictEditRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *StreamPredictEditRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *StreamPredictEditRequest) GetLatencyBudget() *durationpb.Duration {
+	if x != nil {
+		return x.LatencyBudget
+	}
+	return nil
+}
+
+func (x *StreamPredictEditRequest) GetContextDetail() ContextDetail {
+	if x != nil {
+		return x.ContextDetail
+	}
+	return ContextDetail_CONTEXT_DETAIL_UNSPECIFIED
+}
+
+func (x *StreamPredictEditRequest) GetRequestClass() RequestClass {
+	if x != nil {
+		return x.RequestClass
+	}
+	return RequestClass_REQUEST_CLASS_UNSPECIFIED
+}
+
+// TextRange is a range of a file: start inclusive, end exclusive, lines
+// and columns 0-based in the request cursor's encoding, and byte offsets.
+type TextRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StartLine     uint32                 `protobuf:"varint,1,opt,name=start_line,json=startLine,proto3" json:"start_line,omitempty"`
+	StartColumn   uint32                 `protobuf:"varint,2,opt,name=start_column,json=startColumn,proto3" json:"start_column,omitempty"`
+	EndLine       uint32                 `protobuf:"varint,3,opt,name=end_line,json=endLine,proto3" json:"end_line,omitempty"`
+	EndColumn     uint32                 `protobuf:"varint,4,opt,name=end_column,json=endColumn,proto3" json:"end_column,omitempty"`
+	StartOffset   uint64                 `protobuf:"varint,5,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
+	EndOffset     uint64                 `protobuf:"varint,6,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TextRange) Reset() {
+	*x = TextRange{}
+	mi := &file_infill_v1_completion_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TextRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TextRange) ProtoMessage() {}
+
+func (x *TextRange) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_completion_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TextRange.ProtoReflect.Descriptor instead.
+func (*TextRange) Descriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *TextRange) GetStartLine() uint32 {
+	if x != nil {
+		return x.StartLine
+	}
+	return 0
+}
+
+func (x *TextRange) GetStartColumn() uint32 {
+	if x != nil {
+		return x.StartColumn
+	}
+	return 0
+}
+
+func (x *TextRange) GetEndLine() uint32 {
+	if x != nil {
+		return x.EndLine
+	}
+	return 0
+}
+
+func (x *TextRange) GetEndColumn() uint32 {
+	if x != nil {
+		return x.EndColumn
+	}
+	return 0
+}
+
+func (x *TextRange) GetStartOffset() uint64 {
+	if x != nil {
+		return x.StartOffset
+	}
+	return 0
+}
+
+func (x *TextRange) GetEndOffset() uint64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+// PredictedEdit replaces range of the file at path with text.
+type PredictedEdit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Range         *TextRange             `protobuf:"bytes,2,opt,name=range,proto3" json:"range,omitempty"`
+	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PredictedEdit) Reset() {
+	*x = PredictedEdit{}
+	mi := &file_infill_v1_completion_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PredictedEdit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PredictedEdit) ProtoMessage() {}
+
+func (x *PredictedEdit) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_completion_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PredictedEdit.ProtoReflect.Descriptor instead.
+func (*PredictedEdit) Descriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *PredictedEdit) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *PredictedEdit) GetRange() *TextRange {
+	if x != nil {
+		return x.Range
+	}
+	return nil
+}
+
+func (x *PredictedEdit) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// PredictEditResponse is the predicted edit, or none.
+type PredictEditResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The smallest edit that turns the editable region into the model's
+	// rewrite of it; absent when there is no edit.
+	Edit *PredictedEdit `protobuf:"bytes,1,opt,name=edit,proto3" json:"edit,omitempty"`
+	// Why there is no edit: the model kept the region as it was, its edit
+	// fell outside the region, or its output could not be read.
+	NoEditReason string `protobuf:"bytes,2,opt,name=no_edit_reason,json=noEditReason,proto3" json:"no_edit_reason,omitempty"`
+	// The region the model was asked to rewrite.
+	EditableRegion *TextRange `protobuf:"bytes,3,opt,name=editable_region,json=editableRegion,proto3" json:"editable_region,omitempty"`
+	// The model's rewritten region, as it came.
+	RawOutput          string           `protobuf:"bytes,4,opt,name=raw_output,json=rawOutput,proto3" json:"raw_output,omitempty"`
+	FinishReason       FinishReason     `protobuf:"varint,5,opt,name=finish_reason,json=finishReason,proto3,enum=infill.v1.FinishReason" json:"finish_reason,omitempty"`
+	Format             EditPromptFormat `protobuf:"varint,6,opt,name=format,proto3,enum=infill.v1.EditPromptFormat" json:"format,omitempty"`
+	Usage              *Usage           `protobuf:"bytes,7,opt,name=usage,proto3" json:"usage,omitempty"`
+	Timings            *Timings         `protobuf:"bytes,8,opt,name=timings,proto3" json:"timings,omitempty"`
+	Model              string           `protobuf:"bytes,9,opt,name=model,proto3" json:"model,omitempty"`
+	Context            *ContextManifest `protobuf:"bytes,10,opt,name=context,proto3" json:"context,omitempty"`
+	RequestId          string           `protobuf:"bytes,11,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RepositorySnapshot string           `protobuf:"bytes,12,opt,name=repository_snapshot,json=repositorySnapshot,proto3" json:"repository_snapshot,omitempty"`
+	Confidence         *float64         `protobuf:"fixed64,13,opt,name=confidence,proto3,oneof" json:"confidence,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *PredictEditResponse) Reset() {
+	*x = PredictEditResponse{}
+	mi := &file_infill_v1_completion_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PredictEditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PredictEditResponse) ProtoMessage() {}
+
+func (x *PredictEditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_completion_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PredictEditResponse.ProtoReflect.Descriptor instead.
+func (*PredictEditResponse) Descriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *PredictEditResponse) GetEdit() *PredictedEdit {
+	if x != nil {
+		return x.Edit
+	}
+	return nil
+}
+
+func (x *PredictEditResponse) GetNoEditReason() string {
+	if x != nil {
+		return x.NoEditReason
+	}
+	return ""
+}
+
+func (x *PredictEditResponse) GetEditableRegion() *TextRange {
+	if x != nil {
+		return x.EditableRegion
+	}
+	return nil
+}
+
+func (x *PredictEditResponse) GetRawOutput() string {
+	if x != nil {
+		return x.RawOutput
+	}
+	return ""
+}
+
+func (x *PredictEditResponse) GetFinishReason() FinishReason {
+	if x != nil {
+		return x.FinishReason
+	}
+	return FinishReason_FINISH_REASON_UNSPECIFIED
+}
+
+func (x *PredictEditResponse) GetFormat() EditPromptFormat {
+	if x != nil {
+		return x.Format
+	}
+	return EditPromptFormat_EDIT_PROMPT_FORMAT_UNSPECIFIED
+}
+
+func (x *PredictEditResponse) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *PredictEditResponse) GetTimings() *Timings {
+	if x != nil {
+		return x.Timings
+	}
+	return nil
+}
+
+func (x *PredictEditResponse) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *PredictEditResponse) GetContext() *ContextManifest {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *PredictEditResponse) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *PredictEditResponse) GetRepositorySnapshot() string {
+	if x != nil {
+		return x.RepositorySnapshot
+	}
+	return ""
+}
+
+func (x *PredictEditResponse) GetConfidence() float64 {
+	if x != nil && x.Confidence != nil {
+		return *x.Confidence
+	}
+	return 0
+}
+
+// StreamPredictEditResponse is one event of a streamed edit prediction.
+type StreamPredictEditResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*StreamPredictEditResponse_Start
+	//	*StreamPredictEditResponse_Delta
+	//	*StreamPredictEditResponse_Done
+	Event         isStreamPredictEditResponse_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamPredictEditResponse) Reset() {
+	*x = StreamPredictEditResponse{}
+	mi := &file_infill_v1_completion_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamPredictEditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamPredictEditResponse) ProtoMessage() {}
+
+func (x *StreamPredictEditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_completion_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamPredictEditResponse.ProtoReflect.Descriptor instead.
+func (*StreamPredictEditResponse) Descriptor() ([]byte, []int) {
+	return file_infill_v1_completion_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *StreamPredictEditResponse) GetEvent() isStreamPredictEditResponse_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *StreamPredictEditResponse) GetStart() *StreamStart {
+	if x != nil {
+		if x, ok := x.Event.(*StreamPredictEditResponse_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+func (x *StreamPredictEditResponse) GetDelta() *TextDelta {
+	if x != nil {
+		if x, ok := x.Event.(*StreamPredictEditResponse_Delta); ok {
+			return x.Delta
+		}
+	}
+	return nil
+}
+
+func (x *StreamPredictEditResponse) GetDone() *PredictEditResponse {
+	if x != nil {
+		if x, ok := x.Event.(*StreamPredictEditResponse_Done); ok {
+			return x.Done
+		}
+	}
+	return nil
+}
+
+type isStreamPredictEditResponse_Event interface {
+	isStreamPredictEditResponse_Event()
+}
+
+type StreamPredictEditResponse_Start struct {
+	Start *StreamStart `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
+}
+
+type StreamPredictEditResponse_Delta struct {
+	// The model's rewritten region as it is generated (candidate 0).
+	Delta *TextDelta `protobuf:"bytes,2,opt,name=delta,proto3,oneof"`
+}
+
+type StreamPredictEditResponse_Done struct {
+	// Last message: the PredictEditResponse, context.sources empty.
+	Done *PredictEditResponse `protobuf:"bytes,3,opt,name=done,proto3,oneof"`
+}
+
+func (*StreamPredictEditResponse_Start) isStreamPredictEditResponse_Event() {}
+
+func (*StreamPredictEditResponse_Delta) isStreamPredictEditResponse_Event() {}
+
+func (*StreamPredictEditResponse_Done) isStreamPredictEditResponse_Event() {}
+
 var File_infill_v1_completion_proto protoreflect.FileDescriptor
 
 const file_infill_v1_completion_proto_rawDesc = "" +
 	"\n" +
-	"\x1ainfill/v1/completion.proto\x12\tinfill.v1\x1a\x1egoogle/protobuf/duration.proto\"\xa0\x01\n" +
+	"\x1ainfill/v1/completion.proto\x12\tinfill.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa0\x01\n" +
 	"\x04File\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1d\n" +
 	"\acontent\x18\x02 \x01(\tH\x00R\acontent\x88\x01\x01\x12\x16\n" +
@@ -1774,7 +2822,7 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x04line\x18\x02 \x01(\rR\x04line\x12\x16\n" +
 	"\x06column\x18\x03 \x01(\rR\x06column\x12\x16\n" +
 	"\x06offset\x18\x04 \x01(\x04R\x06offset\x127\n" +
-	"\bencoding\x18\x05 \x01(\x0e2\x1b.infill.v1.PositionEncodingR\bencoding\"\x87\x02\n" +
+	"\bencoding\x18\x05 \x01(\x0e2\x1b.infill.v1.PositionEncodingR\bencoding\"\xbd\x03\n" +
 	"\x11GenerationOptions\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\rR\tmaxTokens\x12%\n" +
@@ -1785,11 +2833,18 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\n" +
 	"candidates\x18\x06 \x01(\rR\n" +
 	"candidates\x12\x18\n" +
-	"\x05top_k\x18\a \x01(\x05H\x03R\x04topK\x88\x01\x01B\x0e\n" +
+	"\x05top_k\x18\a \x01(\x05H\x03R\x04topK\x88\x01\x01\x12\x1a\n" +
+	"\blogprobs\x18\b \x01(\bR\blogprobs\x12!\n" +
+	"\ftop_logprobs\x18\t \x01(\rR\vtopLogprobs\x126\n" +
+	"\vseam_repair\x18\n" +
+	" \x01(\x0e2\x15.infill.v1.SeamRepairR\n" +
+	"seamRepair\x12*\n" +
+	"\x0emin_confidence\x18\v \x01(\x02H\x04R\rminConfidence\x88\x01\x01B\x0e\n" +
 	"\f_temperatureB\b\n" +
 	"\x06_top_pB\a\n" +
 	"\x05_seedB\b\n" +
-	"\x06_top_k\"\xe7\x03\n" +
+	"\x06_top_kB\x11\n" +
+	"\x0f_min_confidence\"\xe7\x03\n" +
 	"\x0fCompleteRequest\x125\n" +
 	"\n" +
 	"repository\x18\x01 \x01(\v2\x15.infill.v1.RepositoryR\n" +
@@ -1836,12 +2891,30 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\vprompt_eval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"promptEval\x128\n" +
 	"\n" +
-	"queue_wait\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\tqueueWait\"\xa0\x01\n" +
+	"queue_wait\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\tqueueWait\"\xda\x02\n" +
 	"\tCandidate\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12<\n" +
 	"\rfinish_reason\x18\x03 \x01(\x0e2\x17.infill.v1.FinishReasonR\ffinishReason\x12+\n" +
-	"\x11completion_tokens\x18\x04 \x01(\rR\x10completionTokens\"\xea\x01\n" +
+	"\x11completion_tokens\x18\x04 \x01(\rR\x10completionTokens\x12\x19\n" +
+	"\braw_text\x18\x05 \x01(\tR\arawText\x12\x18\n" +
+	"\arepairs\x18\x06 \x03(\tR\arepairs\x12#\n" +
+	"\n" +
+	"confidence\x18\a \x01(\x01H\x00R\n" +
+	"confidence\x88\x01\x01\x12/\n" +
+	"\x06tokens\x18\b \x03(\v2\x17.infill.v1.TokenLogprobR\x06tokens\x12\x1e\n" +
+	"\n" +
+	"suppressed\x18\t \x01(\bR\n" +
+	"suppressedB\r\n" +
+	"\v_confidence\"g\n" +
+	"\fTokenLogprob\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x18\n" +
+	"\alogprob\x18\x02 \x01(\x01R\alogprob\x12'\n" +
+	"\x03top\x18\x03 \x03(\v2\x15.infill.v1.TopLogprobR\x03top\"<\n" +
+	"\n" +
+	"TopLogprob\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x18\n" +
+	"\alogprob\x18\x02 \x01(\x01R\alogprob\"\xea\x01\n" +
 	"\rContextSource\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.infill.v1.SourceKindR\x04kind\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1d\n" +
@@ -1884,13 +2957,100 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2\x16.infill.v1.StreamStartH\x00R\x05start\x12,\n" +
 	"\x05delta\x18\x02 \x01(\v2\x14.infill.v1.TextDeltaH\x00R\x05delta\x121\n" +
 	"\x04done\x18\x03 \x01(\v2\x1b.infill.v1.CompleteResponseH\x00R\x04doneB\a\n" +
+	"\x05event\"d\n" +
+	"\n" +
+	"RecentEdit\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04diff\x18\x02 \x01(\tR\x04diff\x12.\n" +
+	"\x04time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xd9\x04\n" +
+	"\x12PredictEditRequest\x125\n" +
+	"\n" +
+	"repository\x18\x01 \x01(\v2\x15.infill.v1.RepositoryR\n" +
+	"repository\x12)\n" +
+	"\x06cursor\x18\x02 \x01(\v2\x11.infill.v1.CursorR\x06cursor\x128\n" +
+	"\frecent_edits\x18\x03 \x03(\v2\x15.infill.v1.RecentEditR\vrecentEdits\x12<\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\v2\x1c.infill.v1.GenerationOptionsR\n" +
+	"generation\x12!\n" +
+	"\ftoken_budget\x18\x05 \x01(\rR\vtokenBudget\x12\x14\n" +
+	"\x05model\x18\x06 \x01(\tR\x05model\x123\n" +
+	"\x06format\x18\a \x01(\x0e2\x1b.infill.v1.EditPromptFormatR\x06format\x12\x1b\n" +
+	"\tclient_id\x18\b \x01(\tR\bclientId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\t \x01(\tR\tsessionId\x12@\n" +
+	"\x0elatency_budget\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\rlatencyBudget\x12?\n" +
+	"\x0econtext_detail\x18\v \x01(\x0e2\x18.infill.v1.ContextDetailR\rcontextDetail\x12<\n" +
+	"\rrequest_class\x18\f \x01(\x0e2\x17.infill.v1.RequestClassR\frequestClass\"\xdf\x04\n" +
+	"\x18StreamPredictEditRequest\x125\n" +
+	"\n" +
+	"repository\x18\x01 \x01(\v2\x15.infill.v1.RepositoryR\n" +
+	"repository\x12)\n" +
+	"\x06cursor\x18\x02 \x01(\v2\x11.infill.v1.CursorR\x06cursor\x128\n" +
+	"\frecent_edits\x18\x03 \x03(\v2\x15.infill.v1.RecentEditR\vrecentEdits\x12<\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\v2\x1c.infill.v1.GenerationOptionsR\n" +
+	"generation\x12!\n" +
+	"\ftoken_budget\x18\x05 \x01(\rR\vtokenBudget\x12\x14\n" +
+	"\x05model\x18\x06 \x01(\tR\x05model\x123\n" +
+	"\x06format\x18\a \x01(\x0e2\x1b.infill.v1.EditPromptFormatR\x06format\x12\x1b\n" +
+	"\tclient_id\x18\b \x01(\tR\bclientId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\t \x01(\tR\tsessionId\x12@\n" +
+	"\x0elatency_budget\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\rlatencyBudget\x12?\n" +
+	"\x0econtext_detail\x18\v \x01(\x0e2\x18.infill.v1.ContextDetailR\rcontextDetail\x12<\n" +
+	"\rrequest_class\x18\f \x01(\x0e2\x17.infill.v1.RequestClassR\frequestClass\"\xc9\x01\n" +
+	"\tTextRange\x12\x1d\n" +
+	"\n" +
+	"start_line\x18\x01 \x01(\rR\tstartLine\x12!\n" +
+	"\fstart_column\x18\x02 \x01(\rR\vstartColumn\x12\x19\n" +
+	"\bend_line\x18\x03 \x01(\rR\aendLine\x12\x1d\n" +
+	"\n" +
+	"end_column\x18\x04 \x01(\rR\tendColumn\x12!\n" +
+	"\fstart_offset\x18\x05 \x01(\x04R\vstartOffset\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x06 \x01(\x04R\tendOffset\"c\n" +
+	"\rPredictedEdit\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12*\n" +
+	"\x05range\x18\x02 \x01(\v2\x14.infill.v1.TextRangeR\x05range\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"\xe0\x04\n" +
+	"\x13PredictEditResponse\x12,\n" +
+	"\x04edit\x18\x01 \x01(\v2\x18.infill.v1.PredictedEditR\x04edit\x12$\n" +
+	"\x0eno_edit_reason\x18\x02 \x01(\tR\fnoEditReason\x12=\n" +
+	"\x0feditable_region\x18\x03 \x01(\v2\x14.infill.v1.TextRangeR\x0eeditableRegion\x12\x1d\n" +
+	"\n" +
+	"raw_output\x18\x04 \x01(\tR\trawOutput\x12<\n" +
+	"\rfinish_reason\x18\x05 \x01(\x0e2\x17.infill.v1.FinishReasonR\ffinishReason\x123\n" +
+	"\x06format\x18\x06 \x01(\x0e2\x1b.infill.v1.EditPromptFormatR\x06format\x12&\n" +
+	"\x05usage\x18\a \x01(\v2\x10.infill.v1.UsageR\x05usage\x12,\n" +
+	"\atimings\x18\b \x01(\v2\x12.infill.v1.TimingsR\atimings\x12\x14\n" +
+	"\x05model\x18\t \x01(\tR\x05model\x124\n" +
+	"\acontext\x18\n" +
+	" \x01(\v2\x1a.infill.v1.ContextManifestR\acontext\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\v \x01(\tR\trequestId\x12/\n" +
+	"\x13repository_snapshot\x18\f \x01(\tR\x12repositorySnapshot\x12#\n" +
+	"\n" +
+	"confidence\x18\r \x01(\x01H\x00R\n" +
+	"confidence\x88\x01\x01B\r\n" +
+	"\v_confidence\"\xb8\x01\n" +
+	"\x19StreamPredictEditResponse\x12.\n" +
+	"\x05start\x18\x01 \x01(\v2\x16.infill.v1.StreamStartH\x00R\x05start\x12,\n" +
+	"\x05delta\x18\x02 \x01(\v2\x14.infill.v1.TextDeltaH\x00R\x05delta\x124\n" +
+	"\x04done\x18\x03 \x01(\v2\x1e.infill.v1.PredictEditResponseH\x00R\x04doneB\a\n" +
 	"\x05event*\xae\x01\n" +
 	"\x10PositionEncoding\x12!\n" +
 	"\x1dPOSITION_ENCODING_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16POSITION_ENCODING_UTF8\x10\x01\x12\x1b\n" +
 	"\x17POSITION_ENCODING_UTF16\x10\x02\x12\x1b\n" +
 	"\x17POSITION_ENCODING_UTF32\x10\x03\x12!\n" +
-	"\x1dPOSITION_ENCODING_BYTE_OFFSET\x10\x04*j\n" +
+	"\x1dPOSITION_ENCODING_BYTE_OFFSET\x10\x04*R\n" +
+	"\n" +
+	"SeamRepair\x12\x1b\n" +
+	"\x17SEAM_REPAIR_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eSEAM_REPAIR_ON\x10\x01\x12\x13\n" +
+	"\x0fSEAM_REPAIR_OFF\x10\x02*j\n" +
 	"\fRequestClass\x12\x1d\n" +
 	"\x19REQUEST_CLASS_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REQUEST_CLASS_INTERACTIVE\x10\x01\x12\x1c\n" +
@@ -1914,10 +3074,16 @@ const file_infill_v1_completion_proto_rawDesc = "" +
 	"\x12SOURCE_KIND_IMPORT\x10\x03\x12\x1a\n" +
 	"\x16SOURCE_KIND_DEFINITION\x10\x04\x12\x17\n" +
 	"\x13SOURCE_KIND_SIMILAR\x10\x05\x12\x1c\n" +
-	"\x18SOURCE_KIND_SCOPE_HEADER\x10\x062\xb1\x01\n" +
+	"\x18SOURCE_KIND_SCOPE_HEADER\x10\x06*t\n" +
+	"\x10EditPromptFormat\x12\"\n" +
+	"\x1eEDIT_PROMPT_FORMAT_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17EDIT_PROMPT_FORMAT_ZETA\x10\x01\x12\x1f\n" +
+	"\x1bEDIT_PROMPT_FORMAT_INSTINCT\x10\x022\xe1\x02\n" +
 	"\x11CompletionService\x12C\n" +
 	"\bComplete\x12\x1a.infill.v1.CompleteRequest\x1a\x1b.infill.v1.CompleteResponse\x12W\n" +
-	"\x0eStreamComplete\x12 .infill.v1.StreamCompleteRequest\x1a!.infill.v1.StreamCompleteResponse0\x01B7Z5github.com/infill-dev/infill/proto/infill/v1;infillv1b\x06proto3"
+	"\x0eStreamComplete\x12 .infill.v1.StreamCompleteRequest\x1a!.infill.v1.StreamCompleteResponse0\x01\x12L\n" +
+	"\vPredictEdit\x12\x1d.infill.v1.PredictEditRequest\x1a\x1e.infill.v1.PredictEditResponse\x12`\n" +
+	"\x11StreamPredictEdit\x12#.infill.v1.StreamPredictEditRequest\x1a$.infill.v1.StreamPredictEditResponse0\x01B7Z5github.com/infill-dev/infill/proto/infill/v1;infillv1b\x06proto3"
 
 var (
 	file_infill_v1_completion_proto_rawDescOnce sync.Once
@@ -1931,74 +3097,121 @@ func file_infill_v1_completion_proto_rawDescGZIP() []byte {
 	return file_infill_v1_completion_proto_rawDescData
 }
 
-var file_infill_v1_completion_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_infill_v1_completion_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_infill_v1_completion_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_infill_v1_completion_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_infill_v1_completion_proto_goTypes = []any{
-	(PositionEncoding)(0),          // 0: infill.v1.PositionEncoding
-	(RequestClass)(0),              // 1: infill.v1.RequestClass
-	(ContextDetail)(0),             // 2: infill.v1.ContextDetail
-	(FinishReason)(0),              // 3: infill.v1.FinishReason
-	(SourceKind)(0),                // 4: infill.v1.SourceKind
-	(*File)(nil),                   // 5: infill.v1.File
-	(*Edit)(nil),                   // 6: infill.v1.Edit
-	(*Repository)(nil),             // 7: infill.v1.Repository
-	(*Cursor)(nil),                 // 8: infill.v1.Cursor
-	(*GenerationOptions)(nil),      // 9: infill.v1.GenerationOptions
-	(*CompleteRequest)(nil),        // 10: infill.v1.CompleteRequest
-	(*StreamCompleteRequest)(nil),  // 11: infill.v1.StreamCompleteRequest
-	(*Usage)(nil),                  // 12: infill.v1.Usage
-	(*Timings)(nil),                // 13: infill.v1.Timings
-	(*Candidate)(nil),              // 14: infill.v1.Candidate
-	(*ContextSource)(nil),          // 15: infill.v1.ContextSource
-	(*ContextManifest)(nil),        // 16: infill.v1.ContextManifest
-	(*CompleteResponse)(nil),       // 17: infill.v1.CompleteResponse
-	(*StreamStart)(nil),            // 18: infill.v1.StreamStart
-	(*TextDelta)(nil),              // 19: infill.v1.TextDelta
-	(*StreamCompleteResponse)(nil), // 20: infill.v1.StreamCompleteResponse
-	(*durationpb.Duration)(nil),    // 21: google.protobuf.Duration
+	(PositionEncoding)(0),             // 0: infill.v1.PositionEncoding
+	(SeamRepair)(0),                   // 1: infill.v1.SeamRepair
+	(RequestClass)(0),                 // 2: infill.v1.RequestClass
+	(ContextDetail)(0),                // 3: infill.v1.ContextDetail
+	(FinishReason)(0),                 // 4: infill.v1.FinishReason
+	(SourceKind)(0),                   // 5: infill.v1.SourceKind
+	(EditPromptFormat)(0),             // 6: infill.v1.EditPromptFormat
+	(*File)(nil),                      // 7: infill.v1.File
+	(*Edit)(nil),                      // 8: infill.v1.Edit
+	(*Repository)(nil),                // 9: infill.v1.Repository
+	(*Cursor)(nil),                    // 10: infill.v1.Cursor
+	(*GenerationOptions)(nil),         // 11: infill.v1.GenerationOptions
+	(*CompleteRequest)(nil),           // 12: infill.v1.CompleteRequest
+	(*StreamCompleteRequest)(nil),     // 13: infill.v1.StreamCompleteRequest
+	(*Usage)(nil),                     // 14: infill.v1.Usage
+	(*Timings)(nil),                   // 15: infill.v1.Timings
+	(*Candidate)(nil),                 // 16: infill.v1.Candidate
+	(*TokenLogprob)(nil),              // 17: infill.v1.TokenLogprob
+	(*TopLogprob)(nil),                // 18: infill.v1.TopLogprob
+	(*ContextSource)(nil),             // 19: infill.v1.ContextSource
+	(*ContextManifest)(nil),           // 20: infill.v1.ContextManifest
+	(*CompleteResponse)(nil),          // 21: infill.v1.CompleteResponse
+	(*StreamStart)(nil),               // 22: infill.v1.StreamStart
+	(*TextDelta)(nil),                 // 23: infill.v1.TextDelta
+	(*StreamCompleteResponse)(nil),    // 24: infill.v1.StreamCompleteResponse
+	(*RecentEdit)(nil),                // 25: infill.v1.RecentEdit
+	(*PredictEditRequest)(nil),        // 26: infill.v1.PredictEditRequest
+	(*StreamPredictEditRequest)(nil),  // 27: infill.v1.StreamPredictEditRequest
+	(*TextRange)(nil),                 // 28: infill.v1.TextRange
+	(*PredictedEdit)(nil),             // 29: infill.v1.PredictedEdit
+	(*PredictEditResponse)(nil),       // 30: infill.v1.PredictEditResponse
+	(*StreamPredictEditResponse)(nil), // 31: infill.v1.StreamPredictEditResponse
+	(*durationpb.Duration)(nil),       // 32: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),     // 33: google.protobuf.Timestamp
 }
 var file_infill_v1_completion_proto_depIdxs = []int32{
-	6,  // 0: infill.v1.File.edits:type_name -> infill.v1.Edit
-	5,  // 1: infill.v1.Repository.files:type_name -> infill.v1.File
+	8,  // 0: infill.v1.File.edits:type_name -> infill.v1.Edit
+	7,  // 1: infill.v1.Repository.files:type_name -> infill.v1.File
 	0,  // 2: infill.v1.Cursor.encoding:type_name -> infill.v1.PositionEncoding
-	7,  // 3: infill.v1.CompleteRequest.repository:type_name -> infill.v1.Repository
-	8,  // 4: infill.v1.CompleteRequest.cursor:type_name -> infill.v1.Cursor
-	9,  // 5: infill.v1.CompleteRequest.generation:type_name -> infill.v1.GenerationOptions
-	21, // 6: infill.v1.CompleteRequest.latency_budget:type_name -> google.protobuf.Duration
-	2,  // 7: infill.v1.CompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
-	1,  // 8: infill.v1.CompleteRequest.request_class:type_name -> infill.v1.RequestClass
-	7,  // 9: infill.v1.StreamCompleteRequest.repository:type_name -> infill.v1.Repository
-	8,  // 10: infill.v1.StreamCompleteRequest.cursor:type_name -> infill.v1.Cursor
-	9,  // 11: infill.v1.StreamCompleteRequest.generation:type_name -> infill.v1.GenerationOptions
-	21, // 12: infill.v1.StreamCompleteRequest.latency_budget:type_name -> google.protobuf.Duration
-	2,  // 13: infill.v1.StreamCompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
-	1,  // 14: infill.v1.StreamCompleteRequest.request_class:type_name -> infill.v1.RequestClass
-	21, // 15: infill.v1.Timings.context_assembly:type_name -> google.protobuf.Duration
-	21, // 16: infill.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
-	21, // 17: infill.v1.Timings.total:type_name -> google.protobuf.Duration
-	21, // 18: infill.v1.Timings.prompt_eval:type_name -> google.protobuf.Duration
-	21, // 19: infill.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
-	3,  // 20: infill.v1.Candidate.finish_reason:type_name -> infill.v1.FinishReason
-	4,  // 21: infill.v1.ContextSource.kind:type_name -> infill.v1.SourceKind
-	15, // 22: infill.v1.ContextManifest.sources:type_name -> infill.v1.ContextSource
-	14, // 23: infill.v1.CompleteResponse.candidates:type_name -> infill.v1.Candidate
-	12, // 24: infill.v1.CompleteResponse.usage:type_name -> infill.v1.Usage
-	13, // 25: infill.v1.CompleteResponse.timings:type_name -> infill.v1.Timings
-	16, // 26: infill.v1.CompleteResponse.context:type_name -> infill.v1.ContextManifest
-	16, // 27: infill.v1.StreamStart.context:type_name -> infill.v1.ContextManifest
-	21, // 28: infill.v1.StreamStart.context_assembly:type_name -> google.protobuf.Duration
-	18, // 29: infill.v1.StreamCompleteResponse.start:type_name -> infill.v1.StreamStart
-	19, // 30: infill.v1.StreamCompleteResponse.delta:type_name -> infill.v1.TextDelta
-	17, // 31: infill.v1.StreamCompleteResponse.done:type_name -> infill.v1.CompleteResponse
-	10, // 32: infill.v1.CompletionService.Complete:input_type -> infill.v1.CompleteRequest
-	11, // 33: infill.v1.CompletionService.StreamComplete:input_type -> infill.v1.StreamCompleteRequest
-	17, // 34: infill.v1.CompletionService.Complete:output_type -> infill.v1.CompleteResponse
-	20, // 35: infill.v1.CompletionService.StreamComplete:output_type -> infill.v1.StreamCompleteResponse
-	34, // [34:36] is the sub-list for method output_type
-	32, // [32:34] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	1,  // 3: infill.v1.GenerationOptions.seam_repair:type_name -> infill.v1.SeamRepair
+	9,  // 4: infill.v1.CompleteRequest.repository:type_name -> infill.v1.Repository
+	10, // 5: infill.v1.CompleteRequest.cursor:type_name -> infill.v1.Cursor
+	11, // 6: infill.v1.CompleteRequest.generation:type_name -> infill.v1.GenerationOptions
+	32, // 7: infill.v1.CompleteRequest.latency_budget:type_name -> google.protobuf.Duration
+	3,  // 8: infill.v1.CompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
+	2,  // 9: infill.v1.CompleteRequest.request_class:type_name -> infill.v1.RequestClass
+	9,  // 10: infill.v1.StreamCompleteRequest.repository:type_name -> infill.v1.Repository
+	10, // 11: infill.v1.StreamCompleteRequest.cursor:type_name -> infill.v1.Cursor
+	11, // 12: infill.v1.StreamCompleteRequest.generation:type_name -> infill.v1.GenerationOptions
+	32, // 13: infill.v1.StreamCompleteRequest.latency_budget:type_name -> google.protobuf.Duration
+	3,  // 14: infill.v1.StreamCompleteRequest.context_detail:type_name -> infill.v1.ContextDetail
+	2,  // 15: infill.v1.StreamCompleteRequest.request_class:type_name -> infill.v1.RequestClass
+	32, // 16: infill.v1.Timings.context_assembly:type_name -> google.protobuf.Duration
+	32, // 17: infill.v1.Timings.time_to_first_token:type_name -> google.protobuf.Duration
+	32, // 18: infill.v1.Timings.total:type_name -> google.protobuf.Duration
+	32, // 19: infill.v1.Timings.prompt_eval:type_name -> google.protobuf.Duration
+	32, // 20: infill.v1.Timings.queue_wait:type_name -> google.protobuf.Duration
+	4,  // 21: infill.v1.Candidate.finish_reason:type_name -> infill.v1.FinishReason
+	17, // 22: infill.v1.Candidate.tokens:type_name -> infill.v1.TokenLogprob
+	18, // 23: infill.v1.TokenLogprob.top:type_name -> infill.v1.TopLogprob
+	5,  // 24: infill.v1.ContextSource.kind:type_name -> infill.v1.SourceKind
+	19, // 25: infill.v1.ContextManifest.sources:type_name -> infill.v1.ContextSource
+	16, // 26: infill.v1.CompleteResponse.candidates:type_name -> infill.v1.Candidate
+	14, // 27: infill.v1.CompleteResponse.usage:type_name -> infill.v1.Usage
+	15, // 28: infill.v1.CompleteResponse.timings:type_name -> infill.v1.Timings
+	20, // 29: infill.v1.CompleteResponse.context:type_name -> infill.v1.ContextManifest
+	20, // 30: infill.v1.StreamStart.context:type_name -> infill.v1.ContextManifest
+	32, // 31: infill.v1.StreamStart.context_assembly:type_name -> google.protobuf.Duration
+	22, // 32: infill.v1.StreamCompleteResponse.start:type_name -> infill.v1.StreamStart
+	23, // 33: infill.v1.StreamCompleteResponse.delta:type_name -> infill.v1.TextDelta
+	21, // 34: infill.v1.StreamCompleteResponse.done:type_name -> infill.v1.CompleteResponse
+	33, // 35: infill.v1.RecentEdit.time:type_name -> google.protobuf.Timestamp
+	9,  // 36: infill.v1.PredictEditRequest.repository:type_name -> infill.v1.Repository
+	10, // 37: infill.v1.PredictEditRequest.cursor:type_name -> infill.v1.Cursor
+	25, // 38: infill.v1.PredictEditRequest.recent_edits:type_name -> infill.v1.RecentEdit
+	11, // 39: infill.v1.PredictEditRequest.generation:type_name -> infill.v1.GenerationOptions
+	6,  // 40: infill.v1.PredictEditRequest.format:type_name -> infill.v1.EditPromptFormat
+	32, // 41: infill.v1.PredictEditRequest.latency_budget:type_name -> google.protobuf.Duration
+	3,  // 42: infill.v1.PredictEditRequest.context_detail:type_name -> infill.v1.ContextDetail
+	2,  // 43: infill.v1.PredictEditRequest.request_class:type_name -> infill.v1.RequestClass
+	9,  // 44: infill.v1.StreamPredictEditRequest.repository:type_name -> infill.v1.Repository
+	10, // 45: infill.v1.StreamPredictEditRequest.cursor:type_name -> infill.v1.Cursor
+	25, // 46: infill.v1.StreamPredictEditRequest.recent_edits:type_name -> infill.v1.RecentEdit
+	11, // 47: infill.v1.StreamPredictEditRequest.generation:type_name -> infill.v1.GenerationOptions
+	6,  // 48: infill.v1.StreamPredictEditRequest.format:type_name -> infill.v1.EditPromptFormat
+	32, // 49: infill.v1.StreamPredictEditRequest.latency_budget:type_name -> google.protobuf.Duration
+	3,  // 50: infill.v1.StreamPredictEditRequest.context_detail:type_name -> infill.v1.ContextDetail
+	2,  // 51: infill.v1.StreamPredictEditRequest.request_class:type_name -> infill.v1.RequestClass
+	28, // 52: infill.v1.PredictedEdit.range:type_name -> infill.v1.TextRange
+	29, // 53: infill.v1.PredictEditResponse.edit:type_name -> infill.v1.PredictedEdit
+	28, // 54: infill.v1.PredictEditResponse.editable_region:type_name -> infill.v1.TextRange
+	4,  // 55: infill.v1.PredictEditResponse.finish_reason:type_name -> infill.v1.FinishReason
+	6,  // 56: infill.v1.PredictEditResponse.format:type_name -> infill.v1.EditPromptFormat
+	14, // 57: infill.v1.PredictEditResponse.usage:type_name -> infill.v1.Usage
+	15, // 58: infill.v1.PredictEditResponse.timings:type_name -> infill.v1.Timings
+	20, // 59: infill.v1.PredictEditResponse.context:type_name -> infill.v1.ContextManifest
+	22, // 60: infill.v1.StreamPredictEditResponse.start:type_name -> infill.v1.StreamStart
+	23, // 61: infill.v1.StreamPredictEditResponse.delta:type_name -> infill.v1.TextDelta
+	30, // 62: infill.v1.StreamPredictEditResponse.done:type_name -> infill.v1.PredictEditResponse
+	12, // 63: infill.v1.CompletionService.Complete:input_type -> infill.v1.CompleteRequest
+	13, // 64: infill.v1.CompletionService.StreamComplete:input_type -> infill.v1.StreamCompleteRequest
+	26, // 65: infill.v1.CompletionService.PredictEdit:input_type -> infill.v1.PredictEditRequest
+	27, // 66: infill.v1.CompletionService.StreamPredictEdit:input_type -> infill.v1.StreamPredictEditRequest
+	21, // 67: infill.v1.CompletionService.Complete:output_type -> infill.v1.CompleteResponse
+	24, // 68: infill.v1.CompletionService.StreamComplete:output_type -> infill.v1.StreamCompleteResponse
+	30, // 69: infill.v1.CompletionService.PredictEdit:output_type -> infill.v1.PredictEditResponse
+	31, // 70: infill.v1.CompletionService.StreamPredictEdit:output_type -> infill.v1.StreamPredictEditResponse
+	67, // [67:71] is the sub-list for method output_type
+	63, // [63:67] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_infill_v1_completion_proto_init() }
@@ -2008,18 +3221,25 @@ func file_infill_v1_completion_proto_init() {
 	}
 	file_infill_v1_completion_proto_msgTypes[0].OneofWrappers = []any{}
 	file_infill_v1_completion_proto_msgTypes[4].OneofWrappers = []any{}
-	file_infill_v1_completion_proto_msgTypes[15].OneofWrappers = []any{
+	file_infill_v1_completion_proto_msgTypes[9].OneofWrappers = []any{}
+	file_infill_v1_completion_proto_msgTypes[17].OneofWrappers = []any{
 		(*StreamCompleteResponse_Start)(nil),
 		(*StreamCompleteResponse_Delta)(nil),
 		(*StreamCompleteResponse_Done)(nil),
+	}
+	file_infill_v1_completion_proto_msgTypes[23].OneofWrappers = []any{}
+	file_infill_v1_completion_proto_msgTypes[24].OneofWrappers = []any{
+		(*StreamPredictEditResponse_Start)(nil),
+		(*StreamPredictEditResponse_Delta)(nil),
+		(*StreamPredictEditResponse_Done)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_infill_v1_completion_proto_rawDesc), len(file_infill_v1_completion_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   16,
+			NumEnums:      7,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

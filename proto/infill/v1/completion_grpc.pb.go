@@ -21,8 +21,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	CompletionService_Complete_FullMethodName       = "/infill.v1.CompletionService/Complete"
-	CompletionService_StreamComplete_FullMethodName = "/infill.v1.CompletionService/StreamComplete"
+	CompletionService_Complete_FullMethodName          = "/infill.v1.CompletionService/Complete"
+	CompletionService_StreamComplete_FullMethodName    = "/infill.v1.CompletionService/StreamComplete"
+	CompletionService_PredictEdit_FullMethodName       = "/infill.v1.CompletionService/PredictEdit"
+	CompletionService_StreamPredictEdit_FullMethodName = "/infill.v1.CompletionService/StreamPredictEdit"
 )
 
 // CompletionServiceClient is the client API for CompletionService service.
@@ -52,6 +54,15 @@ type CompletionServiceClient interface {
 	// StreamComplete streams text as it is generated: first a StreamStart, then
 	// TextDelta messages, and last a CompleteResponse with the full result.
 	StreamComplete(ctx context.Context, in *StreamCompleteRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamCompleteResponse], error)
+	// PredictEdit predicts the user's next edit from the recent edits, the
+	// cursor and the repository: one edit (a range and its replacement, which
+	// may lie away from the cursor) or none. It answers once generation has
+	// finished.
+	PredictEdit(ctx context.Context, in *PredictEditRequest, opts ...grpc.CallOption) (*PredictEditResponse, error)
+	// StreamPredictEdit is PredictEdit streamed: a StreamStart, TextDelta
+	// messages of the model's rewritten region as it is generated, and last the
+	// PredictEditResponse. Cancelled and superseded like StreamComplete.
+	StreamPredictEdit(ctx context.Context, in *StreamPredictEditRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamPredictEditResponse], error)
 }
 
 type completionServiceClient struct {
@@ -91,6 +102,35 @@ func (c *completionServiceClient) StreamComplete(ctx context.Context, in *Stream
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CompletionService_StreamCompleteClient = grpc.ServerStreamingClient[StreamCompleteResponse]
 
+func (c *completionServiceClient) PredictEdit(ctx context.Context, in *PredictEditRequest, opts ...grpc.CallOption) (*PredictEditResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PredictEditResponse)
+	err := c.cc.Invoke(ctx, CompletionService_PredictEdit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *completionServiceClient) StreamPredictEdit(ctx context.Context, in *StreamPredictEditRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamPredictEditResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &CompletionService_ServiceDesc.Streams[1], CompletionService_StreamPredictEdit_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StreamPredictEditRequest, StreamPredictEditResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CompletionService_StreamPredictEditClient = grpc.ServerStreamingClient[StreamPredictEditResponse]
+
 // CompletionServiceServer is the server API for CompletionService service.
 // All implementations must embed UnimplementedCompletionServiceServer
 // for forward compatibility.
@@ -118,6 +158,15 @@ type CompletionServiceServer interface {
 	// StreamComplete streams text as it is generated: first a StreamStart, then
 	// TextDelta messages, and last a CompleteResponse with the full result.
 	StreamComplete(*StreamCompleteRequest, grpc.ServerStreamingServer[StreamCompleteResponse]) error
+	// PredictEdit predicts the user's next edit from the recent edits, the
+	// cursor and the repository: one edit (a range and its replacement, which
+	// may lie away from the cursor) or none. It answers once generation has
+	// finished.
+	PredictEdit(context.Context, *PredictEditRequest) (*PredictEditResponse, error)
+	// StreamPredictEdit is PredictEdit streamed: a StreamStart, TextDelta
+	// messages of the model's rewritten region as it is generated, and last the
+	// PredictEditResponse. Cancelled and superseded like StreamComplete.
+	StreamPredictEdit(*StreamPredictEditRequest, grpc.ServerStreamingServer[StreamPredictEditResponse]) error
 	mustEmbedUnimplementedCompletionServiceServer()
 }
 
@@ -133,6 +182,12 @@ func (UnimplementedCompletionServiceServer) Complete(context.Context, *CompleteR
 }
 func (UnimplementedCompletionServiceServer) StreamComplete(*StreamCompleteRequest, grpc.ServerStreamingServer[StreamCompleteResponse]) error {
 	return status.Error(codes.Unimplemented, "method StreamComplete not implemented")
+}
+func (UnimplementedCompletionServiceServer) PredictEdit(context.Context, *PredictEditRequest) (*PredictEditResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PredictEdit not implemented")
+}
+func (UnimplementedCompletionServiceServer) StreamPredictEdit(*StreamPredictEditRequest, grpc.ServerStreamingServer[StreamPredictEditResponse]) error {
+	return status.Error(codes.Unimplemented, "method StreamPredictEdit not implemented")
 }
 func (UnimplementedCompletionServiceServer) mustEmbedUnimplementedCompletionServiceServer() {}
 func (UnimplementedCompletionServiceServer) testEmbeddedByValue()                           {}
@@ -184,6 +239,35 @@ func _CompletionService_StreamComplete_Handler(srv interface{}, stream grpc.Serv
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type CompletionService_StreamCompleteServer = grpc.ServerStreamingServer[StreamCompleteResponse]
 
+func _CompletionService_PredictEdit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PredictEditRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CompletionServiceServer).PredictEdit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CompletionService_PredictEdit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CompletionServiceServer).PredictEdit(ctx, req.(*PredictEditRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CompletionService_StreamPredictEdit_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StreamPredictEditRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(CompletionServiceServer).StreamPredictEdit(m, &grpc.GenericServerStream[StreamPredictEditRequest, StreamPredictEditResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CompletionService_StreamPredictEditServer = grpc.ServerStreamingServer[StreamPredictEditResponse]
+
 // CompletionService_ServiceDesc is the grpc.ServiceDesc for CompletionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -195,11 +279,20 @@ var CompletionService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Complete",
 			Handler:    _CompletionService_Complete_Handler,
 		},
+		{
+			MethodName: "PredictEdit",
+			Handler:    _CompletionService_PredictEdit_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "StreamComplete",
 			Handler:       _CompletionService_StreamComplete_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "StreamPredictEdit",
+			Handler:       _CompletionService_StreamPredictEdit_Handler,
 			ServerStreams: true,
 		},
 	},

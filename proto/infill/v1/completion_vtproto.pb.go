@@ -304,6 +304,32 @@ func (m *GenerationOptions) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.MinConfidence != nil {
+		i -= 4
+		binary.LittleEndian.PutUint32(dAtA[i:], uint32(math.Float32bits(float32(*m.MinConfidence))))
+		i--
+		dAtA[i] = 0x5d
+	}
+	if m.SeamRepair != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.SeamRepair))
+		i--
+		dAtA[i] = 0x50
+	}
+	if m.TopLogprobs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.TopLogprobs))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.Logprobs {
+		i--
+		if m.Logprobs {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x40
+	}
 	if m.TopK != nil {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(*m.TopK))
 		i--
@@ -703,6 +729,18 @@ func (m *GenerationOptions) SizeVT() (n int) {
 	}
 	if m.TopK != nil {
 		n += 1 + protohelpers.SizeOfVarint(uint64(*m.TopK))
+	}
+	if m.Logprobs {
+		n += 2
+	}
+	if m.TopLogprobs != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.TopLogprobs))
+	}
+	if m.SeamRepair != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.SeamRepair))
+	}
+	if m.MinConfidence != nil {
+		n += 5
 	}
 	n += len(m.unknownFields)
 	return n
@@ -1680,6 +1718,76 @@ func (m *GenerationOptions) UnmarshalVTUnsafe(dAtA []byte) error {
 				}
 			}
 			m.TopK = &v
+		case 8:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Logprobs", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.Logprobs = bool(v != 0)
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TopLogprobs", wireType)
+			}
+			m.TopLogprobs = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.TopLogprobs |= uint32(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SeamRepair", wireType)
+			}
+			m.SeamRepair = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.SeamRepair |= SeamRepair(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 5 {
+				return fmt.Errorf("proto: wrong wireType = %d for field MinConfidence", wireType)
+			}
+			var v uint32
+			if (iNdEx + 4) > l {
+				return io.ErrUnexpectedEOF
+			}
+			v = uint32(binary.LittleEndian.Uint32(dAtA[iNdEx:]))
+			iNdEx += 4
+			v2 := float32(math.Float32frombits(v))
+			m.MinConfidence = &v2
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

@@ -35,6 +35,9 @@ const (
 	Level_LEVEL_SINGLE_LINE Level = 6
 	Level_LEVEL_MULTI_LINE  Level = 7
 	Level_LEVEL_RANDOM_SPAN Level = 8
+	// A next-edit task (EvalTask.next_edit): the edit that follows the recent
+	// edits.
+	Level_LEVEL_NEXT_EDIT Level = 9
 )
 
 // Enum value maps for Level.
@@ -49,6 +52,7 @@ var (
 		6: "LEVEL_SINGLE_LINE",
 		7: "LEVEL_MULTI_LINE",
 		8: "LEVEL_RANDOM_SPAN",
+		9: "LEVEL_NEXT_EDIT",
 	}
 	Level_value = map[string]int32{
 		"LEVEL_UNSPECIFIED": 0,
@@ -60,6 +64,7 @@ var (
 		"LEVEL_SINGLE_LINE": 6,
 		"LEVEL_MULTI_LINE":  7,
 		"LEVEL_RANDOM_SPAN": 8,
+		"LEVEL_NEXT_EDIT":   9,
 	}
 )
 
@@ -109,6 +114,10 @@ const (
 	// test script when its node_modules are present: the runner's report
 	// counts expected_tests passed and no failure.
 	TestKind_TEST_KIND_NODE TestKind = 5
+	// `cargo test` of the crate (args: extra cargo test arguments), offline,
+	// dependencies only from a vendored vendor/ or Debian's packaged crates:
+	// libtest's counts report expected_tests passed and none failed.
+	TestKind_TEST_KIND_RUST TestKind = 6
 )
 
 // Enum value maps for TestKind.
@@ -120,6 +129,7 @@ var (
 		3: "TEST_KIND_COMMAND",
 		4: "TEST_KIND_GO",
 		5: "TEST_KIND_NODE",
+		6: "TEST_KIND_RUST",
 	}
 	TestKind_value = map[string]int32{
 		"TEST_KIND_UNSPECIFIED": 0,
@@ -128,6 +138,7 @@ var (
 		"TEST_KIND_COMMAND":     3,
 		"TEST_KIND_GO":          4,
 		"TEST_KIND_NODE":        5,
+		"TEST_KIND_RUST":        6,
 	}
 )
 
@@ -461,7 +472,11 @@ type EvalTask struct {
 	// Limit of one sample's own run time; the sandbox's start-up is not
 	// charged (0: the family's default: 3 s for program tasks, as
 	// human-eval-infilling; the server's --sandbox-timeout for repositories).
-	Timeout       *durationpb.Duration `protobuf:"bytes,13,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Timeout *durationpb.Duration `protobuf:"bytes,13,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// A next-edit problem: prefix and suffix surround the editable region
+	// instead of a masked span, reference is that region with the target edit
+	// made, and a completion is the region as the model rewrote it.
+	NextEdit      *NextEditTask `protobuf:"bytes,14,opt,name=next_edit,json=nextEdit,proto3" json:"next_edit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -598,6 +613,13 @@ func (x *EvalTask) GetTimeout() *durationpb.Duration {
 	return nil
 }
 
+func (x *EvalTask) GetNextEdit() *NextEditTask {
+	if x != nil {
+		return x.NextEdit
+	}
+	return nil
+}
+
 type isEvalTask_Execution interface {
 	isEvalTask_Execution()
 }
@@ -613,6 +635,71 @@ type EvalTask_Repository struct {
 func (*EvalTask_Program) isEvalTask_Execution() {}
 
 func (*EvalTask_Repository) isEvalTask_Execution() {}
+
+// NextEditTask is what a next-edit prediction sees besides the file.
+type NextEditTask struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The editable region's text before the target edit (prefix + region +
+	// suffix is the workspace's file).
+	Region string `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	// The edits made before the target, oldest first.
+	RecentEdits []*RecentEdit `protobuf:"bytes,2,rep,name=recent_edits,json=recentEdits,proto3" json:"recent_edits,omitempty"`
+	// The cursor, as a byte offset into prefix + region + suffix.
+	CursorOffset  uint64 `protobuf:"varint,3,opt,name=cursor_offset,json=cursorOffset,proto3" json:"cursor_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NextEditTask) Reset() {
+	*x = NextEditTask{}
+	mi := &file_infill_v1_evaluation_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NextEditTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NextEditTask) ProtoMessage() {}
+
+func (x *NextEditTask) ProtoReflect() protoreflect.Message {
+	mi := &file_infill_v1_evaluation_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NextEditTask.ProtoReflect.Descriptor instead.
+func (*NextEditTask) Descriptor() ([]byte, []int) {
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *NextEditTask) GetRegion() string {
+	if x != nil {
+		return x.Region
+	}
+	return ""
+}
+
+func (x *NextEditTask) GetRecentEdits() []*RecentEdit {
+	if x != nil {
+		return x.RecentEdits
+	}
+	return nil
+}
+
+func (x *NextEditTask) GetCursorOffset() uint64 {
+	if x != nil {
+		return x.CursorOffset
+	}
+	return 0
+}
 
 // EvaluateRequest is one task to grade.
 type EvaluateRequest struct {
@@ -639,7 +726,7 @@ type EvaluateRequest struct {
 
 func (x *EvaluateRequest) Reset() {
 	*x = EvaluateRequest{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[4]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +738,7 @@ func (x *EvaluateRequest) String() string {
 func (*EvaluateRequest) ProtoMessage() {}
 
 func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[4]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +751,7 @@ func (x *EvaluateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateRequest.ProtoReflect.Descriptor instead.
 func (*EvaluateRequest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{4}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EvaluateRequest) GetTask() *EvalTask {
@@ -747,14 +834,21 @@ type SampleResult struct {
 	// pytest's outcomes (pytest tests), when pytest reported them.
 	Tests *TestCounts `protobuf:"bytes,22,opt,name=tests,proto3" json:"tests,omitempty"`
 	// The task's source language ("python", "go", ...), as the task said.
-	Language      string `protobuf:"bytes,23,opt,name=language,proto3" json:"language,omitempty"`
+	Language string `protobuf:"bytes,23,opt,name=language,proto3" json:"language,omitempty"`
+	// The completion's confidence, 0–1 (Candidate.confidence), when the
+	// backend gave log probabilities.
+	Confidence *float64 `protobuf:"fixed64,24,opt,name=confidence,proto3,oneof" json:"confidence,omitempty"`
+	// The model's own text before seam repair, when repair changed it.
+	RawCompletion string `protobuf:"bytes,25,opt,name=raw_completion,json=rawCompletion,proto3" json:"raw_completion,omitempty"`
+	// The task's repository (EvalTask.repo_name).
+	RepoName      string `protobuf:"bytes,26,opt,name=repo_name,json=repoName,proto3" json:"repo_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SampleResult) Reset() {
 	*x = SampleResult{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[5]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -766,7 +860,7 @@ func (x *SampleResult) String() string {
 func (*SampleResult) ProtoMessage() {}
 
 func (x *SampleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[5]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,7 +873,7 @@ func (x *SampleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleResult.ProtoReflect.Descriptor instead.
 func (*SampleResult) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{5}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SampleResult) GetTaskId() string {
@@ -943,6 +1037,27 @@ func (x *SampleResult) GetLanguage() string {
 	return ""
 }
 
+func (x *SampleResult) GetConfidence() float64 {
+	if x != nil && x.Confidence != nil {
+		return *x.Confidence
+	}
+	return 0
+}
+
+func (x *SampleResult) GetRawCompletion() string {
+	if x != nil {
+		return x.RawCompletion
+	}
+	return ""
+}
+
+func (x *SampleResult) GetRepoName() string {
+	if x != nil {
+		return x.RepoName
+	}
+	return ""
+}
+
 // TestCounts are the outcomes pytest reported.
 type TestCounts struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -956,7 +1071,7 @@ type TestCounts struct {
 
 func (x *TestCounts) Reset() {
 	*x = TestCounts{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1083,7 @@ func (x *TestCounts) String() string {
 func (*TestCounts) ProtoMessage() {}
 
 func (x *TestCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[6]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1096,7 @@ func (x *TestCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestCounts.ProtoReflect.Descriptor instead.
 func (*TestCounts) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{6}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TestCounts) GetPassed() uint32 {
@@ -1034,7 +1149,7 @@ type TestFailure struct {
 
 func (x *TestFailure) Reset() {
 	*x = TestFailure{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1161,7 @@ func (x *TestFailure) String() string {
 func (*TestFailure) ProtoMessage() {}
 
 func (x *TestFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[7]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1174,7 @@ func (x *TestFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestFailure.ProtoReflect.Descriptor instead.
 func (*TestFailure) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{7}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TestFailure) GetTest() string {
@@ -1126,7 +1241,7 @@ type TestException struct {
 
 func (x *TestException) Reset() {
 	*x = TestException{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1253,7 @@ func (x *TestException) String() string {
 func (*TestException) ProtoMessage() {}
 
 func (x *TestException) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[8]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1266,7 @@ func (x *TestException) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestException.ProtoReflect.Descriptor instead.
 func (*TestException) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{8}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TestException) GetType() string {
@@ -1186,7 +1301,7 @@ type PassAtK struct {
 
 func (x *PassAtK) Reset() {
 	*x = PassAtK{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1313,7 @@ func (x *PassAtK) String() string {
 func (*PassAtK) ProtoMessage() {}
 
 func (x *PassAtK) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[9]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1326,7 @@ func (x *PassAtK) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PassAtK.ProtoReflect.Descriptor instead.
 func (*PassAtK) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{9}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PassAtK) GetK() uint32 {
@@ -1242,7 +1357,7 @@ type LatencySummary struct {
 
 func (x *LatencySummary) Reset() {
 	*x = LatencySummary{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1369,7 @@ func (x *LatencySummary) String() string {
 func (*LatencySummary) ProtoMessage() {}
 
 func (x *LatencySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[10]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1382,7 @@ func (x *LatencySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatencySummary.ProtoReflect.Descriptor instead.
 func (*LatencySummary) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{10}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LatencySummary) GetCount() uint32 {
@@ -1327,14 +1442,16 @@ type MetricsGroup struct {
 	Total            *LatencySummary `protobuf:"bytes,10,opt,name=total,proto3" json:"total,omitempty"`
 	QueueWait        *LatencySummary `protobuf:"bytes,11,opt,name=queue_wait,json=queueWait,proto3" json:"queue_wait,omitempty"`
 	// The language of the group (by_language, by_language_level).
-	Language      string `protobuf:"bytes,12,opt,name=language,proto3" json:"language,omitempty"`
+	Language string `protobuf:"bytes,12,opt,name=language,proto3" json:"language,omitempty"`
+	// The repository of the group (by_repository).
+	Repository    string `protobuf:"bytes,13,opt,name=repository,proto3" json:"repository,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MetricsGroup) Reset() {
 	*x = MetricsGroup{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1463,7 @@ func (x *MetricsGroup) String() string {
 func (*MetricsGroup) ProtoMessage() {}
 
 func (x *MetricsGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[11]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1476,7 @@ func (x *MetricsGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsGroup.ProtoReflect.Descriptor instead.
 func (*MetricsGroup) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{11}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MetricsGroup) GetBenchmark() string {
@@ -1446,6 +1563,13 @@ func (x *MetricsGroup) GetLanguage() string {
 	return ""
 }
 
+func (x *MetricsGroup) GetRepository() string {
+	if x != nil {
+		return x.Repository
+	}
+	return ""
+}
+
 // EvaluationSummary is the aggregate of a run.
 type EvaluationSummary struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -1471,13 +1595,15 @@ type EvaluationSummary struct {
 	// level): pass@k per level and language.
 	ByLanguage      []*MetricsGroup `protobuf:"bytes,9,rep,name=by_language,json=byLanguage,proto3" json:"by_language,omitempty"`
 	ByLanguageLevel []*MetricsGroup `protobuf:"bytes,10,rep,name=by_language_level,json=byLanguageLevel,proto3" json:"by_language_level,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// One group per repository (EvalTask.repo_name) across benchmarks.
+	ByRepository  []*MetricsGroup `protobuf:"bytes,11,rep,name=by_repository,json=byRepository,proto3" json:"by_repository,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EvaluationSummary) Reset() {
 	*x = EvaluationSummary{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1489,7 +1615,7 @@ func (x *EvaluationSummary) String() string {
 func (*EvaluationSummary) ProtoMessage() {}
 
 func (x *EvaluationSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[12]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1628,7 @@ func (x *EvaluationSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluationSummary.ProtoReflect.Descriptor instead.
 func (*EvaluationSummary) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{12}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EvaluationSummary) GetOverall() *MetricsGroup {
@@ -1575,6 +1701,13 @@ func (x *EvaluationSummary) GetByLanguageLevel() []*MetricsGroup {
 	return nil
 }
 
+func (x *EvaluationSummary) GetByRepository() []*MetricsGroup {
+	if x != nil {
+		return x.ByRepository
+	}
+	return nil
+}
+
 // EvaluateResponse is one sample's result, or the final summary.
 type EvaluateResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1589,7 +1722,7 @@ type EvaluateResponse struct {
 
 func (x *EvaluateResponse) Reset() {
 	*x = EvaluateResponse{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1734,7 @@ func (x *EvaluateResponse) String() string {
 func (*EvaluateResponse) ProtoMessage() {}
 
 func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[13]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1747,7 @@ func (x *EvaluateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvaluateResponse.ProtoReflect.Descriptor instead.
 func (*EvaluateResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{13}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *EvaluateResponse) GetEvent() isEvaluateResponse_Event {
@@ -1694,7 +1827,7 @@ type RunBenchmarkRequest struct {
 
 func (x *RunBenchmarkRequest) Reset() {
 	*x = RunBenchmarkRequest{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1839,7 @@ func (x *RunBenchmarkRequest) String() string {
 func (*RunBenchmarkRequest) ProtoMessage() {}
 
 func (x *RunBenchmarkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[14]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1852,7 @@ func (x *RunBenchmarkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunBenchmarkRequest.ProtoReflect.Descriptor instead.
 func (*RunBenchmarkRequest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{14}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunBenchmarkRequest) GetBenchmark() string {
@@ -1799,7 +1932,7 @@ type Progress struct {
 
 func (x *Progress) Reset() {
 	*x = Progress{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1944,7 @@ func (x *Progress) String() string {
 func (*Progress) ProtoMessage() {}
 
 func (x *Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[15]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1957,7 @@ func (x *Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Progress.ProtoReflect.Descriptor instead.
 func (*Progress) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{15}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Progress) GetDone() uint32 {
@@ -1877,7 +2010,7 @@ type RunBenchmarkResponse struct {
 
 func (x *RunBenchmarkResponse) Reset() {
 	*x = RunBenchmarkResponse{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[16]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +2022,7 @@ func (x *RunBenchmarkResponse) String() string {
 func (*RunBenchmarkResponse) ProtoMessage() {}
 
 func (x *RunBenchmarkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[16]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +2035,7 @@ func (x *RunBenchmarkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunBenchmarkResponse.ProtoReflect.Descriptor instead.
 func (*RunBenchmarkResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{16}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RunBenchmarkResponse) GetEvent() isRunBenchmarkResponse_Event {
@@ -1970,7 +2103,7 @@ type ListBenchmarksRequest struct {
 
 func (x *ListBenchmarksRequest) Reset() {
 	*x = ListBenchmarksRequest{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[17]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2115,7 @@ func (x *ListBenchmarksRequest) String() string {
 func (*ListBenchmarksRequest) ProtoMessage() {}
 
 func (x *ListBenchmarksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[17]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2128,7 @@ func (x *ListBenchmarksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBenchmarksRequest.ProtoReflect.Descriptor instead.
 func (*ListBenchmarksRequest) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{17}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{18}
 }
 
 // ListBenchmarksResponse lists benchmark names and the server's capacity.
@@ -2013,7 +2146,7 @@ type ListBenchmarksResponse struct {
 
 func (x *ListBenchmarksResponse) Reset() {
 	*x = ListBenchmarksResponse{}
-	mi := &file_infill_v1_evaluation_proto_msgTypes[18]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2158,7 @@ func (x *ListBenchmarksResponse) String() string {
 func (*ListBenchmarksResponse) ProtoMessage() {}
 
 func (x *ListBenchmarksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_infill_v1_evaluation_proto_msgTypes[18]
+	mi := &file_infill_v1_evaluation_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2171,7 @@ func (x *ListBenchmarksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBenchmarksResponse.ProtoReflect.Descriptor instead.
 func (*ListBenchmarksResponse) Descriptor() ([]byte, []int) {
-	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{18}
+	return file_infill_v1_evaluation_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListBenchmarksResponse) GetBenchmarks() []string {
@@ -2074,7 +2207,7 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\n" +
 	"repository\x18\x01 \x01(\tR\n" +
 	"repository\x12'\n" +
-	"\x04test\x18\x02 \x01(\v2\x13.infill.v1.TestSpecR\x04test\"\xec\x03\n" +
+	"\x04test\x18\x02 \x01(\v2\x13.infill.v1.TestSpecR\x04test\"\xa2\x04\n" +
 	"\bEvalTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1c\n" +
 	"\tbenchmark\x18\x02 \x01(\tR\tbenchmark\x12&\n" +
@@ -2091,8 +2224,13 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\n" +
 	"repository\x18\f \x01(\v2\x1e.infill.v1.RepositoryExecutionH\x00R\n" +
 	"repository\x123\n" +
-	"\atimeout\x18\r \x01(\v2\x19.google.protobuf.DurationR\atimeoutB\v\n" +
-	"\texecution\"\xca\x01\n" +
+	"\atimeout\x18\r \x01(\v2\x19.google.protobuf.DurationR\atimeout\x124\n" +
+	"\tnext_edit\x18\x0e \x01(\v2\x17.infill.v1.NextEditTaskR\bnextEditB\v\n" +
+	"\texecution\"\x85\x01\n" +
+	"\fNextEditTask\x12\x16\n" +
+	"\x06region\x18\x01 \x01(\tR\x06region\x128\n" +
+	"\frecent_edits\x18\x02 \x03(\v2\x15.infill.v1.RecentEditR\vrecentEdits\x12#\n" +
+	"\rcursor_offset\x18\x03 \x01(\x04R\fcursorOffset\"\xca\x01\n" +
 	"\x0fEvaluateRequest\x12'\n" +
 	"\x04task\x18\x01 \x01(\v2\x13.infill.v1.EvalTaskR\x04task\x12 \n" +
 	"\vcompletions\x18\x02 \x03(\tR\vcompletions\x12\x18\n" +
@@ -2100,7 +2238,7 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x04 \x01(\v2\x1c.infill.v1.GenerationOptionsR\n" +
 	"generation\x12\x14\n" +
-	"\x05model\x18\x05 \x01(\tR\x05model\"\x8c\a\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\"\x84\b\n" +
 	"\fSampleResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1c\n" +
 	"\tbenchmark\x18\x02 \x01(\tR\tbenchmark\x12&\n" +
@@ -2134,7 +2272,13 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\afailure\x18\x14 \x01(\v2\x16.infill.v1.TestFailureR\afailure\x12\x14\n" +
 	"\x05limit\x18\x15 \x01(\tR\x05limit\x12+\n" +
 	"\x05tests\x18\x16 \x01(\v2\x15.infill.v1.TestCountsR\x05tests\x12\x1a\n" +
-	"\blanguage\x18\x17 \x01(\tR\blanguage\"n\n" +
+	"\blanguage\x18\x17 \x01(\tR\blanguage\x12#\n" +
+	"\n" +
+	"confidence\x18\x18 \x01(\x01H\x00R\n" +
+	"confidence\x88\x01\x01\x12%\n" +
+	"\x0eraw_completion\x18\x19 \x01(\tR\rrawCompletion\x12\x1b\n" +
+	"\trepo_name\x18\x1a \x01(\tR\brepoNameB\r\n" +
+	"\v_confidence\"n\n" +
 	"\n" +
 	"TestCounts\x12\x16\n" +
 	"\x06passed\x18\x01 \x01(\rR\x06passed\x12\x16\n" +
@@ -2161,7 +2305,7 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\x04mean\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x04mean\x12+\n" +
 	"\x03p50\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03p50\x12+\n" +
 	"\x03p95\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x03p95\x12+\n" +
-	"\x03max\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x03max\"\xcf\x04\n" +
+	"\x03max\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x03max\"\xef\x04\n" +
 	"\fMetricsGroup\x12\x1c\n" +
 	"\tbenchmark\x18\x01 \x01(\tR\tbenchmark\x12&\n" +
 	"\x05level\x18\x02 \x01(\x0e2\x10.infill.v1.LevelR\x05level\x12\x14\n" +
@@ -2177,10 +2321,13 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	" \x01(\v2\x19.infill.v1.LatencySummaryR\x05total\x128\n" +
 	"\n" +
 	"queue_wait\x18\v \x01(\v2\x19.infill.v1.LatencySummaryR\tqueueWait\x12\x1a\n" +
-	"\blanguage\x18\f \x01(\tR\blanguage\x1a;\n" +
+	"\blanguage\x18\f \x01(\tR\blanguage\x12\x1e\n" +
+	"\n" +
+	"repository\x18\r \x01(\tR\n" +
+	"repository\x1a;\n" +
 	"\rVerdictsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\xc7\x03\n" +
+	"\x05value\x18\x02 \x01(\rR\x05value:\x028\x01\"\x85\x04\n" +
 	"\x11EvaluationSummary\x121\n" +
 	"\aoverall\x18\x01 \x01(\v2\x17.infill.v1.MetricsGroupR\aoverall\x12:\n" +
 	"\fby_benchmark\x18\x02 \x03(\v2\x17.infill.v1.MetricsGroupR\vbyBenchmark\x122\n" +
@@ -2194,7 +2341,8 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\vby_language\x18\t \x03(\v2\x17.infill.v1.MetricsGroupR\n" +
 	"byLanguage\x12C\n" +
 	"\x11by_language_level\x18\n" +
-	" \x03(\v2\x17.infill.v1.MetricsGroupR\x0fbyLanguageLevel\"\x88\x01\n" +
+	" \x03(\v2\x17.infill.v1.MetricsGroupR\x0fbyLanguageLevel\x12<\n" +
+	"\rby_repository\x18\v \x03(\v2\x17.infill.v1.MetricsGroupR\fbyRepository\"\x88\x01\n" +
 	"\x10EvaluateResponse\x121\n" +
 	"\x06result\x18\x01 \x01(\v2\x17.infill.v1.SampleResultH\x00R\x06result\x128\n" +
 	"\asummary\x18\x02 \x01(\v2\x1c.infill.v1.EvaluationSummaryH\x00R\asummaryB\a\n" +
@@ -2227,7 +2375,7 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\n" +
 	"benchmarks\x18\x01 \x03(\tR\n" +
 	"benchmarks\x12\x18\n" +
-	"\aworkers\x18\x02 \x01(\rR\aworkers*\xc3\x01\n" +
+	"\aworkers\x18\x02 \x01(\rR\aworkers*\xd8\x01\n" +
 	"\x05Level\x12\x15\n" +
 	"\x11LEVEL_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10LEVEL_EXPRESSION\x10\x01\x12\x13\n" +
@@ -2237,14 +2385,16 @@ const file_infill_v1_evaluation_proto_rawDesc = "" +
 	"\vLEVEL_CLASS\x10\x05\x12\x15\n" +
 	"\x11LEVEL_SINGLE_LINE\x10\x06\x12\x14\n" +
 	"\x10LEVEL_MULTI_LINE\x10\a\x12\x15\n" +
-	"\x11LEVEL_RANDOM_SPAN\x10\b*\x8e\x01\n" +
+	"\x11LEVEL_RANDOM_SPAN\x10\b\x12\x13\n" +
+	"\x0fLEVEL_NEXT_EDIT\x10\t*\xa2\x01\n" +
 	"\bTestKind\x12\x19\n" +
 	"\x15TEST_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10TEST_KIND_SCRIPT\x10\x01\x12\x14\n" +
 	"\x10TEST_KIND_PYTEST\x10\x02\x12\x15\n" +
 	"\x11TEST_KIND_COMMAND\x10\x03\x12\x10\n" +
 	"\fTEST_KIND_GO\x10\x04\x12\x12\n" +
-	"\x0eTEST_KIND_NODE\x10\x05*\x87\x01\n" +
+	"\x0eTEST_KIND_NODE\x10\x05\x12\x12\n" +
+	"\x0eTEST_KIND_RUST\x10\x06*\x87\x01\n" +
 	"\aVerdict\x12\x17\n" +
 	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eVERDICT_PASSED\x10\x01\x12\x12\n" +
@@ -2270,7 +2420,7 @@ func file_infill_v1_evaluation_proto_rawDescGZIP() []byte {
 }
 
 var file_infill_v1_evaluation_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_infill_v1_evaluation_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_infill_v1_evaluation_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_infill_v1_evaluation_proto_goTypes = []any{
 	(Level)(0),                     // 0: infill.v1.Level
 	(TestKind)(0),                  // 1: infill.v1.TestKind
@@ -2279,78 +2429,83 @@ var file_infill_v1_evaluation_proto_goTypes = []any{
 	(*ProgramExecution)(nil),       // 4: infill.v1.ProgramExecution
 	(*RepositoryExecution)(nil),    // 5: infill.v1.RepositoryExecution
 	(*EvalTask)(nil),               // 6: infill.v1.EvalTask
-	(*EvaluateRequest)(nil),        // 7: infill.v1.EvaluateRequest
-	(*SampleResult)(nil),           // 8: infill.v1.SampleResult
-	(*TestCounts)(nil),             // 9: infill.v1.TestCounts
-	(*TestFailure)(nil),            // 10: infill.v1.TestFailure
-	(*TestException)(nil),          // 11: infill.v1.TestException
-	(*PassAtK)(nil),                // 12: infill.v1.PassAtK
-	(*LatencySummary)(nil),         // 13: infill.v1.LatencySummary
-	(*MetricsGroup)(nil),           // 14: infill.v1.MetricsGroup
-	(*EvaluationSummary)(nil),      // 15: infill.v1.EvaluationSummary
-	(*EvaluateResponse)(nil),       // 16: infill.v1.EvaluateResponse
-	(*RunBenchmarkRequest)(nil),    // 17: infill.v1.RunBenchmarkRequest
-	(*Progress)(nil),               // 18: infill.v1.Progress
-	(*RunBenchmarkResponse)(nil),   // 19: infill.v1.RunBenchmarkResponse
-	(*ListBenchmarksRequest)(nil),  // 20: infill.v1.ListBenchmarksRequest
-	(*ListBenchmarksResponse)(nil), // 21: infill.v1.ListBenchmarksResponse
-	nil,                            // 22: infill.v1.MetricsGroup.VerdictsEntry
-	(*File)(nil),                   // 23: infill.v1.File
-	(*durationpb.Duration)(nil),    // 24: google.protobuf.Duration
-	(*GenerationOptions)(nil),      // 25: infill.v1.GenerationOptions
+	(*NextEditTask)(nil),           // 7: infill.v1.NextEditTask
+	(*EvaluateRequest)(nil),        // 8: infill.v1.EvaluateRequest
+	(*SampleResult)(nil),           // 9: infill.v1.SampleResult
+	(*TestCounts)(nil),             // 10: infill.v1.TestCounts
+	(*TestFailure)(nil),            // 11: infill.v1.TestFailure
+	(*TestException)(nil),          // 12: infill.v1.TestException
+	(*PassAtK)(nil),                // 13: infill.v1.PassAtK
+	(*LatencySummary)(nil),         // 14: infill.v1.LatencySummary
+	(*MetricsGroup)(nil),           // 15: infill.v1.MetricsGroup
+	(*EvaluationSummary)(nil),      // 16: infill.v1.EvaluationSummary
+	(*EvaluateResponse)(nil),       // 17: infill.v1.EvaluateResponse
+	(*RunBenchmarkRequest)(nil),    // 18: infill.v1.RunBenchmarkRequest
+	(*Progress)(nil),               // 19: infill.v1.Progress
+	(*RunBenchmarkResponse)(nil),   // 20: infill.v1.RunBenchmarkResponse
+	(*ListBenchmarksRequest)(nil),  // 21: infill.v1.ListBenchmarksRequest
+	(*ListBenchmarksResponse)(nil), // 22: infill.v1.ListBenchmarksResponse
+	nil,                            // 23: infill.v1.MetricsGroup.VerdictsEntry
+	(*File)(nil),                   // 24: infill.v1.File
+	(*durationpb.Duration)(nil),    // 25: google.protobuf.Duration
+	(*RecentEdit)(nil),             // 26: infill.v1.RecentEdit
+	(*GenerationOptions)(nil),      // 27: infill.v1.GenerationOptions
 }
 var file_infill_v1_evaluation_proto_depIdxs = []int32{
 	1,  // 0: infill.v1.TestSpec.kind:type_name -> infill.v1.TestKind
 	3,  // 1: infill.v1.RepositoryExecution.test:type_name -> infill.v1.TestSpec
 	0,  // 2: infill.v1.EvalTask.level:type_name -> infill.v1.Level
-	23, // 3: infill.v1.EvalTask.context:type_name -> infill.v1.File
+	24, // 3: infill.v1.EvalTask.context:type_name -> infill.v1.File
 	4,  // 4: infill.v1.EvalTask.program:type_name -> infill.v1.ProgramExecution
 	5,  // 5: infill.v1.EvalTask.repository:type_name -> infill.v1.RepositoryExecution
-	24, // 6: infill.v1.EvalTask.timeout:type_name -> google.protobuf.Duration
-	6,  // 7: infill.v1.EvaluateRequest.task:type_name -> infill.v1.EvalTask
-	25, // 8: infill.v1.EvaluateRequest.generation:type_name -> infill.v1.GenerationOptions
-	0,  // 9: infill.v1.SampleResult.level:type_name -> infill.v1.Level
-	2,  // 10: infill.v1.SampleResult.verdict:type_name -> infill.v1.Verdict
-	24, // 11: infill.v1.SampleResult.time_to_first_token:type_name -> google.protobuf.Duration
-	24, // 12: infill.v1.SampleResult.generation:type_name -> google.protobuf.Duration
-	24, // 13: infill.v1.SampleResult.execution:type_name -> google.protobuf.Duration
-	11, // 14: infill.v1.SampleResult.exception:type_name -> infill.v1.TestException
-	24, // 15: infill.v1.SampleResult.queue_wait:type_name -> google.protobuf.Duration
-	10, // 16: infill.v1.SampleResult.failure:type_name -> infill.v1.TestFailure
-	9,  // 17: infill.v1.SampleResult.tests:type_name -> infill.v1.TestCounts
-	24, // 18: infill.v1.LatencySummary.mean:type_name -> google.protobuf.Duration
-	24, // 19: infill.v1.LatencySummary.p50:type_name -> google.protobuf.Duration
-	24, // 20: infill.v1.LatencySummary.p95:type_name -> google.protobuf.Duration
-	24, // 21: infill.v1.LatencySummary.max:type_name -> google.protobuf.Duration
-	0,  // 22: infill.v1.MetricsGroup.level:type_name -> infill.v1.Level
-	12, // 23: infill.v1.MetricsGroup.pass_at_k:type_name -> infill.v1.PassAtK
-	22, // 24: infill.v1.MetricsGroup.verdicts:type_name -> infill.v1.MetricsGroup.VerdictsEntry
-	13, // 25: infill.v1.MetricsGroup.time_to_first_token:type_name -> infill.v1.LatencySummary
-	13, // 26: infill.v1.MetricsGroup.total:type_name -> infill.v1.LatencySummary
-	13, // 27: infill.v1.MetricsGroup.queue_wait:type_name -> infill.v1.LatencySummary
-	14, // 28: infill.v1.EvaluationSummary.overall:type_name -> infill.v1.MetricsGroup
-	14, // 29: infill.v1.EvaluationSummary.by_benchmark:type_name -> infill.v1.MetricsGroup
-	14, // 30: infill.v1.EvaluationSummary.by_level:type_name -> infill.v1.MetricsGroup
-	14, // 31: infill.v1.EvaluationSummary.by_language:type_name -> infill.v1.MetricsGroup
-	14, // 32: infill.v1.EvaluationSummary.by_language_level:type_name -> infill.v1.MetricsGroup
-	8,  // 33: infill.v1.EvaluateResponse.result:type_name -> infill.v1.SampleResult
-	15, // 34: infill.v1.EvaluateResponse.summary:type_name -> infill.v1.EvaluationSummary
-	25, // 35: infill.v1.RunBenchmarkRequest.generation:type_name -> infill.v1.GenerationOptions
-	24, // 36: infill.v1.Progress.elapsed:type_name -> google.protobuf.Duration
-	18, // 37: infill.v1.RunBenchmarkResponse.progress:type_name -> infill.v1.Progress
-	8,  // 38: infill.v1.RunBenchmarkResponse.result:type_name -> infill.v1.SampleResult
-	15, // 39: infill.v1.RunBenchmarkResponse.summary:type_name -> infill.v1.EvaluationSummary
-	7,  // 40: infill.v1.EvaluationService.Evaluate:input_type -> infill.v1.EvaluateRequest
-	17, // 41: infill.v1.EvaluationService.RunBenchmark:input_type -> infill.v1.RunBenchmarkRequest
-	20, // 42: infill.v1.EvaluationService.ListBenchmarks:input_type -> infill.v1.ListBenchmarksRequest
-	16, // 43: infill.v1.EvaluationService.Evaluate:output_type -> infill.v1.EvaluateResponse
-	19, // 44: infill.v1.EvaluationService.RunBenchmark:output_type -> infill.v1.RunBenchmarkResponse
-	21, // 45: infill.v1.EvaluationService.ListBenchmarks:output_type -> infill.v1.ListBenchmarksResponse
-	43, // [43:46] is the sub-list for method output_type
-	40, // [40:43] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	25, // 6: infill.v1.EvalTask.timeout:type_name -> google.protobuf.Duration
+	7,  // 7: infill.v1.EvalTask.next_edit:type_name -> infill.v1.NextEditTask
+	26, // 8: infill.v1.NextEditTask.recent_edits:type_name -> infill.v1.RecentEdit
+	6,  // 9: infill.v1.EvaluateRequest.task:type_name -> infill.v1.EvalTask
+	27, // 10: infill.v1.EvaluateRequest.generation:type_name -> infill.v1.GenerationOptions
+	0,  // 11: infill.v1.SampleResult.level:type_name -> infill.v1.Level
+	2,  // 12: infill.v1.SampleResult.verdict:type_name -> infill.v1.Verdict
+	25, // 13: infill.v1.SampleResult.time_to_first_token:type_name -> google.protobuf.Duration
+	25, // 14: infill.v1.SampleResult.generation:type_name -> google.protobuf.Duration
+	25, // 15: infill.v1.SampleResult.execution:type_name -> google.protobuf.Duration
+	12, // 16: infill.v1.SampleResult.exception:type_name -> infill.v1.TestException
+	25, // 17: infill.v1.SampleResult.queue_wait:type_name -> google.protobuf.Duration
+	11, // 18: infill.v1.SampleResult.failure:type_name -> infill.v1.TestFailure
+	10, // 19: infill.v1.SampleResult.tests:type_name -> infill.v1.TestCounts
+	25, // 20: infill.v1.LatencySummary.mean:type_name -> google.protobuf.Duration
+	25, // 21: infill.v1.LatencySummary.p50:type_name -> google.protobuf.Duration
+	25, // 22: infill.v1.LatencySummary.p95:type_name -> google.protobuf.Duration
+	25, // 23: infill.v1.LatencySummary.max:type_name -> google.protobuf.Duration
+	0,  // 24: infill.v1.MetricsGroup.level:type_name -> infill.v1.Level
+	13, // 25: infill.v1.MetricsGroup.pass_at_k:type_name -> infill.v1.PassAtK
+	23, // 26: infill.v1.MetricsGroup.verdicts:type_name -> infill.v1.MetricsGroup.VerdictsEntry
+	14, // 27: infill.v1.MetricsGroup.time_to_first_token:type_name -> infill.v1.LatencySummary
+	14, // 28: infill.v1.MetricsGroup.total:type_name -> infill.v1.LatencySummary
+	14, // 29: infill.v1.MetricsGroup.queue_wait:type_name -> infill.v1.LatencySummary
+	15, // 30: infill.v1.EvaluationSummary.overall:type_name -> infill.v1.MetricsGroup
+	15, // 31: infill.v1.EvaluationSummary.by_benchmark:type_name -> infill.v1.MetricsGroup
+	15, // 32: infill.v1.EvaluationSummary.by_level:type_name -> infill.v1.MetricsGroup
+	15, // 33: infill.v1.EvaluationSummary.by_language:type_name -> infill.v1.MetricsGroup
+	15, // 34: infill.v1.EvaluationSummary.by_language_level:type_name -> infill.v1.MetricsGroup
+	15, // 35: infill.v1.EvaluationSummary.by_repository:type_name -> infill.v1.MetricsGroup
+	9,  // 36: infill.v1.EvaluateResponse.result:type_name -> infill.v1.SampleResult
+	16, // 37: infill.v1.EvaluateResponse.summary:type_name -> infill.v1.EvaluationSummary
+	27, // 38: infill.v1.RunBenchmarkRequest.generation:type_name -> infill.v1.GenerationOptions
+	25, // 39: infill.v1.Progress.elapsed:type_name -> google.protobuf.Duration
+	19, // 40: infill.v1.RunBenchmarkResponse.progress:type_name -> infill.v1.Progress
+	9,  // 41: infill.v1.RunBenchmarkResponse.result:type_name -> infill.v1.SampleResult
+	16, // 42: infill.v1.RunBenchmarkResponse.summary:type_name -> infill.v1.EvaluationSummary
+	8,  // 43: infill.v1.EvaluationService.Evaluate:input_type -> infill.v1.EvaluateRequest
+	18, // 44: infill.v1.EvaluationService.RunBenchmark:input_type -> infill.v1.RunBenchmarkRequest
+	21, // 45: infill.v1.EvaluationService.ListBenchmarks:input_type -> infill.v1.ListBenchmarksRequest
+	17, // 46: infill.v1.EvaluationService.Evaluate:output_type -> infill.v1.EvaluateResponse
+	20, // 47: infill.v1.EvaluationService.RunBenchmark:output_type -> infill.v1.RunBenchmarkResponse
+	22, // 48: infill.v1.EvaluationService.ListBenchmarks:output_type -> infill.v1.ListBenchmarksResponse
+	46, // [46:49] is the sub-list for method output_type
+	43, // [43:46] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_infill_v1_evaluation_proto_init() }
@@ -2363,11 +2518,12 @@ func file_infill_v1_evaluation_proto_init() {
 		(*EvalTask_Program)(nil),
 		(*EvalTask_Repository)(nil),
 	}
-	file_infill_v1_evaluation_proto_msgTypes[13].OneofWrappers = []any{
+	file_infill_v1_evaluation_proto_msgTypes[6].OneofWrappers = []any{}
+	file_infill_v1_evaluation_proto_msgTypes[14].OneofWrappers = []any{
 		(*EvaluateResponse_Result)(nil),
 		(*EvaluateResponse_Summary)(nil),
 	}
-	file_infill_v1_evaluation_proto_msgTypes[16].OneofWrappers = []any{
+	file_infill_v1_evaluation_proto_msgTypes[17].OneofWrappers = []any{
 		(*RunBenchmarkResponse_Progress)(nil),
 		(*RunBenchmarkResponse_Result)(nil),
 		(*RunBenchmarkResponse_Summary)(nil),
@@ -2378,7 +2534,7 @@ func file_infill_v1_evaluation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_infill_v1_evaluation_proto_rawDesc), len(file_infill_v1_evaluation_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
