@@ -2,7 +2,7 @@
 # What infill needs from the machine, in one place: the Debian/Ubuntu packages
 # (grouped, each group with the reason it is needed), the pinned Go tools, and
 # how to find an Ollama that already runs. scripts/run.sh, scripts/test.sh,
-# scripts/backend.sh, scripts/ollama/build.sh, scripts/ghz/run.sh and .ci/run
+# scripts/backend.sh, scripts/ollama/build.sh, bench/ghz/run.sh and .ci/run
 # call it; nothing else keeps a package list or a tool version.
 #
 # Usage:
@@ -59,7 +59,7 @@ package_groups=(
 # name | package@version | who uses it
 tools=(
   "buf|github.com/bufbuild/buf/cmd/buf@v1.73.0|.ci/run: buf lint and the generated-code check"
-  "ghz|github.com/bojand/ghz/cmd/ghz@v0.120.0|scripts/ghz/run.sh latency benchmarks"
+  "ghz|github.com/bojand/ghz/cmd/ghz@v0.120.0|bench/ghz/run.sh latency benchmarks"
   "grpcurl|github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4|calling the server by hand (scripts/run.sh prints an example)"
 )
 

@@ -235,7 +235,7 @@ func TestHealthUnderLoadAndWedge(t *testing.T) {
 // wedges after a random few dozen to few hundred such cancels: a
 // goroutine of its generate handler blocks for ever sending a token to a
 // handler that has gone, holding the runner's only slot; see
-// scripts/storm/REPORT.md). Whether or not this run wedges, every call
+// bench/storm/REPORT.md). Whether or not this run wedges, every call
 // ends with a clear status; if it wedges, health goes NOT_SERVING within
 // seconds, unloads the model (which ends the wedged runner; only that or a
 // restart of Ollama restores it) and comes back, and calls succeed again,

@@ -291,7 +291,7 @@ func referenceHarness(t *testing.T) (refDir, helper string) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 	refDir = filepath.Join(root, "..", "shared", "reference", "human-eval-infilling")
-	helper = filepath.Join(root, "scripts", "evaluator", "refharness.py")
+	helper = filepath.Join(root, "bench", "humaneval", "refharness.py")
 	_, err := os.Stat(filepath.Join(refDir, "human_eval_infilling", "execution.py"))
 	if err == nil {
 		if out, perr := exec.Command("/usr/bin/python3", "-c", "import numpy, tqdm").CombinedOutput(); perr != nil {

@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	go run ./contextpack/cmd/cpbench -md scripts/contextpack/BENCH.md
+//	go run ./contextpack/cmd/cpbench -md bench/contextpack/BENCH.md
 package main
 
 import (
