@@ -21,13 +21,18 @@
 // during the prompt delay in its place until that delay is over, as Ollama
 // v0.24.0 finishes a prompt evaluation under way after a disconnect.
 //
+// -models names the models it holds (default infill-tiny, the model every
+// benchmark's server is given): /api/tags lists them, as infill's health
+// requires of a backend before it reports SERVING, and a generation or
+// /api/show of any other model is Ollama's 404 "not found".
+//
 // Endpoints: GET|HEAD /api/version (health), POST /api/generate (streamed
 // NDJSON or one message, honouring num_predict and client cancellation),
 // POST /api/show and GET /api/tags (model checks), and GET /fake/last, the
 // last generate request as received (prompt sha256, options), which the
 // benchmark uses to prove that it sends Ollama exactly what infill sends.
 //
-//	fakeollama -listen 127.0.0.1:11499 -tokens 16 -token-delay 0 -prompt-delay 0 [-schedule fixed|chained] [-parallel N] [-finish-prompt]
+//	fakeollama -listen 127.0.0.1:11499 -tokens 16 -token-delay 0 -prompt-delay 0 [-models a,b] [-schedule fixed|chained] [-parallel N] [-finish-prompt]
 package main
 
 import (
@@ -61,6 +66,7 @@ type config struct {
 	version     string
 	parallel    int  // generations at once; 0: no limit
 	finish      bool // a disconnect during the prompt delay keeps the slot until it is over
+	models      []string
 }
 
 func main() {
@@ -73,7 +79,13 @@ func main() {
 	flag.IntVar(&c.parallel, "parallel", 0, "generations served at once, the rest wait in arrival order (Ollama's OLLAMA_NUM_PARALLEL); 0: no limit")
 	flag.BoolVar(&c.finish, "finish-prompt", false, "a generation abandoned during the prompt delay keeps its slot until the delay is over (as Ollama finishes a prompt evaluation)")
 	schedule := flag.String("schedule", "fixed", "fixed: token i at prompt-delay + (i+1) × token-delay after the request; chained: token-delay after each write")
+	models := flag.String("models", "infill-tiny", "comma-separated names of the models it holds (listed by /api/tags; others are not found)")
 	flag.Parse()
+	for _, m := range strings.Split(*models, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			c.models = append(c.models, m)
+		}
+	}
 	switch *schedule {
 	case "fixed":
 	case "chained":
@@ -99,21 +111,21 @@ func run(c config) error {
 	if c.tokens < 0 || c.tokenDelay < 0 || c.promptDelay < 0 || c.parallel < 0 {
 		return errors.New("-tokens, -token-delay, -prompt-delay and -parallel must be >= 0")
 	}
+	if len(c.models) == 0 {
+		return errors.New("-models names no model")
+	}
 	lis, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return err
 	}
-	f := &fake{cfg: c}
-	if c.parallel > 0 {
-		f.slots = make(chan struct{}, c.parallel)
-	}
+	f := newFake(c)
 	srv := &http.Server{Handler: f.routes(), ReadHeaderTimeout: 10 * time.Second}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
-	log.Printf("fakeollama: listening on %s (tokens %d, token delay %v, prompt delay %v, chained %v, parallel %d, finish prompt %v)",
-		lis.Addr(), c.tokens, c.tokenDelay, c.promptDelay, c.chained, c.parallel, c.finish)
+	log.Printf("fakeollama: listening on %s (models %s, tokens %d, token delay %v, prompt delay %v, chained %v, parallel %d, finish prompt %v)",
+		lis.Addr(), strings.Join(c.models, ","), c.tokens, c.tokenDelay, c.promptDelay, c.chained, c.parallel, c.finish)
 	select {
 	case err := <-errc:
 		return err
@@ -146,6 +158,40 @@ type fake struct {
 	last     lastRequest
 }
 
+func newFake(c config) *fake {
+	f := &fake{cfg: c}
+	if c.parallel > 0 {
+		f.slots = make(chan struct{}, c.parallel)
+	}
+	return f
+}
+
+// named is the full name of a model, ":latest" when it has no tag.
+func named(m string) string {
+	if !strings.Contains(m[strings.LastIndex(m, "/")+1:], ":") {
+		m += ":latest"
+	}
+	return strings.ToLower(m)
+}
+
+// holds reports whether the fake has model (a name without a tag is
+// ":latest", as in Ollama).
+func (f *fake) holds(model string) bool {
+	for _, m := range f.cfg.models {
+		if named(m) == named(model) {
+			return true
+		}
+	}
+	return false
+}
+
+// notFound is Ollama's answer for a model it does not have.
+func notFound(w http.ResponseWriter, model string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf("model '%s' not found", model)})
+}
+
 func (f *fake) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/version", func(w http.ResponseWriter, r *http.Request) {
@@ -155,10 +201,24 @@ func (f *fake) routes() http.Handler {
 		_, _ = w.Write([]byte("Ollama is running"))
 	})
 	mux.HandleFunc("POST /api/show", func(w http.ResponseWriter, r *http.Request) {
+		var req api.ShowRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, `{"error":"bad request"}`, http.StatusBadRequest)
+			return
+		}
+		if !f.holds(req.Model) {
+			notFound(w, req.Model)
+			return
+		}
 		writeJSON(w, map[string]any{"modelfile": "", "details": map[string]string{"family": "qwen2"}})
 	})
 	mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{"models": []any{}})
+		var list api.ListResponse
+		for _, m := range f.cfg.models {
+			list.Models = append(list.Models, api.ListModelResponse{Name: named(m), Model: named(m),
+				Details: api.ModelDetails{Family: "qwen2", Format: "gguf"}})
+		}
+		writeJSON(w, list)
 	})
 	mux.HandleFunc("POST /api/generate", f.generate)
 	mux.HandleFunc("GET /fake/last", func(w http.ResponseWriter, r *http.Request) {
@@ -183,6 +243,10 @@ func (f *fake) generate(w http.ResponseWriter, r *http.Request) {
 	var req api.GenerateRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, `{"error":"bad request: `+strings.ReplaceAll(err.Error(), `"`, `'`)+`"}`, http.StatusBadRequest)
+		return
+	}
+	if !f.holds(req.Model) {
+		notFound(w, req.Model)
 		return
 	}
 	f.requests.Add(1)

@@ -4,10 +4,14 @@
 # the same prompts sent straight to Ollama for infill's overhead, and a
 # controlled-latency fake backend for infill's own cost and ceiling.
 #
-#   bench/ghz/run.sh [--quick] [--out DIR] [--no-real] [--no-fake]
+#   bench/ghz/run.sh [--quick|--smoke] [--out DIR] [--no-real] [--no-fake]
 #
 #   --quick    fewer rounds and shorter runs (about 5 minutes instead of 25);
 #              writes the report to the run directory unless --out is given
+#   --smoke    the smallest run through every phase (payloads of 1 and 5
+#              files, a few calls each, a small num_ctx): seconds, figures
+#              meaningless; the test suite's check that the benchmark works
+#              (bench/ghz/smoke_test.go). Report as with --quick
 #   --out DIR  where REPORT.md and summary.json go
 #              (default: bench/ghz/results for a full run)
 #   --no-real  skip the phases on the real Ollama backend
@@ -19,21 +23,24 @@
 #
 # Environment (optional): INFILL_STATE_DIR, GHZ_OLLAMA_PORT (11471),
 # GHZ_FAKE_PORT (11472), GHZ_GRPC_PORT (50171; the server on the fake uses
-# the next port), GHZ_NUM_CTX (8192, the server default), GHZ_MAX_TOKENS
-# (32), GHZ_SIZES (1,50,500 files).
+# the next port), GHZ_NUM_CTX (8192, the server default; 1024 with
+# --smoke), GHZ_MAX_TOKENS (32; 4 with --smoke), GHZ_SIZES (1,50,500 files;
+# 1,5 with --smoke), GHZ_BIN (the ghz binary; default the pinned one that
+# scripts/setup.sh tool ghz installs).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
-quick=0 out="" do_real=1 do_fake=1
+quick=0 smoke=0 out="" do_real=1 do_fake=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) quick=1 ;;
+    --smoke) quick=1 smoke=1 ;;
     --out) out="${2:?--out needs a directory}"; shift ;;
     --no-real) do_real=0 ;;
     --no-fake) do_fake=0 ;;
-    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -51,10 +58,20 @@ grpc_fake_port=$((grpc_port + 1))
 num_ctx="${GHZ_NUM_CTX:-8192}"
 max_tokens="${GHZ_MAX_TOKENS:-32}"
 sizes="${GHZ_SIZES:-1,50,500}"
+if ((smoke)); then
+  num_ctx="${GHZ_NUM_CTX:-1024}"
+  max_tokens="${GHZ_MAX_TOKENS:-4}"
+  sizes="${GHZ_SIZES:-1,5}"
+fi
 model=infill-tiny
 
-# Bounded work per mode: rounds/calls/durations.
-if ((quick)); then
+# Bounded work per mode: rounds/calls/durations, warm-ups, the ceiling's
+# concurrencies.
+real_warmup=2 fake_warmup=20 paced_warmup=5 ghz_warmup=20 ceiling_cs="1 4 16"
+if ((smoke)); then
+  real_rounds=1 real_calls=1 fake_rounds=3 paced_rounds=2 ceiling_s=1s
+  real_warmup=1 fake_warmup=1 paced_warmup=1 ghz_warmup=2 ceiling_cs="4"
+elif ((quick)); then
   real_rounds=6 real_calls=5 fake_rounds=60 paced_rounds=30 ceiling_s=3s
 else
   real_rounds=30 real_calls=20 fake_rounds=300 paced_rounds=200 ceiling_s=10s
@@ -118,7 +135,10 @@ phase_end() { # phase name: loadavg and whole-machine CPU use since phase_begin
 
 # --- build --------------------------------------------------------------------
 # The pinned ghz (scripts/setup.sh holds the version), installed once.
-ghz="$(INFILL_STATE_DIR="$state" "$root/scripts/setup.sh" tool ghz)" || die "installing ghz failed"
+ghz="${GHZ_BIN:-}"
+if [[ -z "$ghz" ]]; then
+  ghz="$(INFILL_STATE_DIR="$state" "$root/scripts/setup.sh" tool ghz)" || die "installing ghz failed"
+fi
 log "building infill-server, benchtool, fakeollama"
 (cd "$root" && go build -o "$run/bin/" ./server/cmd/infill-server ./bench/ghz/benchtool ./bench/fakeollama) ||
   die "build failed"
@@ -148,7 +168,7 @@ largest="${ns[-1]}"
   echo "source=$goroot/src ($(go env GOVERSION))"
   echo "fake=fakeollama: $fake_tokens tokens; 0 ms, or ${paced_prompt_delay} + ${fake_tokens} × ${paced_token_delay} (paced, on a fixed schedule; one row chained)"
   echo "others=load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
-  if ((quick)); then echo "mode_flag=--quick"; else echo "mode_flag="; fi
+  if ((smoke)); then echo "mode_flag=--smoke"; elif ((quick)); then echo "mode_flag=--quick"; else echo "mode_flag="; fi
 } >"$run/meta.txt"
 
 # --- helpers --------------------------------------------------------------------
@@ -232,12 +252,12 @@ if ((do_real)); then
     # thread (tens of seconds); pair's warm-up pays it.
     log "real backend, n$n: pair (cold prompt first, then $real_rounds rounds)"
     if ((n == 1)); then
-      pair ollama "$grpc_port" "$ollama_url" "n$n" full "$real_rounds" -warmup 2
+      pair ollama "$grpc_port" "$ollama_url" "n$n" full "$real_rounds" -warmup "$real_warmup"
       variants=(full)
     else
-      pair ollama "$grpc_port" "$ollama_url" "n$n" digest "$real_rounds" -warmup 2
+      pair ollama "$grpc_port" "$ollama_url" "n$n" digest "$real_rounds" -warmup "$real_warmup"
       if ((n == largest)); then
-        pair ollama "$grpc_port" "$ollama_url" "n$n" snapshot "$real_rounds" -warmup 2
+        pair ollama "$grpc_port" "$ollama_url" "n$n" snapshot "$real_rounds" -warmup "$real_warmup"
         pair ollama "$grpc_port" "$ollama_url" "n$n" full "$real_rounds" -warmup 1
       fi
       variants=(full digest)
@@ -283,15 +303,15 @@ if ((do_fake)); then
   log "fake backend (0 ms): pair, $fake_rounds rounds per payload"
   for n in "${ns[@]}"; do
     if ((n == 1)); then
-      pair "fake 0 ms" "$grpc_fake_port" "$fake_url" "n$n" full "$fake_rounds" -warmup 20 -verify-fake "$fake_url" -zero-latency
+      pair "fake 0 ms" "$grpc_fake_port" "$fake_url" "n$n" full "$fake_rounds" -warmup "$fake_warmup" -verify-fake "$fake_url" -zero-latency
     else
-      pair "fake 0 ms" "$grpc_fake_port" "$fake_url" "n$n" digest "$fake_rounds" -warmup 20 -verify-fake "$fake_url" -zero-latency
+      pair "fake 0 ms" "$grpc_fake_port" "$fake_url" "n$n" digest "$fake_rounds" -warmup "$fake_warmup" -verify-fake "$fake_url" -zero-latency
     fi
   done
-  pair "fake 0 ms" "$grpc_fake_port" "$fake_url" "n$largest" full "$((fake_rounds / 3))" -warmup 5 -verify-fake "$fake_url" -zero-latency
+  pair "fake 0 ms" "$grpc_fake_port" "$fake_url" "n$largest" full "$((fake_rounds / 3))" -warmup "$paced_warmup" -verify-fake "$fake_url" -zero-latency
   # The same as the first row, the direct side sent with Ollama's Go client
   # (what infill uses): shows that client's own cost per call.
-  pair "fake 0 ms, direct via api.Client" "$grpc_fake_port" "$fake_url" "n${ns[0]}" full "$fake_rounds" -warmup 20 \
+  pair "fake 0 ms, direct via api.Client" "$grpc_fake_port" "$fake_url" "n${ns[0]}" full "$fake_rounds" -warmup "$fake_warmup" \
     -verify-fake "$fake_url" -zero-latency -direct-api-client
   phase_end "fake 0 ms, pair"
 
@@ -300,8 +320,8 @@ if ((do_fake)); then
   for n in "${ns[@]}"; do
     p="n$n-digest"
     ((n == 1)) && p="n$n-full"
-    ghz_run warmup fake "$grpc_fake_port" "n$n-full" Complete 1 -n 20
-    for c in 1 4 16; do
+    ghz_run warmup fake "$grpc_fake_port" "n$n-full" Complete 1 -n "$ghz_warmup"
+    for c in $ceiling_cs; do
       ghz_run ceiling fake "$grpc_fake_port" "$p" Complete "$c" -z "$ceiling_s" -n "$ceiling_cap"
     done
     ghz_run ceiling fake "$grpc_fake_port" "$p" StreamComplete 16 -z "$ceiling_s" -n "$ceiling_cap"
@@ -319,16 +339,16 @@ if ((do_fake)); then
   log "$label: pair, $paced_rounds rounds per payload"
   for n in "${ns[@]}"; do
     if ((n == 1)); then
-      pair "$label" "$grpc_fake_port" "$fake_url" "n$n" full "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
+      pair "$label" "$grpc_fake_port" "$fake_url" "n$n" full "$paced_rounds" -warmup "$paced_warmup" -verify-fake "$fake_url"
     else
-      pair "$label" "$grpc_fake_port" "$fake_url" "n$n" digest "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
+      pair "$label" "$grpc_fake_port" "$fake_url" "n$n" digest "$paced_rounds" -warmup "$paced_warmup" -verify-fake "$fake_url"
       # Typing: a keystroke before every infill request, so the prompt memo
       # never answers. Only against the fake: Ollama's prompt cache would favour
       # whichever of two requests with the same keystroke runs second.
-      pair "$label" "$grpc_fake_port" "$fake_url" "n$n" digest-typing "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
+      pair "$label" "$grpc_fake_port" "$fake_url" "n$n" digest-typing "$paced_rounds" -warmup "$paced_warmup" -verify-fake "$fake_url"
       if ((n == largest)); then
-        pair "$label" "$grpc_fake_port" "$fake_url" "n$n" snapshot "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
-        pair "$label" "$grpc_fake_port" "$fake_url" "n$n" snapshot-typing "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
+        pair "$label" "$grpc_fake_port" "$fake_url" "n$n" snapshot "$paced_rounds" -warmup "$paced_warmup" -verify-fake "$fake_url"
+        pair "$label" "$grpc_fake_port" "$fake_url" "n$n" snapshot-typing "$paced_rounds" -warmup "$paced_warmup" -verify-fake "$fake_url"
       fi
     fi
   done
@@ -339,7 +359,7 @@ if ((do_fake)); then
   # the fake's own tokens come when infill relays them on these shared cores.
   start_fake paced-chained -tokens "$fake_tokens" -token-delay "$paced_token_delay" -prompt-delay "$paced_prompt_delay" -schedule chained
   start_server "$grpc_fake_port" "$fake_url" fake-paced-chained
-  pair "$label, chained" "$grpc_fake_port" "$fake_url" "n$largest" digest "$paced_rounds" -warmup 5 -verify-fake "$fake_url"
+  pair "$label, chained" "$grpc_fake_port" "$fake_url" "n$largest" digest "$paced_rounds" -warmup "$paced_warmup" -verify-fake "$fake_url"
   phase_end "$label, pair"
   stop_pid "$server_pid"
   stop_pid "$fake_pid"

@@ -8,32 +8,37 @@
 # (go_goroutines on --metrics-listen) before the step, right after it, and
 # once settled, against the idle baseline.
 #
-#   bench/ghz/steps.sh [--deadline 5s] [--steps "1 4 16 64 600"] [--out DIR]
+#   bench/ghz/steps.sh [--deadline 5s] [--steps "1 4 16 64 600"] [--out DIR] [--smoke]
 #
 #   --deadline D  every request's deadline (ghz --timeout; default 5s)
 #   --steps LIST  concurrencies (default "1 4 16 64 600")
 #   --out DIR     where STEPS.md and steps/ go (default bench/ghz/results)
 #   --report RUN  only render the report again from a run directory
+#   --smoke       the smallest run (steps 1 and 4, 3 calls at 1 and 2 per
+#                 client, num_ctx 1024): seconds, figures meaningless; the
+#                 test suite's check that the benchmark works
 #
 # Calls per step: 30 at 1, then 15 per concurrent client (60, 240, 960,
 # 3000 at 600; at most 3000). Raw ghz JSON, server and backend logs stay in
 # $INFILL_STATE_DIR/ghz/steps-*. Environment (optional): INFILL_STATE_DIR,
 # GHZ_OLLAMA_PORT (11473), GHZ_GRPC_PORT (50173; metrics on the next port),
 # GHZ_NUM_CTX (2048: the payload's first, cold evaluation on one thread
-# stays under a minute; later calls hit Ollama's prompt cache).
+# stays under a minute; later calls hit Ollama's prompt cache), GHZ_BIN (the
+# ghz binary; default the pinned one that scripts/setup.sh tool ghz installs).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 ghz_version="$("$root/scripts/setup.sh" version ghz)" # one pin, in scripts/setup.sh
-deadline=5s steps="1 4 16 64 600" out="$here/results" rerender=""
+deadline=5s steps="1 4 16 64 600" out="$here/results" rerender="" smoke=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --smoke) smoke=1 steps="1 4" ;;
     --deadline) deadline="${2:?--deadline needs a duration}"; shift ;;
     --steps) steps="${2:?--steps needs a list}"; shift ;;
     --out) out="${2:?--out needs a directory}"; shift ;;
     --report) rerender="${2:?--report needs a run directory}"; shift ;;
-    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "steps.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -99,7 +104,7 @@ render() {
         # (ghz stamps a call when it ends).
         read -r from to < <(jq -r 'def t: capture("^(?<s>[^.Z]+)(?<f>\\.[0-9]+)?Z$") | (.s + "Z" | fromdateiso8601) + ((.f // "0") | tonumber);
           [.details[] | (.timestamp | t) as $e | [$e - .latency / 1e9, $e]] | "\(map(.[0]) | min) \(map(.[1]) | max)"' "$f")
-        sed -n 's/^\([^\t]*\)\t.*\t\({.*}\)$/\1\t\2/p' "$run/logs/server.log" | grep ResourceExhausted |
+        sed -n 's/^\([^\t]*\)\t.*\t\({.*}\)$/\1\t\2/p' "$run/logs/server.log" | { grep ResourceExhausted || true; } |
           jq -R -r -s --argjson from "$from" --argjson to "$to" --arg c "$c" '
             def ms: capture("^(?<v>[0-9.]+)(?<u>[a-zµ]+)$") | (.v | tonumber) * ({"ns": 1e-6, "µs": 1e-3, "ms": 1, "s": 1000}[.u] // 0);
             def stat: (map(.d) | sort) as $x | if ($x | length) == 0 then "0" else
@@ -132,6 +137,11 @@ ollama_port="${GHZ_OLLAMA_PORT:-11473}"
 grpc_port="${GHZ_GRPC_PORT:-50173}"
 metrics_port=$((grpc_port + 1))
 num_ctx="${GHZ_NUM_CTX:-2048}"
+calls_one=30 calls_per=15 warmup_calls=6 idle=5
+if ((smoke)); then
+  num_ctx="${GHZ_NUM_CTX:-1024}"
+  calls_one=3 calls_per=2 warmup_calls=2 idle=1
+fi
 model=infill-tiny
 run="$state/ghz/steps-$(date -u +%Y%m%d-%H%M%S)"
 mkdir -p "$run"/{bin,ghz,logs}
@@ -150,9 +160,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ghz="$(INFILL_STATE_DIR="$state" "$root/scripts/setup.sh" tool ghz)" || die "installing ghz $ghz_version failed"
+ghz="${GHZ_BIN:-}"
+if [[ -z "$ghz" ]]; then
+  ghz="$(INFILL_STATE_DIR="$state" "$root/scripts/setup.sh" tool ghz)" || die "installing ghz $ghz_version failed"
+fi
 commit="$(cd "$root" && git rev-parse --short HEAD)"
-(cd "$root" && git diff --quiet HEAD -- . ':(exclude,glob)scripts/**/results/**') || commit="$commit (with uncommitted changes)"
+(cd "$root" && git diff --quiet HEAD -- . ':(exclude,glob)bench/**/results/**') || commit="$commit (with uncommitted changes)"
 log "building infill-server and benchtool at $commit"
 (cd "$root" && go build -o "$run/bin/" ./server/cmd/infill-server ./bench/ghz/benchtool) || die "build failed"
 "$run/bin/benchtool" payload -src "$(go env GOROOT)/src" -n 1 -max-tokens 16 -out "$run/payloads" >"$run/logs/payloads.txt"
@@ -183,8 +196,8 @@ ghz_call() { # name concurrency calls timeout
     -c "$2" -n "$3" --connections "$conns" -t "$4" --name "$1" -O json -o "$run/ghz/$1.json" "127.0.0.1:$grpc_port"
 }
 
-log "warm-up: the payload's cold prompt (num_ctx $num_ctx), then 5 calls"
-ghz_call warmup 1 6 600s || die "warm-up failed"
+log "warm-up: the payload's cold prompt (num_ctx $num_ctx), then $((warmup_calls - 1)) calls"
+ghz_call warmup 1 "$warmup_calls" 600s || die "warm-up failed"
 settle() { # wait until goroutines <= $1 or 120 s; print "value seconds"
   local g t=0
   while :; do
@@ -194,7 +207,7 @@ settle() { # wait until goroutines <= $1 or 120 s; print "value seconds"
     t=$((t + 2))
   done
 }
-sleep 5
+sleep "$idle"
 baseline="$(goroutines)"
 log "idle baseline: $baseline goroutines"
 {
@@ -208,7 +221,7 @@ log "idle baseline: $baseline goroutines"
 } >"$run/meta.txt"
 : >"$run/steps.tsv"
 for c in $steps; do
-  n=$((c == 1 ? 30 : 15 * c))
+  n=$((c == 1 ? calls_one : calls_per * c))
   ((n > 3000)) && n=3000
   before="$(goroutines)"
   codes0="$(codes)"

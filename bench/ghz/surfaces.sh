@@ -4,10 +4,12 @@
 # from this checkout, against the paced fake backend (fakeollama, 20 ms +
 # 16 × 5 ms, as run.sh's paced phase), interleaved round by round.
 #
-#   bench/ghz/surfaces.sh [--rounds N] [--out DIR]
+#   bench/ghz/surfaces.sh [--rounds N] [--out DIR] [--smoke]
 #
 #   --rounds N  measured rounds (default 500; 30 unmeasured first)
 #   --out DIR   where SURFACES.md and surfaces.json go (default bench/ghz/results)
+#   --smoke     3 rounds after 2 unmeasured: seconds, figures meaningless; the
+#               test suite's check that the benchmark works
 #
 # Everything runs on loopback and is stopped on exit. Environment
 # (optional): GHZ_FAKE_PORT (11482), GHZ_GRPC_PORT (50182), GHZ_HTTP_PORT (18082).
@@ -15,12 +17,13 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-rounds=500 out="$here/results"
+rounds=500 warmup=30 out="$here/results"
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --smoke) rounds=3 warmup=2 ;;
     --rounds) rounds="${2:?--rounds needs a number}"; shift ;;
     --out) out="${2:?--out needs a directory}"; shift ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "surfaces.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -40,7 +43,7 @@ cleanup() {
 trap cleanup EXIT
 
 commit="$(cd "$root" && git rev-parse --short HEAD)"
-(cd "$root" && git diff --quiet HEAD -- . ':(exclude,glob)scripts/**/results/**') || commit="$commit (with uncommitted changes)"
+(cd "$root" && git diff --quiet HEAD -- . ':(exclude,glob)bench/**/results/**') || commit="$commit (with uncommitted changes)"
 echo "surfaces: building infill-server, fakeollama, benchtool at $commit" >&2
 (cd "$root" && go build -o "$work/" ./server/cmd/infill-server ./bench/fakeollama ./bench/ghz/benchtool)
 
@@ -55,7 +58,7 @@ pids+=("$server_pid")
 
 mkdir -p "$out"
 "$work/benchtool" surfaces -infill "127.0.0.1:$grpc_port" -http "http://127.0.0.1:$http_port" \
-  -fake "http://127.0.0.1:$fake_port" -rounds "$rounds" -warmup 30 -server-pid "$server_pid" \
+  -fake "http://127.0.0.1:$fake_port" -rounds "$rounds" -warmup "$warmup" -server-pid "$server_pid" \
   -out "$work/surfaces.json" -md "$work/SURFACES.md" -commit "$commit" \
   -note "$(printf '%s\n' "Date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores shared with other workers ($(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo))" \
     "uptime at start: \`$(uptime)\`" \

@@ -320,7 +320,9 @@ func phase(o options, name string, fakeArgs []string, repo string) (phaseResult,
 	if err != nil {
 		return res, "", err
 	}
-	if _, err := ps.start(o.logs, name+"-fake", o.fakeBin, append([]string{"-listen", fakeAddr}, fakeArgs...)...); err != nil {
+	// The fake holds the model the servers are given: infill's health
+	// reports SERVING only for a backend that lists it.
+	if _, err := ps.start(o.logs, name+"-fake", o.fakeBin, append([]string{"-listen", fakeAddr, "-models", "fake"}, fakeArgs...)...); err != nil {
 		return res, "", err
 	}
 	fakeURL := "http://" + fakeAddr
