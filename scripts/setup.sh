@@ -55,6 +55,7 @@ package_groups=(
   "harness|python3-numpy python3-tqdm python3-fire|the reference human-eval-infilling harness the evaluation parity test runs"
   "report|chromium|chromium-browser fonts-dejavu-core|the HTML report test renders the report in headless Chromium"
   "editor|neovim vim-nox vim-youcompleteme ycmd|the LSP end-to-end tests drive Neovim and Vim headless, Vim with YouCompleteMe (its ycmd, and Vim with +python3: vim-nox)"
+  "bench|jq curl bc|the benchmarks' smoke runs in the tests (go test ./bench/...): bench/ghz/steps.sh reads ghz's JSON with jq and the server's metrics with curl, bench/humaneval/bench.sh computes its rates with bc"
 )
 
 # --- pinned Go tools (never @latest) -----------------------------------------
