@@ -45,7 +45,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 commit="$(git rev-parse --short HEAD)"
-git diff --quiet HEAD -- . ':(exclude,glob)scripts/**/results/**' || commit="$commit (with uncommitted changes)"
+git diff --quiet HEAD -- . ':(exclude,glob)bench/**/results/**' || commit="$commit (with uncommitted changes)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/infill-loadbench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 echo "loadbench: building at $commit" >&2
