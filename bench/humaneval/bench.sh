@@ -19,11 +19,20 @@
 # processes, sandboxes included) too. The machine is shared: the load
 # average is given with each run.
 #
-# Usage: bench/humaneval/bench.sh [REPORT]   (default bench/humaneval/BENCH.md)
-# Needs: Go, bubblewrap, Debian's python3-numpy python3-tqdm python3-fire.
+# Usage: bench/humaneval/bench.sh [--limit N] [REPORT]   (default bench/humaneval/BENCH.md)
+#   --limit N  only the first N single-line tasks (both harnesses read a copy
+#              of the set cut to them, the mutated samples of those tasks
+#              only): a run of seconds, the test suite's check that the
+#              benchmark works (bench/humaneval/smoke_test.go)
+# Needs: Go, bubblewrap, bc, Debian's python3-numpy python3-tqdm python3-fire.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
+limit=0
+if [[ "${1:-}" == --limit ]]; then
+  limit="${2:?--limit needs a number of tasks}"
+  shift 2
+fi
 report="${1:-$root/bench/humaneval/BENCH.md}"
 shared="$root/../shared"
 data="$shared/data/human-eval-infilling"
@@ -33,6 +42,23 @@ workers=2
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/infill" ./clients/cmd/infill
+
+if ((limit > 0)); then
+  # A data directory like the shared one whose single-line set holds the
+  # first $limit tasks (the other sets linked as they are).
+  mkdir "$work/data"
+  for f in "$data"/*.jsonl.gz; do ln -s "$f" "$work/data/"; done
+  rm "$work/data/HumanEval-SingleLineInfilling.jsonl.gz"
+  "$python" - "$data/HumanEval-SingleLineInfilling.jsonl.gz" "$work/data/HumanEval-SingleLineInfilling.jsonl.gz" "$limit" <<'EOF'
+import gzip, sys
+with gzip.open(sys.argv[1], "rt") as f, gzip.open(sys.argv[2], "wt") as out:
+    for i, line in enumerate(f):
+        if i >= int(sys.argv[3]):
+            break
+        out.write(line)
+EOF
+  data="$work/data"
+fi
 
 # The reference harness, unmodified, reading the shared data.
 cp -r "$shared/reference/human-eval-infilling" "$work/ref"
@@ -48,6 +74,14 @@ with gzip.open(sys.argv[1], "rt") as f, open(sys.argv[2], "w") as out:
         out.write(json.dumps({"task_id": t["task_id"], "completion": t["canonical_solution"]}) + "\n")
 EOF
 zcat evaluator/testdata/humaneval_single_line_mutated.jsonl.gz > "$work/mutated.jsonl"
+if ((limit > 0)); then # the mutated samples of the tasks kept
+  "$python" - "$data/HumanEval-SingleLineInfilling.jsonl.gz" "$work/mutated.jsonl" <<'EOF'
+import gzip, json, sys
+keep = {json.loads(l)["task_id"] for l in gzip.open(sys.argv[1], "rt")}
+lines = [l for l in open(sys.argv[2]) if json.loads(l)["task_id"] in keep]
+open(sys.argv[2], "w").writelines(lines)
+EOF
+fi
 
 cpuacct=""
 if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/cpuacct ]; then
@@ -113,7 +147,9 @@ commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/human
 {
   echo "# infill eval grade vs the human-eval-infilling reference harness"
   echo
-  echo "Made by \`bench/humaneval/bench.sh\` at commit $commit on $(date -u +%Y-%m-%d) ($(nproc) CPUs, $(uname -r),"
+  cmdline="bench/humaneval/bench.sh"
+  ((limit > 0)) && cmdline+=" --limit $limit"
+  echo "Made by \`$cmdline\` at commit $commit on $(date -u +%Y-%m-%d) ($(nproc) CPUs, $(uname -r),"
   echo "$($python --version), $(bwrap --version)). Both run $workers workers with a 3 s limit, one run each,"
   echo "back to back; the reference first. CPU is all processes of the run (cpuacct), sandboxes included."
   echo
