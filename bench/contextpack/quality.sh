@@ -6,7 +6,8 @@
 # figures quality claims are judged on), tuning (the tuning set alone),
 # or builtin. OUT names the outputs: OUT.md (report) and OUT.jsonl.gz (one
 # line per prompt with its manifest). REPOS (default ../repos beside the
-# repository root) is where bench/contextpack/repos.sh checked them out.
+# repository root) is where bench/contextpack/repos.sh checked them out;
+# REPOS_LIST (default repos.txt beside this script) is the list of them.
 # Defaults: 360 samples per repository, seed 1, budgets 1k-8k, every
 # strategy; later flags override them.
 set -euo pipefail
@@ -33,9 +34,11 @@ if [ "$set_" != builtin ]; then
 			exit 1
 		fi
 		dirs+=(-dir "$name=$repos/$name")
-	done < <(grep -v '^#' "$here/repos.txt")
+	done < <(grep -v '^#' "${REPOS_LIST:-$here/repos.txt}")
 fi
 cd "$root"
-go build -o "$root/bin/cpquality" ./contextpack/cmd/cpquality
-exec "$root/bin/cpquality" -builtin="$builtin" -shared "$root/../shared" -samples 360 -seed 1 \
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/cpquality" ./contextpack/cmd/cpquality
+"$work/cpquality" -builtin="$builtin" -shared "$root/../shared" -samples 360 -seed 1 \
 	-budgets 1024,2048,4096,8192 "${dirs[@]}" -md "$out.md" -manifests "$out.jsonl.gz" "$@"

@@ -3,12 +3,14 @@
 # pinned commit, under DIR/<name> (default ../repos beside the repository
 # root). Already present and at the commit: left alone. Usage:
 #   bench/contextpack/repos.sh [DIR] [SET]     SET: tuning, held-out or all
+# REPOS_LIST names another list in repos.txt's format (the tests' smoke run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+list=${REPOS_LIST:-$here/repos.txt}
 dest=${1:-$here/../../../repos}
 want=${2:-all}
 mkdir -p "$dest"
-grep -v '^#' "$here/repos.txt" | while read -r set name _lang url commit; do
+grep -v '^#' "$list" | while read -r set name _lang url commit; do
 	[ -n "$set" ] || continue
 	[ "$want" = all ] || [ "$want" = "$set" ] || continue
 	dir=$dest/$name

@@ -9,10 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 samples=${1:-40}
 shift || true
-go build -o /tmp/cpquality ./contextpack/cmd/cpquality
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/cpquality" ./contextpack/cmd/cpquality
 for set in "$@"; do
 	# shellcheck disable=SC2086 # CPQ_FLAGS is a list of flags
-	out=$(/tmp/cpquality -samples "$samples" -shared ../shared -strategies fused -set "$set" ${CPQ_FLAGS:-} 2>/dev/null)
+	out=$("$work/cpquality" -samples "$samples" -shared ../shared -strategies fused -set "$set" ${CPQ_FLAGS:-} 2>/dev/null)
 	row=$(printf '%s\n' "$out" | sed -n '/^## Code-identifier recall, all/,/^[0-9]* samples;/p' | grep '^| fused')
 	printf '%-60s %s\n' "${set:-defaults}" "$row"
 done
