@@ -185,11 +185,16 @@ if ((local_backend)); then
   say "backend: $model at $ollama_url (scripts/backend.sh down stops it)"
 fi
 
-# 5. The server. Built beside, then renamed over, a running copy.
+# 5. The server. Built beside, then renamed over, a running copy (under a
+# name of its own: two run.sh at once never write the same file).
 say "server build: go build ./server/cmd/infill-server"
 mkdir -p "$root/bin"
-go build -o "$root/bin/.infill-server.new" ./server/cmd/infill-server
-mv -f "$root/bin/.infill-server.new" "$root/bin/infill-server"
+newbin="$(mktemp "$root/bin/.infill-server.XXXXXX")"
+if ! go build -o "$newbin" ./server/cmd/infill-server; then
+  rm -f "$newbin"
+  die "go build ./server/cmd/infill-server failed (above)"
+fi
+mv -f "$newbin" "$root/bin/infill-server"
 say "server build: done"
 
 results="${INFILL_RESULTS_DIR:-$root/.state/results}"

@@ -267,6 +267,7 @@ func completeHTTP(t *testing.T, addr, model string) {
 // addresses the server listens on: --listen and --http-listen of port 0
 // passed through, their ports resolved, each answering.
 func TestRunUsesRunningOllama(t *testing.T) {
+	t.Parallel()
 	requirePackages(t, "build", "sandbox")
 	b := ollamatest.Start(t)
 	standIn(t, b, "qwen2.5-coder:0.5b-base", "494.03M")
@@ -314,6 +315,7 @@ func TestRunUsesRunningOllama(t *testing.T) {
 // the addresses listened on, and the banner says so; an empty
 // INFILL_HTTP_LISTEN serves no HTTP and the banner says that.
 func TestRunBannerFromEnvironment(t *testing.T) {
+	t.Parallel()
 	requirePackages(t, "build", "sandbox")
 	b := ollamatest.Start(t)
 	standIn(t, b, "qwen2.5-coder:0.5b-base", "494.03M")
@@ -360,6 +362,7 @@ func runQuick(t *testing.T, env []string, args ...string) (string, error) {
 // explicit Ollama without a base model where the pull fails. None of them
 // builds or starts anything.
 func TestRunRefuses(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.StartWithOptions(t, ollamatest.Options{Env: offline})
 	standIn(t, b, "qwen2.5-coder:7b-instruct", "7.62B")
 	fake(t, b.Client(), "qwen2.5-coder:1.5b-base")
@@ -477,6 +480,7 @@ func lastLines(out string) string {
 // restarts it (removing the tiny model's copy under a real name from its
 // store) and the server answers again.
 func TestRunStartsLocalBackend(t *testing.T) {
+	t.Parallel()
 	requirePackages(t, "build", "sandbox")
 	state, base, ollamaHost := localState(t)
 	dead := freeAddr(t) // nothing listens there
@@ -557,6 +561,7 @@ func TestRunStartsLocalBackend(t *testing.T) {
 // API, said first; the pull fails (offline), so run.sh starts the local
 // backend and its last lines say why.
 func TestRunFallsBackWhenPullFails(t *testing.T) {
+	t.Parallel()
 	requirePackages(t, "build", "sandbox")
 	b := ollamatest.StartWithOptions(t, ollamatest.Options{Env: offline})
 	fake(t, b.Client(), "qwen2.5-coder:1.5b-base")

@@ -136,6 +136,7 @@ func warm(t *testing.T, h *harness) {
 // and comes back with a new one; calls succeed again, without restarting
 // infill or Ollama.
 func TestHealthUnderLoadAndWedge(t *testing.T) {
+	t.Parallel()
 	h := startWith(t, backendTestConfig(3*time.Second), nil)
 	warm(t, h)
 	hl := watchHealth(t, h)
@@ -241,6 +242,7 @@ func TestHealthUnderLoadAndWedge(t *testing.T) {
 // restart of Ollama restores it) and comes back, and calls succeed again,
 // without restarting infill or Ollama.
 func TestCancelStorm(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a cancel storm against the real backend (about a minute)")
 	}

@@ -102,6 +102,7 @@ func filesFirstOn(first string, n int) []string {
 // TestTwoBackends runs the proofs below on one pair of backends (starting
 // them is most of the cost).
 func TestTwoBackends(t *testing.T) {
+	t.Parallel()
 	srv, h, native, _ := startTwo(t)
 	t.Run("affinity", func(t *testing.T) { testAffinity(t, srv, h) })
 	t.Run("failover", func(t *testing.T) { testFailover(t, srv, h, native) })

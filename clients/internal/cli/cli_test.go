@@ -47,6 +47,7 @@ var golden = []string{secStdout, secStderr, secExit, secRequest}
 // server and compares stdout, stderr, the exit code and the request the
 // server saw with the archive's golden sections (-update rewrites them).
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/*.txtar")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no cases: %v", err)
@@ -396,6 +397,7 @@ func serveGRPC(t *testing.T, register func(*grpc.Server)) (grpc.DialOption, *grp
 }
 
 func TestIsLocal(t *testing.T) {
+	t.Parallel()
 	for target, want := range map[string]bool{
 		"127.0.0.1:50051":       true,
 		"localhost:50051":       true,
@@ -415,6 +417,7 @@ func TestIsLocal(t *testing.T) {
 // A hint appears once, whether or not the error is a status; the hint for
 // an unreachable server appears only when the client could not connect.
 func TestErrorLine(t *testing.T) {
+	t.Parallel()
 	dial := status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`)
 	for _, tc := range []struct {
 		err  error
@@ -433,6 +436,7 @@ func TestErrorLine(t *testing.T) {
 }
 
 func TestInterruptExitCode(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "a.py"), []byte("x = 1\n"), 0o644); err != nil {
 		t.Fatal(err)
