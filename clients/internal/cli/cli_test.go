@@ -47,7 +47,6 @@ var golden = []string{secStdout, secStderr, secExit, secRequest}
 // server and compares stdout, stderr, the exit code and the request the
 // server saw with the archive's golden sections (-update rewrites them).
 func TestGolden(t *testing.T) {
-	t.Parallel()
 	files, err := filepath.Glob("testdata/*.txtar")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no cases: %v", err)

@@ -52,7 +52,6 @@ func freeAddr(t *testing.T) string {
 // the process and expects run to return without error within the grace
 // period (a workspace watched all along).
 func TestSIGTERMShutsDownCleanly(t *testing.T) {
-	t.Parallel()
 	addr := freeAddr(t)
 	ws := t.TempDir() // a workspace, watched until shutdown
 	done := startRun(t, "--listen", addr, "--http-listen", freeAddr(t), "--workspace", ws)
@@ -120,7 +119,6 @@ func waitHealth(t *testing.T, addr string, done chan error) {
 }
 
 func TestBadConfigIsAnError(t *testing.T) {
-	t.Parallel()
 	for _, args := range [][]string{
 		{"--num-ctx", "10"},
 		{"--num-ctx", "80"}, // no room for a prompt after the default 128 max tokens
@@ -159,7 +157,6 @@ func TestBadConfigIsAnError(t *testing.T) {
 // --backends file and one from --backend (none of them there): each has
 // its own health service, NOT_SERVING, and the server's own services too.
 func TestBackendsFlags(t *testing.T) {
-	t.Parallel()
 	addr := freeAddr(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "backends.yaml")
@@ -193,7 +190,6 @@ func TestBackendsFlags(t *testing.T) {
 // removed from the file is refused (gRPC and HTTP) once SIGHUP reloads
 // it, and a broken file then leaves the tokens in force.
 func TestSIGHUPRevokesTokens(t *testing.T) {
-	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	alice, bob := auth.NewToken(), auth.NewToken()
 	aliceLine := auth.Line(alice, "alice", []auth.Scope{auth.ScopeComplete, auth.ScopeEvaluate}, time.Time{})
@@ -270,7 +266,6 @@ func writeFile(t *testing.T, path, data string) {
 // client certificates is refused before anything listens, unless
 // --insecure.
 func TestNonLoopbackNeedsAuth(t *testing.T) {
-	t.Parallel()
 	for _, args := range [][]string{
 		{"--listen", "0.0.0.0:0", "--http-listen", freeAddr(t)},
 		{"--listen", freeAddr(t), "--http-listen", "0.0.0.0:0"},
@@ -299,7 +294,6 @@ func TestNonLoopbackNeedsAuth(t *testing.T) {
 }
 
 func TestTokenCommand(t *testing.T) {
-	t.Parallel()
 	var out, errOut bytes.Buffer
 	if err := runToken([]string{"--expires", "2030-01-01", "ci-bot", "complete", "evaluate"}, &out, &errOut); err != nil {
 		t.Fatal(err)
@@ -348,7 +342,6 @@ func TestTokenCommand(t *testing.T) {
 // down: backend_up 0) and /debug/pprof/ with the profiler; SIGTERM stops
 // every listener.
 func TestMetricsListen(t *testing.T) {
-	t.Parallel()
 	maddr := freeAddr(t)
 	done := startRun(t, "--listen", freeAddr(t), "--http-listen", freeAddr(t), "--metrics-listen", maddr, "--pprof")
 	var f scrape.Families
@@ -391,7 +384,6 @@ func TestMetricsListen(t *testing.T) {
 // ports of :0 addresses resolved, each answering its protocol; without
 // --http-listen there is no http line.
 func TestAddrFile(t *testing.T) {
-	t.Parallel()
 	for _, httpListen := range []string{"127.0.0.1:0", ""} {
 		file := filepath.Join(t.TempDir(), "addrs")
 		done := startRun(t, "--listen", "127.0.0.1:0", "--http-listen", httpListen, "--addr-file", file)
