@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,42 +28,19 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/infill-dev/infill/inference/ollamatest"
+	"github.com/infill-dev/infill/internal/proctest"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"github.com/infill-dev/infill/server/servertest"
 )
 
 // repoRoot is the checkout this file sits in.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("no caller information")
-	}
-	return filepath.Dir(filepath.Dir(file))
-}
+func repoRoot(t testing.TB) string { return proctest.Root(t) }
 
 // env is the test's environment without OLLAMA_* and INFILL_* settings (a
 // developer's or CI's own must not steer the script), plus extra.
-func env(extra ...string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "OLLAMA_") || strings.HasPrefix(kv, "INFILL_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, extra...)
-}
+func env(extra ...string) []string { return proctest.Env(extra...) }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t testing.TB) string { return proctest.FreeAddr(t) }
 
 // syncBuffer collects a process's output while the test reads it.
 type syncBuffer struct {

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,18 +26,12 @@ import (
 	"time"
 
 	"github.com/infill-dev/infill/inference/ollamatest"
+	"github.com/infill-dev/infill/internal/proctest"
 	"github.com/infill-dev/infill/server/servertest"
 )
 
 // Root is the repository's root directory.
-func Root(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("no caller information")
-	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
-}
+func Root(t testing.TB) string { return proctest.Root(t) }
 
 // Env is the test's environment for a benchmark's script or program:
 // without the OLLAMA_* and INFILL_* settings of whoever runs the tests
@@ -47,15 +40,7 @@ func Root(t testing.TB) string {
 // there), plus extra.
 func Env(t testing.TB, extra ...string) []string {
 	t.Helper()
-	var out []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "OLLAMA_") || strings.HasPrefix(kv, "INFILL_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	out = append(out, "INFILL_STATE_DIR="+t.TempDir())
-	return append(out, extra...)
+	return proctest.Env(append([]string{"INFILL_STATE_DIR=" + t.TempDir()}, extra...)...)
 }
 
 // Backend is the environment naming the prepared real backend
@@ -91,12 +76,9 @@ func Command(t testing.TB, name string) string {
 // FreePort is a loopback port nothing listens on at the moment.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	_, port, _ := net.SplitHostPort(proctest.FreeAddr(t))
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
 // FreePorts are n loopback ports in a row (port, port+1, ...) nothing
