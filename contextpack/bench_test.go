@@ -2,6 +2,7 @@ package contextpack
 
 import (
 	"context"
+	"flag"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -19,9 +20,13 @@ import (
 //
 // or contextpack/cmd/cpbench for the full report with percentiles.
 
+// synthFilesFlag shrinks the generated repository (default 2,000 files):
+// bench/gobench runs every benchmark once on 100 files, a smoke run.
+var synthFilesFlag = flag.Int("synth-files", 0, "files in the benchmarks' generated repository (0: synthrepo's default, 2,000)")
+
 func synthFiles(tb testing.TB) []File {
 	tb.Helper()
-	gen := synthrepo.Generate(synthrepo.Options{})
+	gen := synthrepo.Generate(synthrepo.Options{Files: *synthFilesFlag})
 	files := make([]File, 0, len(gen)+1)
 	files = append(files, File{Path: "go.mod", Content: synthrepo.GoMod, HasContent: true})
 	for _, f := range gen {

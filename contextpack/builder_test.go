@@ -28,6 +28,7 @@ func newTestBuilder(t *testing.T, ctxTokens int) *Builder {
 }
 
 func TestBuildFileLevel(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 8192)
 	src := "def f(x):\n    return x\n"
 	p, err := b.Build(context.Background(), Request{
@@ -48,6 +49,7 @@ func TestBuildFileLevel(t *testing.T) {
 }
 
 func TestBuildCutsAtLinesWithinBudget(t *testing.T) {
+	t.Parallel()
 	var sb strings.Builder
 	for i := 0; i < 200; i++ {
 		sb.WriteString("line line line line\n") // 20 bytes
@@ -79,6 +81,7 @@ func TestBuildCutsAtLinesWithinBudget(t *testing.T) {
 }
 
 func TestBuildErrors(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 256)
 	files := []File{{Path: "a.py", Content: "x = 1\n", HasContent: true}}
 	cases := []struct {
@@ -125,6 +128,7 @@ func TestBuildErrors(t *testing.T) {
 }
 
 func TestBuildNeutralizesSpecialTokens(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 8192)
 	p, err := b.Build(context.Background(), Request{
 		Files:  []File{{Path: "a.py", Content: "s = '<|endoftext|>'\n", HasContent: true}},
@@ -142,6 +146,7 @@ func TestBuildNeutralizesSpecialTokens(t *testing.T) {
 // others (removeAll filters shared lists once for many files) gives the
 // prompts a fresh Builder gives.
 func TestShrinkMatchesFresh(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	all := pyRepo(120, "shrink")
 	// Files that share a base name and a directory with many others.
@@ -199,6 +204,7 @@ func TestShrinkMatchesFresh(t *testing.T) {
 // scope headers and no warning, however slowly the machine parses it, and
 // one a byte larger is plain text with a warning.
 func TestParseBoundIsSize(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultConfig()
 	if cfg.ParseTimeout < 10*time.Second {
 		t.Fatalf("ParseTimeout %v: a wall-clock cutoff that ordinary parses reach on a busy machine makes prompts depend on the load", cfg.ParseTimeout)

@@ -8,7 +8,7 @@ import (
 
 // Config configures a Builder. Start from DefaultConfig; the defaults of
 // the budget split were chosen with the quality tool
-// (scripts/contextpack/QUALITY.md).
+// (bench/contextpack/README.md, "How the defaults were chosen").
 type Config struct {
 	// ContextTokens is the model's context window as sent to the backend
 	// (num_ctx). Prompt plus generation never exceed it.

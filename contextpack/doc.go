@@ -151,7 +151,7 @@
 // files, Copilot-style Jaccard windows) and single-source ablations for the
 // model-free quality tool in cmd/cpquality; cmd/cpbench and the Build
 // benchmarks measure latency on a generated 2,000-file repository. Results
-// and the measurements behind DefaultConfig are in scripts/contextpack.
+// and the measurements behind DefaultConfig are in bench/contextpack.
 //
 // # Module resolution
 //

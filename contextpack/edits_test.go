@@ -14,6 +14,7 @@ import (
 // text (on the whole list and on a snapshot base) build the prompt and
 // snapshot a fresh Builder builds from the content.
 func TestEditsMatchContent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := freshBuilder(t)
 	fs := pyRepo(6, "edits")
@@ -85,6 +86,7 @@ func TestEditsMatchContent(t *testing.T) {
 }
 
 func TestEditsErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := freshBuilder(t)
 	text := "s = 'é'\n"

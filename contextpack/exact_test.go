@@ -56,6 +56,7 @@ func loadRepo(t testing.TB, root string, exts []string, limit int) []File {
 // parsed, agrees), fits the budget, and carries no control token that the
 // assembler did not put there.
 func TestPromptTokensExactOnRealRepos(t *testing.T) {
+	t.Parallel()
 	tok := qwen(t)
 	repos := []struct {
 		root string
@@ -115,6 +116,7 @@ func TestPromptTokensExactOnRealRepos(t *testing.T) {
 // A minified one-line file far over budget is cut without counting it and
 // still gives a valid prompt.
 func TestHugeLineIsNotCounted(t *testing.T) {
+	t.Parallel()
 	var calls, biggest int
 	tok := countingTok{n: &calls, biggest: &biggest}
 	b, err := NewBuilder(DefaultConfig(), tok, nil)

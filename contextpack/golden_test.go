@@ -28,6 +28,7 @@ const cursorMark = "⁁"
 // want.manifest sections hold the expected prompt and manifest. Run with
 // -update to rewrite them; review the diff before committing.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	paths, err := filepath.Glob(filepath.Join("testdata", "golden", "*", "*.txtar"))
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 // mix again. Every package under internal/ must be listed here, so a new
 // one states its arrows.
 func TestPackageArrows(t *testing.T) {
+	t.Parallel()
 	const module = "github.com/infill-dev/infill/"
 	allowed := map[string][]string{
 		"contextpack":                     {"contextpack/internal/assemble", "contextpack/internal/index", "contextpack/internal/syntax", "contextpack/tokenizer", "internal/logctx"},

@@ -17,6 +17,7 @@ import (
 // snapshot ID and languages, whatever changed; and no two different lists
 // share an ID.
 func TestNextListMatchesFresh(t *testing.T) {
+	t.Parallel()
 	var files []File
 	var digests []string
 	for i := range 100 { // four chunks, the last one short
@@ -96,6 +97,7 @@ func TestNextListMatchesFresh(t *testing.T) {
 // in full; one with the same paths still needs content or a digest for
 // each file, and a new language for a path is used.
 func TestBuildChecksListAfterMemo(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b, err := NewBuilder(DefaultConfig(), byteTok{}, nil) // as coldBuild's
 	if err != nil {
@@ -145,6 +147,7 @@ func TestBuildChecksListAfterMemo(t *testing.T) {
 // re-indexes only those (buildEdited). Their prompts and errors are those
 // of a fresh Builder, and any other list goes the whole way.
 func TestListedBuildMatchesCold(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	core, logs := observer.New(zap.DebugLevel)
 	cfg := DefaultConfig()
@@ -292,6 +295,7 @@ func freshBuilder(t *testing.T) *Builder {
 // Requests alternating between two lists of one repository, from several
 // goroutines, each get a fresh Builder's prompt, whichever path they take.
 func TestConcurrentListedBuilds(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	b := freshBuilder(t)
 	a := pyRepo(6, "conc")
@@ -340,6 +344,7 @@ func TestConcurrentListedBuilds(t *testing.T) {
 // other repositories' lists until it fits, and a list over the bound is
 // not held (nor is the repository's older one).
 func TestListMemoBounded(t *testing.T) {
+	t.Parallel()
 	list := func(n int) *fileList {
 		files := make([]File, n)
 		for i := range files {

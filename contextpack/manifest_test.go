@@ -6,6 +6,7 @@ import (
 )
 
 func TestCheckEvaluated(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		evaluated int
 		warn      string // "" for no warning

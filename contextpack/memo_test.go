@@ -20,6 +20,7 @@ import (
 // Builder must build exactly the prompt and manifest that a new Builder
 // builds for the same request.
 func TestWarmBuildMatchesCold(t *testing.T) {
+	t.Parallel()
 	tok := qwen(t)
 	gen := synthrepo.Generate(synthrepo.Options{Files: 60, FileBytes: 3000, Seed: 3})
 	files := []File{{Path: "go.mod", Content: synthrepo.GoMod, HasContent: true}}
@@ -167,6 +168,7 @@ func TestWarmBuildMatchesCold(t *testing.T) {
 // they do not all fit, which ones are shown depends on the cursor file,
 // and the memo must follow it.
 func TestOutlineMemoFollowsUsedNames(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 8192)
 	defer b.Close()
 	var sb strings.Builder
@@ -218,6 +220,7 @@ func TestOutlineMemoFollowsUsedNames(t *testing.T) {
 // one that completes its name on the cursor's line (the key after it), or
 // the newline that leaves the line. Every prompt equals a new builder's.
 func TestImportRankingFollowsTyping(t *testing.T) {
+	t.Parallel()
 	tok := qwen(t)
 	files := []File{
 		{Path: "go.mod", Content: "module example.com/m\n\ngo 1.22\n", HasContent: true},
@@ -290,6 +293,7 @@ func TestImportRankingFollowsTyping(t *testing.T) {
 // The import ranking of the previous keystroke is not carried over when
 // anything else it depends on changed with the keystroke.
 func TestImportRankingNotCarriedOver(t *testing.T) {
+	t.Parallel()
 	tok := qwen(t)
 	base := []File{
 		{Path: "go.mod", Content: "module example.com/m\n\ngo 1.22\n", HasContent: true},

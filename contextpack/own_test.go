@@ -77,6 +77,7 @@ func collected(freed <-chan struct{}, wait time.Duration) bool {
 // The same requests with ordinary strings, on a second Builder, give the
 // same prompts.
 func TestBuildKeepsNoRequestString(t *testing.T) {
+	t.Parallel()
 	mod := func(i int, body string) string {
 		return fmt.Sprintf("from pkg import m%d\n\n\ndef f%d(x):\n    %s\n    return m%d.f%d(x)\n", (i+1)%4, i, body, (i+1)%4, (i+1)%4)
 	}

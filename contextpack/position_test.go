@@ -6,6 +6,7 @@ import (
 )
 
 func TestByteOffset(t *testing.T) {
+	t.Parallel()
 	const src = "ab\r\nx😀y\n\n€z"
 	cases := []struct {
 		name string

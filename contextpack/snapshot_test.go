@@ -10,6 +10,7 @@ import (
 // A request on a base snapshot builds exactly the prompt of the request
 // that sends the whole list.
 func TestSnapshotBaseMatchesWholeList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := pyRepo(8, "snap")
 	b := newTestBuilder(t, 4096)
@@ -73,6 +74,7 @@ func TestSnapshotBaseMatchesWholeList(t *testing.T) {
 }
 
 func TestSnapshotErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fs := pyRepo(4, "err")
 	b := newTestBuilder(t, 4096)
@@ -112,6 +114,7 @@ func TestSnapshotErrors(t *testing.T) {
 // A list made from a base and a delta is bounded like a list sent whole:
 // chaining bases cannot grow it past MaxFiles.
 func TestSnapshotChainBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	cfg.ContextTokens, cfg.MaxFiles = 4096, 4
@@ -139,6 +142,7 @@ func TestSnapshotChainBounded(t *testing.T) {
 
 // Snapshots are bounded (least recently used first out) and can be off.
 func TestSnapshotsBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg := DefaultConfig()
 	cfg.ContextTokens = 4096
@@ -178,6 +182,7 @@ func TestSnapshotsBounded(t *testing.T) {
 // The files of all snapshots are bounded too; a list over the bound is
 // not held, so it is never named as a base.
 func TestSnapshotFilesBounded(t *testing.T) {
+	t.Parallel()
 	s := newSnapshots(8)
 	s.maxFiles = 5
 	list := func(n int, tag string) ([]File, []string) {

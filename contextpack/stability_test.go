@@ -11,6 +11,7 @@ import (
 // block (repository context) stays byte-identical, and a cut prefix keeps
 // its first line, so the backend's prompt cache is reused up to the cursor.
 func TestPromptStableWhileTyping(t *testing.T) {
+	t.Parallel()
 	tok := qwen(t)
 	b, err := NewBuilder(DefaultConfig(), tok, nil)
 	if err != nil {

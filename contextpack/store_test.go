@@ -34,6 +34,7 @@ func asDigests(fs []File, keep int) []File {
 }
 
 func TestDigestOnlyRequestMatchesContent(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 4096)
 	fs := pyRepo(6, "a")
 	req := Request{RepoName: "r", Files: fs, Cursor: Cursor{Path: fs[2].Path, Line: 6, Column: 4}, MaxNewTokens: 16}
@@ -58,6 +59,7 @@ func TestDigestOnlyRequestMatchesContent(t *testing.T) {
 }
 
 func TestMissingDigestsListsEveryPath(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 4096)
 	fs := pyRepo(4, "a")
 	req := Request{RepoName: "r", Files: asDigests(fs, 1), Cursor: Cursor{Path: fs[1].Path}}
@@ -79,6 +81,7 @@ func TestMissingDigestsListsEveryPath(t *testing.T) {
 }
 
 func TestBadFilesAreArgumentErrors(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 4096)
 	fs := pyRepo(2, "a")
 	cases := map[string][]File{
@@ -98,6 +101,7 @@ func TestBadFilesAreArgumentErrors(t *testing.T) {
 // The cache stays under its cap; what was evicted is reported missing,
 // never guessed.
 func TestCacheBoundedAndEvictionIsReported(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultConfig()
 	cfg.CacheBytes = 1 << 20
 	cfg.MaxRepositories = 2
@@ -134,6 +138,7 @@ func TestCacheBoundedAndEvictionIsReported(t *testing.T) {
 }
 
 func TestConcurrentBuilds(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 8192)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -169,6 +174,7 @@ func TestConcurrentBuilds(t *testing.T) {
 
 // A repeated request re-analyses only what changed.
 func TestOnlyChangedFilesAreReanalysed(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 4096)
 	fs := pyRepo(10, "a")
 	req := Request{RepoName: "r", Files: fs, Cursor: Cursor{Path: fs[0].Path, Line: 4}}
@@ -191,6 +197,7 @@ func TestOnlyChangedFilesAreReanalysed(t *testing.T) {
 }
 
 func TestBuildAfterClose(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 4096)
 	b.Close()
 	fs := pyRepo(2, "a")
@@ -202,6 +209,7 @@ func TestBuildAfterClose(t *testing.T) {
 // Stats counts what requests found: digests held or not, a base held or
 // not, a prompt from the memo or assembled.
 func TestStatsCounts(t *testing.T) {
+	t.Parallel()
 	b := newTestBuilder(t, 4096)
 	ctx := context.Background()
 	fs := pyRepo(6, "a")

@@ -20,6 +20,7 @@ func typingView(content string, off int) (view string, line int32, ok bool) {
 }
 
 func TestTypingView(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		content string
 		off     int
@@ -52,6 +53,7 @@ func TestTypingView(t *testing.T) {
 // and each prompt is a fresh Builder's. The newline that leaves the line
 // makes a new view.
 func TestTypingOnALineKeepsTheIndex(t *testing.T) {
+	t.Parallel()
 	tok := qwen(t)
 	b, err := NewBuilder(DefaultConfig(), tok, nil)
 	if err != nil {
@@ -125,6 +127,7 @@ func TestTypingOnALineKeepsTheIndex(t *testing.T) {
 // is a fresh Builder's: the index holds the view of the cursor file of
 // the request and the text of every other file.
 func TestTypingViewFollowsTheCursor(t *testing.T) {
+	t.Parallel()
 	b := freshBuilder(t)
 	fs := pyRepo(6, "walk")
 	for i := range 40 { // larger than the local budget: the window moves while typing
@@ -194,6 +197,7 @@ func TestTypingViewFollowsTheCursor(t *testing.T) {
 // stays: the memoized selection must follow, and each prompt is a fresh
 // Builder's.
 func TestTypingLongLineMovesTheWindow(t *testing.T) {
+	t.Parallel()
 	b := freshBuilder(t)
 	fs := pyRepo(4, "long")
 	var sb strings.Builder

@@ -31,7 +31,7 @@ func referenceHarness(t testing.TB) (refDir, helper string) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..")
 	refDir = filepath.Join(root, "..", "shared", "reference", "human-eval-infilling")
-	helper = filepath.Join(root, "scripts", "evaluator", "refharness.py")
+	helper = filepath.Join(root, "bench", "humaneval", "refharness.py")
 	var err error
 	if _, err = os.Stat(filepath.Join(refDir, "human_eval_infilling", "execution.py")); err == nil {
 		var out []byte
@@ -81,7 +81,7 @@ func readSampleLines(t testing.TB, path string) []sampleLine {
 
 // TestReferenceParity grades the project's mutated HumanEval single-line
 // set (testdata/humaneval_single_line_mutated.jsonl.gz, made by
-// scripts/evaluator/mutate_humaneval.py: 2,066 completions, among them
+// bench/humaneval/mutate_humaneval.py: 2,066 completions, among them
 // calls the reference's reliability guard disables, os.kill of the parent
 // then the right line included) with the evaluator and with the
 // human-eval-infilling reference harness itself, 2 workers each, and

@@ -24,6 +24,7 @@ type modelChecker interface {
 // it, found once it is created), a served-name mapping, and a stopped
 // backend (ErrUnavailable, not a missing model).
 func TestCheckModelRealOllama(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.Start(t)
 	ctx := context.Background()
 	const absent = "qwen2.5-coder:1.5b-base"
@@ -73,6 +74,7 @@ func TestCheckModelRealOllama(t *testing.T) {
 // A server that answers the model list with an error status is
 // unavailable, not missing the model: a 404 there is a wrong URL.
 func TestCheckModelListRefused(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	cfg := inference.DefaultConfig()

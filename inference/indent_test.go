@@ -12,6 +12,7 @@ import (
 // tools/server/server-context.cpp): lines after the first need min leading
 // spaces or tabs; the text is cut after the short line's indentation.
 func TestIndentStop(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		min    int
@@ -49,6 +50,7 @@ func TestIndentStop(t *testing.T) {
 }
 
 func TestGenerateMinIndent(t *testing.T) {
+	t.Parallel()
 	gone := make(chan struct{})
 	s := &scripted{serve: func(w http.ResponseWriter, r *http.Request, b map[string]any) {
 		for _, tk := range []string{"total += x", "\n", "    ", "return", " total", "\n"} {
@@ -71,6 +73,7 @@ func TestGenerateMinIndent(t *testing.T) {
 }
 
 func TestGenerateLineBudget(t *testing.T) {
+	t.Parallel()
 	gone := make(chan struct{})
 	s := &scripted{serve: func(w http.ResponseWriter, r *http.Request, b map[string]any) {
 		// The first line arrives slowly: the budget passes inside it, yet
@@ -103,6 +106,7 @@ func TestGenerateLineBudget(t *testing.T) {
 }
 
 func TestGenerateWarmOnly(t *testing.T) {
+	t.Parallel()
 	s := &scripted{serve: tokens("x")}
 	o := newTestOllama(t, s)
 	res, err := o.Generate(context.Background(), Request{Prompt: "p", PromptTokens: 5, WarmOnly: true, MaxTokens: 64, Candidates: 3},
@@ -119,6 +123,7 @@ func TestGenerateWarmOnly(t *testing.T) {
 }
 
 func TestCheckOptionsStopConditions(t *testing.T) {
+	t.Parallel()
 	o := newTestOllama(t, &scripted{serve: tokens()})
 	for _, r := range []Request{{MinIndent: -1}, {LineBudget: -time.Second}} {
 		if err := o.CheckOptions(&r); err == nil {

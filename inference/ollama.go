@@ -142,7 +142,7 @@ var ErrRestarting error = &notSentError{err: errors.New("restarting the model's 
 // Reload restarts model's runner ("" the default model): it asks the
 // backend to unload the model (keep_alive 0), waits until the backend no
 // longer lists it as running, and loads it again with the num_ctx and
-// keep-alive generations use. Measured on Ollama v0.24.0 (scripts/storm): a
+// keep-alive generations use. Measured on Ollama v0.24.0 (bench/storm): a
 // runner wedged by the cancel storm is restored this way, without
 // restarting Ollama. Ollama unloads only once no request holds the runner,
 // and a request that reaches it meanwhile sets its keep-alive again, so

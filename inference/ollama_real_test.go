@@ -17,6 +17,7 @@ import (
 // UNAVAILABLE and marks the backend stalled; Probe fails while it is
 // stopped and clears the mark once it runs again.
 func TestWatchdogPausedOllama(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.Start(t)
 	cfg := inference.DefaultConfig()
 	cfg.URL, cfg.DefaultModel, cfg.ContextTokens = b.URL, b.Model, 2048

@@ -70,6 +70,7 @@ func tokens(toks ...string) func(http.ResponseWriter, *http.Request, map[string]
 }
 
 func TestGenerateStreamsAndSendsOptions(t *testing.T) {
+	t.Parallel()
 	s := &scripted{serve: tokens("a", "b", "c")}
 	o := newTestOllama(t, s)
 	got := make([]string, 2) // text by candidate, deltas joined (tokens that arrive together are one delta)
@@ -98,6 +99,7 @@ func TestGenerateStreamsAndSendsOptions(t *testing.T) {
 }
 
 func TestGenerateErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		serve func(http.ResponseWriter, *http.Request, map[string]any)
@@ -148,6 +150,7 @@ func TestGenerateErrors(t *testing.T) {
 }
 
 func TestGenerateUnreachable(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
 	cfg := DefaultConfig()
@@ -162,6 +165,7 @@ func TestGenerateUnreachable(t *testing.T) {
 }
 
 func TestGenerateRejectsBeforeSending(t *testing.T) {
+	t.Parallel()
 	s := &scripted{serve: tokens("a")}
 	o := newTestOllama(t, s)
 	neg, nan := float32(-1), float32(math.NaN())
@@ -216,6 +220,7 @@ func slow(gone chan<- struct{}) func(http.ResponseWriter, *http.Request, map[str
 }
 
 func TestGenerateCancelStopsBackend(t *testing.T) {
+	t.Parallel()
 	gone := make(chan struct{})
 	cancelStops(t, newTestOllama(t, &scripted{serve: slow(gone)}), gone)
 }
@@ -247,6 +252,7 @@ func cancelStops(t *testing.T, g interface {
 }
 
 func TestGenerateBudgetReturnsPartial(t *testing.T) {
+	t.Parallel()
 	gone := make(chan struct{})
 	o := newTestOllama(t, &scripted{serve: slow(gone)})
 	res, err := o.Generate(context.Background(), Request{Prompt: "p", Budget: 80 * time.Millisecond, Candidates: 3}, nil)
@@ -260,6 +266,7 @@ func TestGenerateBudgetReturnsPartial(t *testing.T) {
 }
 
 func TestGenerateStopSequenceCancels(t *testing.T) {
+	t.Parallel()
 	gone := make(chan struct{})
 	s := &scripted{serve: func(w http.ResponseWriter, r *http.Request, b map[string]any) {
 		chunk(w, map[string]any{"response": "x = 1\n", "done": false})
@@ -280,6 +287,7 @@ func TestGenerateStopSequenceCancels(t *testing.T) {
 // Tokens that have arrived together go out as one delta; tokens that
 // arrive apart go out as they come.
 func TestGenerateCoalescesArrivedTokens(t *testing.T) {
+	t.Parallel()
 	together := func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 		var b []byte
 		for _, tk := range []string{"a", "b", "c"} {
@@ -326,6 +334,7 @@ func TestGenerateCoalescesArrivedTokens(t *testing.T) {
 // connection (a generation is marked safe to repeat), that dial fails, and
 // the error is ErrNotSent: another backend may take the request.
 func TestGenerateClosedKeptAliveConnection(t *testing.T) {
+	t.Parallel()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

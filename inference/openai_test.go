@@ -92,6 +92,7 @@ func newTestOpenAI(t *testing.T, s *sseServer, mutate func(*Config)) *OpenAI {
 }
 
 func TestOpenAIStreamsAndSendsOptions(t *testing.T) {
+	t.Parallel()
 	s := &sseServer{serve: sseTokens("length", "a", "b", "c")}
 	o := newTestOpenAI(t, s, func(c *Config) {
 		c.Token = "secret"
@@ -134,6 +135,7 @@ func TestOpenAIStreamsAndSendsOptions(t *testing.T) {
 // The Qwen stop set and the request's stop strings end the text here too,
 // whatever the server matched.
 func TestOpenAIStops(t *testing.T) {
+	t.Parallel()
 	o := newTestOpenAI(t, &sseServer{serve: sseTokens("stop", "x = 1", "<|file", "_sep|>", "junk")}, nil)
 	res, err := o.Generate(context.Background(), Request{Prompt: "p"}, nil)
 	if err != nil {
@@ -153,6 +155,7 @@ func TestOpenAIStops(t *testing.T) {
 
 // llama.cpp server reports its prompt timings and cache use in timings.
 func TestOpenAILlamaCppTimings(t *testing.T) {
+	t.Parallel()
 	o := newTestOpenAI(t, &sseServer{serve: func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		event(w, textChunk("a", nil))
@@ -172,6 +175,7 @@ func TestOpenAILlamaCppTimings(t *testing.T) {
 
 // A server that ignores stream: true and answers with one JSON object.
 func TestOpenAIWholeAnswer(t *testing.T) {
+	t.Parallel()
 	o := newTestOpenAI(t, &sseServer{serve: func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 		w.Header().Set("Content-Type", "application/json")
 		c := textChunk("whole", "length")
@@ -189,6 +193,7 @@ func TestOpenAIWholeAnswer(t *testing.T) {
 }
 
 func TestOpenAIErrors(t *testing.T) {
+	t.Parallel()
 	status := func(code int, body string) func(http.ResponseWriter, *http.Request, map[string]any) {
 		return func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 			w.Header().Set("Content-Type", "application/json")
@@ -254,6 +259,7 @@ func TestOpenAIErrors(t *testing.T) {
 // allowed; an event with no blank line before the end of the stream still
 // counts.
 func TestOpenAIEventFraming(t *testing.T) {
+	t.Parallel()
 	o := newTestOpenAI(t, &sseServer{serve: func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 		fmt.Fprint(w, ": keep-alive\r\n\r\nid: 1\r\ndata: {\"choices\":\r\ndata: [{\"text\":\"ab\"}]}\r\n\r\n")
@@ -271,6 +277,7 @@ func TestOpenAIEventFraming(t *testing.T) {
 // A finish reason and the end of the stream finish a candidate even
 // without [DONE].
 func TestOpenAIEndWithoutDone(t *testing.T) {
+	t.Parallel()
 	o := newTestOpenAI(t, &sseServer{serve: func(w http.ResponseWriter, _ *http.Request, _ map[string]any) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		event(w, textChunk("a", "length"))
@@ -284,6 +291,7 @@ func TestOpenAIEndWithoutDone(t *testing.T) {
 // A server nobody listens on: ErrNotSent (so another backend may take the
 // request), and Activity says so until the backend answers again.
 func TestOpenAIUnreachable(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
 	cfg := DefaultConfig()
@@ -308,6 +316,7 @@ func TestOpenAIUnreachable(t *testing.T) {
 }
 
 func TestOpenAIPing(t *testing.T) {
+	t.Parallel()
 	s := &sseServer{serve: func(w http.ResponseWriter, r *http.Request, _ map[string]any) {
 		if r.URL.Path != "/v1/models" {
 			http.NotFound(w, r)
@@ -327,6 +336,7 @@ func TestOpenAIPing(t *testing.T) {
 // A cancel closes the connection: the server's handler sees its request
 // end.
 func TestOpenAICancelStopsBackend(t *testing.T) {
+	t.Parallel()
 	gone := make(chan struct{})
 	o := newTestOpenAI(t, &sseServer{serve: func(w http.ResponseWriter, r *http.Request, _ map[string]any) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -350,6 +360,7 @@ func TestOpenAICancelStopsBackend(t *testing.T) {
 
 // The watchdog ends a request the server accepted and never answered.
 func TestOpenAIWatchdog(t *testing.T) {
+	t.Parallel()
 	o := newTestOpenAI(t, &sseServer{serve: func(w http.ResponseWriter, r *http.Request, _ map[string]any) {
 		<-r.Context().Done()
 	}}, func(c *Config) { c.Watchdog = fastWatchdog() })

@@ -7,6 +7,7 @@ import (
 )
 
 func TestStopMatcher(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		chunks []string

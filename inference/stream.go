@@ -21,7 +21,7 @@ const maxLine = 16 << 20
 // generateStream posts req to /api/generate and calls fn for each streamed
 // message; more reports that the next message has arrived already (a
 // whole line is buffered), so a caller can send both as one. It replaces api.Client.Generate on the hot path, for two reasons
-// measured here (scripts/ghz): that client allocates and zeroes an 8 MiB
+// measured here (bench/ghz): that client allocates and zeroes an 8 MiB
 // scan buffer on every call (a fifth of the server's CPU per request, plus
 // the GC it causes), and it drops read errors, so a cut connection looked
 // like a clean end. The request and response types are still the api

@@ -13,7 +13,7 @@ import (
 // is also the response-header bound of a generation.
 //
 // The defaults leave a real model room. Measured with the tiny test model
-// on the 2-core machine shared with other work (scripts/storm -prompt-eval,
+// on the 2-core machine shared with other work (bench/storm -prompt-eval,
 // REPORT.md): a first token after 0.1-1 s for a short prompt once loaded; a
 // model load of 7-8 s under load; prompt evaluation from 1,200 tokens/s (139
 // tokens) down to 160/s (2,600 tokens) and 63/s (4,096 tokens: 65 s) at a

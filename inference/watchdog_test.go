@@ -42,6 +42,7 @@ func hold(toks ...string) func(http.ResponseWriter, *http.Request, map[string]an
 }
 
 func TestWatchdogConfig(t *testing.T) {
+	t.Parallel()
 	c := DefaultWatchdogConfig()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -70,6 +71,7 @@ func TestWatchdogConfig(t *testing.T) {
 }
 
 func TestWatchdogNoFirstToken(t *testing.T) {
+	t.Parallel()
 	o := newWatchedOllama(t, &scripted{serve: hold()}, fastWatchdog())
 	start := time.Now()
 	_, err := o.Generate(context.Background(), Request{Prompt: "p", PromptTokens: 100}, nil)
@@ -92,6 +94,7 @@ func TestWatchdogNoFirstToken(t *testing.T) {
 }
 
 func TestWatchdogTokenGap(t *testing.T) {
+	t.Parallel()
 	o := newWatchedOllama(t, &scripted{serve: hold("a", "b")}, fastWatchdog())
 	var got string
 	_, err := o.Generate(context.Background(), Request{Prompt: "p"}, func(_ int, s string) error { got += s; return nil })
@@ -119,6 +122,7 @@ func TestWatchdogTokenGap(t *testing.T) {
 // A slow client (onDelta blocking longer than the gap) is not a stalled
 // backend.
 func TestWatchdogIgnoresSlowClient(t *testing.T) {
+	t.Parallel()
 	o := newWatchedOllama(t, &scripted{serve: tokens("a", "b", "c")}, fastWatchdog())
 	res, err := o.Generate(context.Background(), Request{Prompt: "p"}, func(int, string) error {
 		time.Sleep(400 * time.Millisecond)
@@ -138,6 +142,7 @@ func TestWatchdogIgnoresSlowClient(t *testing.T) {
 // backend answers nothing and nothing older is within its bound, it ends
 // and the backend is marked stalled.
 func TestWatchdogWaitsBehindLiveWork(t *testing.T) {
+	t.Parallel()
 	s := &scripted{serve: func(w http.ResponseWriter, r *http.Request, body map[string]any) {
 		if body["prompt"] == "live" { // a token every 50 ms for 600 ms
 			for range 12 {
@@ -202,6 +207,7 @@ func TestWatchdogWaitsBehindLiveWork(t *testing.T) {
 // Under steady load on a silent backend there is always a newer
 // generation within its bound; it does not hide the stall of an older one.
 func TestWatchdogNewerLoadDoesNotHideStall(t *testing.T) {
+	t.Parallel()
 	o := newWatchedOllama(t, &scripted{serve: hold()}, fastWatchdog())
 	o.cfg.ContextTokens = 8192
 	errc := make(chan error, 1)
@@ -233,6 +239,7 @@ func TestWatchdogNewerLoadDoesNotHideStall(t *testing.T) {
 // A client that gives up before the backend said anything leaves a trace
 // a health check can act on; any answer clears it.
 func TestActivityUnanswered(t *testing.T) {
+	t.Parallel()
 	o := newWatchedOllama(t, &scripted{serve: hold()}, DefaultWatchdogConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -250,6 +257,7 @@ func TestActivityUnanswered(t *testing.T) {
 }
 
 func TestProbe(t *testing.T) {
+	t.Parallel()
 	s := &scripted{serve: tokens("x")}
 	o := newWatchedOllama(t, s, fastWatchdog())
 	if err := o.Probe(context.Background()); err != nil {
@@ -269,6 +277,7 @@ func TestProbe(t *testing.T) {
 // longer lists the model, loads it again with the configured num_ctx and
 // keep-alive, and returns then.
 func TestReload(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	polls := 0
 	var loads []map[string]any
@@ -336,6 +345,7 @@ func TestReload(t *testing.T) {
 // A request for a model the backend has not answered for within the
 // keep-alive may wait for a load: it gets LoadAllowance on top.
 func TestWatchdogLoadAllowance(t *testing.T) {
+	t.Parallel()
 	s := &scripted{serve: func(w http.ResponseWriter, r *http.Request, body map[string]any) {
 		if body["prompt"] == "ok" {
 			tokens("x")(w, r, body)

@@ -29,6 +29,7 @@ import (
 // manifest, then each blob through a redirect to another host name, as
 // Ollama's registry redirects to its storage, fetched by ranges.
 func TestPullModelFromRegistry(t *testing.T) {
+	t.Parallel()
 	src := ollamatest.Start(t)
 	models := filepath.Join(src.Dir, "models")
 	manifest, err := os.ReadFile(filepath.Join(models, "manifests", "registry.ollama.ai", "library", src.Model, "latest"))

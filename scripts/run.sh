@@ -102,7 +102,9 @@ if [[ "${want_model,,}" == "$tiny:latest" ]]; then want_model="$tiny"; fi
 # Where Ollama listens when nothing names one (its own default).
 default_url="${INFILL_DEFAULT_OLLAMA:-127.0.0.1:11434}"
 
-# 1. An Ollama that already runs (asked before anything is installed).
+# 1. An Ollama that already runs (asked before anything is installed but
+# the Go client that asks it, scripts/ollamasetup: on a bare machine its
+# first build needs the build group's certificates for the module proxy).
 local_backend=0 fallback_why="" ollama_url="" model=""
 find_rc=0
 at="${url:-$default_url}"
@@ -146,8 +148,11 @@ case "$find_rc" in
       fi
     fi
     ;;
-  *)
+  3)
     die "--model $want_model at $at is infill's tiny random-weight test model under a real model's name (see above): remove it there and pull the real one, or leave --model out."
+    ;;
+  *)
+    die "scripts/setup.sh find-ollama failed (exit status $find_rc; its error is above)"
     ;;
 esac
 
@@ -180,11 +185,16 @@ if ((local_backend)); then
   say "backend: $model at $ollama_url (scripts/backend.sh down stops it)"
 fi
 
-# 5. The server. Built beside, then renamed over, a running copy.
+# 5. The server. Built beside, then renamed over, a running copy (under a
+# name of its own: two run.sh at once never write the same file).
 say "server build: go build ./server/cmd/infill-server"
 mkdir -p "$root/bin"
-go build -o "$root/bin/.infill-server.new" ./server/cmd/infill-server
-mv -f "$root/bin/.infill-server.new" "$root/bin/infill-server"
+newbin="$(mktemp "$root/bin/.infill-server.XXXXXX")"
+if ! go build -o "$newbin" ./server/cmd/infill-server; then
+  rm -f "$newbin"
+  die "go build ./server/cmd/infill-server failed (above)"
+fi
+mv -f "$newbin" "$root/bin/infill-server"
 say "server build: done"
 
 results="${INFILL_RESULTS_DIR:-$root/.state/results}"

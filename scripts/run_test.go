@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,42 +28,19 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/infill-dev/infill/inference/ollamatest"
+	"github.com/infill-dev/infill/internal/proctest"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"github.com/infill-dev/infill/server/servertest"
 )
 
 // repoRoot is the checkout this file sits in.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("no caller information")
-	}
-	return filepath.Dir(filepath.Dir(file))
-}
+func repoRoot(t testing.TB) string { return proctest.Root(t) }
 
 // env is the test's environment without OLLAMA_* and INFILL_* settings (a
 // developer's or CI's own must not steer the script), plus extra.
-func env(extra ...string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "OLLAMA_") || strings.HasPrefix(kv, "INFILL_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, extra...)
-}
+func env(extra ...string) []string { return proctest.Env(extra...) }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t testing.TB) string { return proctest.FreeAddr(t) }
 
 // syncBuffer collects a process's output while the test reads it.
 type syncBuffer struct {
@@ -267,6 +243,7 @@ func completeHTTP(t *testing.T, addr, model string) {
 // addresses the server listens on: --listen and --http-listen of port 0
 // passed through, their ports resolved, each answering.
 func TestRunUsesRunningOllama(t *testing.T) {
+	t.Parallel()
 	requirePackages(t, "build", "sandbox")
 	b := ollamatest.Start(t)
 	standIn(t, b, "qwen2.5-coder:0.5b-base", "494.03M")
@@ -314,6 +291,7 @@ func TestRunUsesRunningOllama(t *testing.T) {
 // the addresses listened on, and the banner says so; an empty
 // INFILL_HTTP_LISTEN serves no HTTP and the banner says that.
 func TestRunBannerFromEnvironment(t *testing.T) {
+	t.Parallel()
 	requirePackages(t, "build", "sandbox")
 	b := ollamatest.Start(t)
 	standIn(t, b, "qwen2.5-coder:0.5b-base", "494.03M")
@@ -360,6 +338,7 @@ func runQuick(t *testing.T, env []string, args ...string) (string, error) {
 // explicit Ollama without a base model where the pull fails. None of them
 // builds or starts anything.
 func TestRunRefuses(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.StartWithOptions(t, ollamatest.Options{Env: offline})
 	standIn(t, b, "qwen2.5-coder:7b-instruct", "7.62B")
 	fake(t, b.Client(), "qwen2.5-coder:1.5b-base")
@@ -477,6 +456,7 @@ func lastLines(out string) string {
 // restarts it (removing the tiny model's copy under a real name from its
 // store) and the server answers again.
 func TestRunStartsLocalBackend(t *testing.T) {
+	t.Parallel()
 	requirePackages(t, "build", "sandbox")
 	state, base, ollamaHost := localState(t)
 	dead := freeAddr(t) // nothing listens there
@@ -557,6 +537,7 @@ func TestRunStartsLocalBackend(t *testing.T) {
 // API, said first; the pull fails (offline), so run.sh starts the local
 // backend and its last lines say why.
 func TestRunFallsBackWhenPullFails(t *testing.T) {
+	t.Parallel()
 	requirePackages(t, "build", "sandbox")
 	b := ollamatest.StartWithOptions(t, ollamatest.Options{Env: offline})
 	fake(t, b.Client(), "qwen2.5-coder:1.5b-base")

@@ -2,7 +2,7 @@
 # What infill needs from the machine, in one place: the Debian/Ubuntu packages
 # (grouped, each group with the reason it is needed), the pinned Go tools, and
 # how to find an Ollama that already runs. scripts/run.sh, scripts/test.sh,
-# scripts/backend.sh, scripts/ollama/build.sh, scripts/ghz/run.sh and .ci/run
+# scripts/backend.sh, scripts/ollama/build.sh, bench/ghz/run.sh and .ci/run
 # call it; nothing else keeps a package list or a tool version.
 #
 # Usage:
@@ -29,6 +29,8 @@
 #   scripts/setup.sh fake-models URL     list the tiny test model's names at
 #                                        the Ollama at URL other than its own
 #                                        (infill-tiny)
+#   (these three run scripts/ollamasetup, a Go program; exit 4: it did not
+#   build)
 #
 # Packages: when some are missing it runs one `apt-get update` and one
 # `apt-get install -y --no-install-recommends ...`, as root or through
@@ -53,13 +55,14 @@ package_groups=(
   "harness|python3-numpy python3-tqdm python3-fire|the reference human-eval-infilling harness the evaluation parity test runs"
   "report|chromium|chromium-browser fonts-dejavu-core|the HTML report test renders the report in headless Chromium"
   "editor|neovim vim-nox vim-youcompleteme ycmd|the LSP end-to-end tests drive Neovim and Vim headless, Vim with YouCompleteMe (its ycmd, and Vim with +python3: vim-nox)"
+  "bench|jq curl bc|the benchmarks' smoke runs in the tests (go test ./bench/...): bench/ghz/steps.sh reads ghz's JSON with jq and the server's metrics with curl, bench/humaneval/bench.sh computes its rates with bc"
 )
 
 # --- pinned Go tools (never @latest) -----------------------------------------
 # name | package@version | who uses it
 tools=(
   "buf|github.com/bufbuild/buf/cmd/buf@v1.73.0|.ci/run: buf lint and the generated-code check"
-  "ghz|github.com/bojand/ghz/cmd/ghz@v0.120.0|scripts/ghz/run.sh latency benchmarks"
+  "ghz|github.com/bojand/ghz/cmd/ghz@v0.120.0|bench/ghz/run.sh latency benchmarks"
   "grpcurl|github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4|calling the server by hand (scripts/run.sh prints an example)"
 )
 
@@ -296,250 +299,41 @@ cmd_tool() {
 }
 
 # --- an Ollama that already runs -------------------------------------------------
-# Needs nothing beyond bash and coreutils (it runs before any package is
-# installed): plain HTTP through bash's /dev/tcp; curl for https URLs.
-
-# ollama_url VALUE: the URL the ollama CLI would use for OLLAMA_HOST=VALUE
-# (scheme http, host 127.0.0.1, port 11434 by default; 0.0.0.0 → 127.0.0.1).
-ollama_url() {
-  local s="${1// /}" scheme hostport port host defport=11434
-  if [[ "$s" == *://* ]]; then
-    scheme="${s%%://*}"
-    hostport="${s#*://}"
-    case "$scheme" in http) defport=80 ;; https) defport=443 ;; esac
-  else
-    scheme=http
-    hostport="$s"
+# scripts/ollamasetup (Go, with Ollama's own API client) answers find-ollama,
+# pull-model and fake-models: how an OLLAMA_HOST value is read, which models
+# an Ollama has, how the tiny model is told from a real one, the pull and its
+# progress line. go install builds it into the checkout's bin/ beside
+# infill-server, once: later calls find it up to date in a fraction of a
+# second. On a bare machine its first build fetches Go modules, which needs
+# the build group's certificates first (as the tools do).
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ollamasetup() {
+  command -v go >/dev/null || die "Go is needed (https://go.dev/dl)"
+  if [[ -z "$(cd "$root" && go list -m -f '{{.Dir}}' github.com/ollama/ollama 2>/dev/null)" ]]; then
+    (cmd_packages build) || exit 4
   fi
-  hostport="${hostport%%/*}"
-  if [[ "$hostport" =~ ^\[(.*)\]:([0-9]+)$ ]]; then
-    host="${BASH_REMATCH[1]}" port="${BASH_REMATCH[2]}"
-  elif [[ "$hostport" =~ ^([^:]+):([0-9]+)$ ]]; then
-    host="${BASH_REMATCH[1]}" port="${BASH_REMATCH[2]}"
-  else
-    host="${hostport#[}"
-    host="${host%]}"
-    port="$defport"
+  mkdir -p "$root/bin"
+  # One install at a time: concurrent calls would write the same file.
+  if ! (cd "$root" && flock "$root/bin/.ollamasetup.lock" env GOBIN="$root/bin" go install -buildvcs=false ./scripts/ollamasetup >&2); then
+    log "building scripts/ollamasetup failed (above)"
+    exit 4
   fi
-  case "$host" in "" | 0.0.0.0) host=127.0.0.1 ;; :: | "::0") host=::1 ;; esac
-  if [[ "$host" == *:* ]]; then host="[$host]"; fi
-  printf '%s://%s:%s\n' "$scheme" "$host" "$port"
-}
-
-# need_curl URL: https goes through curl (plain http needs nothing: bash's
-# /dev/tcp); says so and fails when curl is missing.
-need_curl() {
-  command -v curl >/dev/null && return 0
-  log "cannot ask $1 without curl (plain http needs nothing)"
-  return 1
-}
-
-# host_port HOST:PORT: prints "HOST PORT", an IPv6 host without brackets.
-host_port() {
-  local host="${1%:*}"
-  host="${host#[}"
-  printf '%s %s\n' "${host%]}" "${1##*:}"
-}
-
-# http_get URL PATH: the body of a 200 answer, within 5 seconds.
-http_get() {
-  local url="$1" path="$2"
-  if [[ "$url" == https://* ]]; then
-    need_curl "$url" || return 1
-    curl -fsS --max-time 5 "$url$path"
-    return
-  fi
-  local hp="${url#http://}" host port
-  read -r host port < <(host_port "$hp")
-  local resp
-  # HTTP/1.0: the answer is not chunked and the server closes after it.
-  resp="$(timeout 5 bash -c 'exec 3<>"/dev/tcp/$0/$1" || exit 1
-printf "GET %s HTTP/1.0\r\nHost: %s\r\nAccept: application/json\r\n\r\n" "$2" "$3" >&3
-cat <&3' "$host" "$port" "$path" "$hp" 2>/dev/null)" || return 1
-  [[ "$resp" =~ ^HTTP/1\.[01]\ 200 ]] || return 1
-  printf '%s\n' "${resp#*$'\r\n\r\n'}"
-}
-
-# The tiny random-weight model (scripts/tinymodel, scripts/backend.sh) is
-# recognised by what Ollama reports of it, whatever its name: family qwen2
-# with under 100 million parameters (it has 19.49M; the smallest
-# Qwen2.5-Coder, 0.5B, has 494M). Its own name is infill-tiny; under any
-# other it passes itself off as a real model (an older run.sh created it as
-# the --model it was given).
-tiny_name=infill-tiny
-
-# is_tiny FAMILY PARAMETER_SIZE: the size as Ollama prints it ("19.49M",
-# "1.5B", "494.03M").
-is_tiny() {
-  [[ "${1,,}" == qwen2 ]] || return 1
-  awk -v s="$2" 'BEGIN {
-    n = s + 0; u = toupper(substr(s, length(s)))
-    if (u == "K") n /= 1000; else if (u == "B") n *= 1000; else if (u == "T") n *= 1000000; else if (u != "M") n /= 1000000
-    exit !(s != "" && n < 100)
-  }'
-}
-
-# same_model LISTED WANT: Ollama's names (a name without a tag is ":latest").
-same_model() {
-  local a="${1,,}" b="${2,,}"
-  [[ "${a##*/}" == *:* ]] || a+=":latest"
-  [[ "${b##*/}" == *:* ]] || b+=":latest"
-  [[ -n "$1" && "$a" == "$b" ]]
-}
-
-# models_of BODY: the models of an /api/tags answer, one "NAME FAMILY SIZE"
-# a line (most recently changed first; names hold no quotes or spaces).
-models_of() {
-  grep -o '"name":"[^"]*"\|"family":"[^"]*"\|"parameter_size":"[^"]*"' <<<"$1" | awk -F'"' '
-    $2 == "name" { if (n != "") print n, (f == "" ? "-" : f), (p == "" ? "-" : p); n = $4; f = ""; p = "" }
-    $2 == "family" { f = $4 }
-    $2 == "parameter_size" { p = $4 }
-    END { if (n != "") print n, (f == "" ? "-" : f), (p == "" ? "-" : p) }'
-}
-
-# cmd_fake_models URL: the tiny model's names at the Ollama at URL other
-# than its own (infill-tiny), one a line; exit 1 when nothing answers.
-cmd_fake_models() {
-  (($# == 1)) || die "usage: scripts/setup.sh fake-models URL"
-  local url body name family size
-  url="$(ollama_url "$1")"
-  body="$(http_get "$url" /api/tags)" || return 1
-  while read -r name family size; do
-    if [[ -n "$name" ]] && is_tiny "$family" "$size" && ! same_model "$name" "$tiny_name"; then
-      printf '%s\n' "$name"
-    fi
-  done < <(models_of "$body")
+  "$root/bin/ollamasetup" -log-prefix setup.sh "$@"
 }
 
 cmd_find_ollama() {
-  local url want="${INFILL_MODEL:-}"
-  url="$(ollama_url "${1:-${OLLAMA_HOST:-}}")"
-  local body
-  if ! body="$(http_get "$url" /api/tags)"; then
-    log "no Ollama answers at $url"
-    return 1
-  fi
-  local name family size pick="" picked="" listed=() fakes=()
-  while read -r name family size; do
-    [[ -n "$name" ]] || continue
-    listed+=("$name")
-    if is_tiny "$family" "$size" && ! same_model "$name" "$tiny_name"; then
-      fakes+=("$name")
-    fi
-    if [[ -n "$want" ]]; then
-      if same_model "$name" "$want"; then
-        pick="$want" picked="$name"
-      fi
-    elif [[ -z "$pick" && "${name,,}" == *qwen2.5-coder* && "${name,,}" == *-base* ]] && ! is_tiny "$family" "$size"; then
-      pick="$name"
-    fi
-  done < <(models_of "$body")
-  local fake
-  for fake in "${fakes[@]}"; do
-    [[ -z "$want" || "$fake" == "$picked" ]] || continue
-    log "the Ollama at $url has $fake, but that is infill's tiny random-weight test model under a real model's name (family qwen2, under 100M parameters; an older scripts/run.sh made it): it completes with gibberish. Remove it there (OLLAMA_HOST=$url ollama rm $fake) and pull the real model (ollama pull $fake)"
-  done
-  if [[ -n "$want" && -n "$pick" ]]; then
-    for fake in "${fakes[@]}"; do
-      if [[ "$fake" == "$picked" ]]; then
-        log "refusing $want at $url: it is the tiny random-weight model (above)"
-        return 3
-      fi
-    done
-  fi
-  if [[ -z "$pick" ]]; then
-    if [[ -n "$want" ]]; then
-      log "the Ollama at $url has no model $want; it has: ${listed[*]:-nothing}"
-    else
-      log "the Ollama at $url has no Qwen2.5-Coder base model (fill-in-the-middle needs one, e.g. qwen2.5-coder:1.5b-base); it has: ${listed[*]:-nothing}"
-    fi
-    return 2
-  fi
-  printf '%s %s\n' "$url" "$pick"
+  (($# <= 1)) || die "usage: scripts/setup.sh find-ollama [URL]"
+  ollamasetup find "$@"
 }
 
-# http_post_stream URL PATH BODY: POST the JSON BODY and write the answer's
-# body as it arrives; an answer other than 200 is one {"error":"STATUS"}
-# line. Plain http through bash's /dev/tcp (HTTP/1.0: the answer streams
-# unchunked and the server closes after it); curl for https.
-http_post_stream() {
-  local url="$1" path="$2" body="$3"
-  if [[ "$url" == https://* ]]; then
-    need_curl "$url" || return 1
-    curl -sSN -X POST -H 'Content-Type: application/json' --data "$body" "$url$path"
-    return
-  fi
-  local hp="${url#http://}" host port
-  read -r host port < <(host_port "$hp")
-  (
-    exec 3<>"/dev/tcp/$host/$port" || exit 1
-    printf 'POST %s HTTP/1.0\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %s\r\n\r\n%s' \
-      "$path" "$hp" "${#body}" "$body" >&3
-    local status h
-    IFS= read -r status <&3 || exit 1
-    status="${status%$'\r'}"
-    if [[ ! "$status" =~ ^HTTP/1\.[01]\ 200 ]]; then
-      printf '{"error":"%s"}\n' "${status//\"/}"
-      exit 0
-    fi
-    while IFS= read -r h <&3 && [[ -n "${h%$'\r'}" ]]; do :; done
-    cat <&3
-  ) 2>/dev/null
-}
-
-# cmd_pull_model URL MODEL: pull MODEL into the Ollama at URL through its
-# own API (POST /api/pull), the way `ollama pull` does, with a progress
-# line on stderr (in place on a terminal, else every 10 s); when it fails
-# (offline: the registry does not answer) or makes no progress for
-# INFILL_PULL_STALL seconds (default 120), it prints why on stdout too and
-# exits 1.
 cmd_pull_model() {
   (($# == 2)) || die "usage: scripts/setup.sh pull-model URL MODEL"
-  local url model="$2" stall="${INFILL_PULL_STALL:-120}"
-  url="$(ollama_url "$1")"
-  local re_err='"error":"(([^"\\]|\\.)*)"' re_status='"status":"([^"]*)"'
-  local re_total='"total":([0-9]+)' re_done='"completed":([0-9]+)'
-  local line status="" err="" total completed shown="" last=-10 rc=0 tty=0 p
-  [[ -t 2 ]] && tty=1
-  while true; do
-    IFS= read -r -t "$stall" line || {
-      rc=$?
-      break
-    }
-    if [[ "$line" =~ $re_err ]]; then
-      err="${BASH_REMATCH[1]//\\\"/\"}"
-      break
-    fi
-    [[ "$line" =~ $re_status ]] && status="${BASH_REMATCH[1]}"
-    [[ "$status" == success ]] && break
-    p="$status"
-    if [[ "$line" =~ $re_total ]]; then
-      total="${BASH_REMATCH[1]}" completed=0
-      [[ "$line" =~ $re_done ]] && completed="${BASH_REMATCH[1]}"
-      p+=" $((completed * 100 / (total > 0 ? total : 1)))% of $((total / 1000000)) MB"
-    fi
-    if ((tty)); then
-      printf '\rsetup.sh: pulling %s: %s\033[K' "$model" "$p" >&2
-    elif [[ "$p" != "$shown" ]] && ((SECONDS - last >= 10)); then
-      log "pulling $model: $p"
-      shown="$p" last=$SECONDS
-    fi
-  done < <(http_post_stream "$url" /api/pull "{\"model\":\"$model\",\"stream\":true}")
-  ((tty)) && printf '\n' >&2
-  if [[ "$status" == success && -z "$err" ]]; then
-    log "pulled $model into the Ollama at $url"
-    return 0
-  fi
-  if [[ -z "$err" ]]; then
-    if ((rc > 128)); then
-      err="no progress for ${stall}s"
-    else
-      err="the answer ended without success (last: ${status:-nothing})"
-    fi
-  fi
-  log "pulling $model into the Ollama at $url failed: $err"
-  printf '%s\n' "$err"
-  return 1
+  ollamasetup pull "$@"
+}
+
+cmd_fake_models() {
+  (($# == 1)) || die "usage: scripts/setup.sh fake-models URL"
+  ollamasetup fake-models "$@"
 }
 
 case "${1:-}" in

@@ -73,6 +73,7 @@ func (f *fakeSystem) aptCalls(t *testing.T) []string {
 const aptPrefix = "apt-get -o DPkg::Lock::Timeout=300 "
 
 func TestPackagesRootInstallsOnceWithReasons(t *testing.T) {
+	t.Parallel()
 	// Ubuntu's case: chromium has no candidate, chromium-browser has.
 	f := newFakeSystem(t, 0, false, []string{"gcc"}, []string{"chromium-browser"})
 	out, err := f.run(t, "packages", "build", "report")
@@ -95,6 +96,7 @@ func TestPackagesRootInstallsOnceWithReasons(t *testing.T) {
 }
 
 func TestPackagesAllPresentIsSilent(t *testing.T) {
+	t.Parallel()
 	f := newFakeSystem(t, 0, false, []string{"gcc", "git", "ca-certificates", "neovim", "vim-nox", "vim-youcompleteme", "ycmd"}, nil)
 	out, err := f.run(t, "packages", "build", "editor", "build")
 	if err != nil || out != "" {
@@ -106,6 +108,7 @@ func TestPackagesAllPresentIsSilent(t *testing.T) {
 }
 
 func TestPackagesWithoutRootNamesTheCommand(t *testing.T) {
+	t.Parallel()
 	f := newFakeSystem(t, 1000, false, []string{"git"}, nil)
 	out, err := f.run(t, "packages", "build", "sandbox")
 	if err == nil {
@@ -121,6 +124,7 @@ func TestPackagesWithoutRootNamesTheCommand(t *testing.T) {
 }
 
 func TestPackagesThroughSudo(t *testing.T) {
+	t.Parallel()
 	f := newFakeSystem(t, 1000, true, nil, nil)
 	// node and npm are on PATH (the machine's or none: either way the
 	// fakes below make them present, as nodesource's nodejs does), so the
@@ -155,6 +159,7 @@ func TestPackagesThroughSudo(t *testing.T) {
 // model INFILL_MODEL names, and an exit status per failure: 1 nothing
 // answers, 2 no such model, 3 the model asked for is the tiny one.
 func TestFindOllama(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.Start(t)
 	standIn(t, b, "qwen2.5-coder:0.5b-base", "494.03M")
 	standIn(t, b, "qwen2.5-coder:7b-instruct", "7.62B")
@@ -216,6 +221,7 @@ func TestFindOllama(t *testing.T) {
 // reach its registry fails at once, saying why on stderr and stdout, after
 // a progress line.
 func TestPullModelOffline(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.StartWithOptions(t, ollamatest.Options{Env: offline})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -77,6 +77,7 @@ func streamEnd(st infillv1.CompletionService_StreamCompleteClient) error {
 // request is not kept waiting behind the old generation) and the new one
 // is served.
 func TestSupersedeStopsTheBackend(t *testing.T) {
+	t.Parallel()
 	h, cb := startCounting(t, nil)
 	const long = 400
 	begin := time.Now()
@@ -117,6 +118,7 @@ func TestSupersedeStopsTheBackend(t *testing.T) {
 // refused at once with RESOURCE_EXHAUSTED and a retry delay, without
 // reaching the backend; so is one that finds the queue full.
 func TestDeadlineShedding(t *testing.T) {
+	t.Parallel()
 	h, cb := startCounting(t, func(c *server.Config) { c.Admission.QueueLength = 1 })
 	// Measure a generation first, so the estimate is the backend's.
 	if _, err := h.client.Complete(context.Background(), request(200)); err != nil {
@@ -175,6 +177,7 @@ func TestDeadlineShedding(t *testing.T) {
 // one generation: it starts as soon as the slot frees, ahead of the
 // evaluation requests that came before it.
 func TestInteractiveBeforeEvaluation(t *testing.T) {
+	t.Parallel()
 	h, _ := startCounting(t, nil)
 	eval := func() *infillv1.CompleteRequest {
 		r := request(80)
@@ -230,6 +233,7 @@ func TestInteractiveBeforeEvaluation(t *testing.T) {
 // the rest is answered without the backend, marked reused; typing anything
 // else asks the backend again.
 func TestTypedThroughE2E(t *testing.T) {
+	t.Parallel()
 	h, cb := startCounting(t, nil)
 	prefix := "import math\n\n\ndef circumference(r):\n    return "
 	suffix := "\n\n\nprint(circumference(1))\n"

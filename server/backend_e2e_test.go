@@ -136,6 +136,7 @@ func warm(t *testing.T, h *harness) {
 // and comes back with a new one; calls succeed again, without restarting
 // infill or Ollama.
 func TestHealthUnderLoadAndWedge(t *testing.T) {
+	t.Parallel()
 	h := startWith(t, backendTestConfig(3*time.Second), nil)
 	warm(t, h)
 	hl := watchHealth(t, h)
@@ -235,12 +236,13 @@ func TestHealthUnderLoadAndWedge(t *testing.T) {
 // wedges after a random few dozen to few hundred such cancels: a
 // goroutine of its generate handler blocks for ever sending a token to a
 // handler that has gone, holding the runner's only slot; see
-// scripts/storm/REPORT.md). Whether or not this run wedges, every call
+// bench/storm/REPORT.md). Whether or not this run wedges, every call
 // ends with a clear status; if it wedges, health goes NOT_SERVING within
 // seconds, unloads the model (which ends the wedged runner; only that or a
 // restart of Ollama restores it) and comes back, and calls succeed again,
 // without restarting infill or Ollama.
 func TestCancelStorm(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a cancel storm against the real backend (about a minute)")
 	}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseBackend(t *testing.T) {
+	t.Parallel()
 	b, err := ParseBackend("kind=openai,url=http://gpu1:8000/v1,name=vllm-1,models=qwen2.5-coder:1.5b-base=Qwen/Qwen2.5-Coder-1.5B," +
 		"model=other,num_ctx=16384,slots=4,queue=8,token_file=/etc/infill/vllm.token")
 	if err != nil {
@@ -34,6 +35,7 @@ func TestParseBackend(t *testing.T) {
 }
 
 func TestLoadBackends(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	yml := filepath.Join(dir, "backends.yaml")
 	os.WriteFile(yml, []byte(`backends:
@@ -75,6 +77,7 @@ func TestLoadBackends(t *testing.T) {
 }
 
 func TestEffectiveBackends(t *testing.T) {
+	t.Parallel()
 	c := DefaultConfig()
 	c.Inference.URL = "http://ollama:11434"
 	bs := c.EffectiveBackends()
@@ -111,6 +114,7 @@ func TestEffectiveBackends(t *testing.T) {
 }
 
 func TestOpenBackends(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "t")
 	os.WriteFile(tok, []byte("s3cret\n"), 0o600)

@@ -48,7 +48,7 @@ func benchRepository(n int) (full, digests *infillv1.CompleteRequest) {
 // holds the repository (client and server share the process, so allocs/op
 // counts both sides). Complete and StreamComplete (which sends a start, 16
 // deltas and the result) run on the same repositories. The ghz suite
-// (scripts/ghz) measures the same path against a direct Ollama request.
+// (bench/ghz) measures the same path against a direct Ollama request.
 func BenchmarkCompleteDigests(b *testing.B) {
 	for _, n := range []int{1, 50, 500} {
 		for _, stream := range []bool{false, true} {

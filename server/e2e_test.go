@@ -100,6 +100,7 @@ func streamRequest(r *infillv1.CompleteRequest) *infillv1.StreamCompleteRequest 
 }
 
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil)
 
 	t.Run("unary", func(t *testing.T) {
@@ -268,6 +269,7 @@ func TestEndToEnd(t *testing.T) {
 }
 
 func TestBackendDown(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil)
 	h.backend.Stop()
 	h.waitHealth(t, healthpb.HealthCheckResponse_NOT_SERVING)
@@ -283,6 +285,7 @@ func TestBackendDown(t *testing.T) {
 }
 
 func TestStatusCodesAreNotSilentSuccess(t *testing.T) {
+	t.Parallel()
 	// A cancelled stream must end with CANCELED on the client, never with a
 	// clean EOF and an empty result.
 	h := start(t, nil)
@@ -312,6 +315,7 @@ func TestStatusCodesAreNotSilentSuccess(t *testing.T) {
 // long generation went on, the next request would wait behind it. The check
 // compares two durations from the same run (no absolute timing).
 func TestCancelStopsGeneration(t *testing.T) {
+	t.Parallel()
 	h := start(t, nil)
 	const long = 600
 

@@ -34,6 +34,7 @@ func startEval(t *testing.T) (*harness, string) {
 }
 
 func TestEvaluateStream(t *testing.T) {
+	t.Parallel()
 	srv := servertest.StartEval(t, "")
 	h, dir := dial(t, srv.Server), srv.HumanEvalDir
 	tasks, err := dataset.LoadHumanEval(filepath.Join(dir, dataset.HumanEvalSingleLine.FileName()), dataset.HumanEvalSingleLine)
@@ -151,6 +152,7 @@ func TestEvaluateStream(t *testing.T) {
 }
 
 func TestEvaluateRejectsBadTasks(t *testing.T) {
+	t.Parallel()
 	srv := servertest.StartEval(t, "")
 	h := dial(t, srv.Server)
 	prog := func(id string) *infillv1.EvalTask {
@@ -214,6 +216,7 @@ func TestEvaluateRejectsBadTasks(t *testing.T) {
 }
 
 func TestRunBenchmarkResumes(t *testing.T) {
+	t.Parallel()
 	h, _ := startEval(t)
 	run := func() (*infillv1.EvaluationSummary, []*infillv1.Progress) {
 		st, err := h.eval.RunBenchmark(context.Background(), &infillv1.RunBenchmarkRequest{
@@ -370,6 +373,7 @@ func programTask(task evaluator.Task) *infillv1.EvalTask {
 // numbered 0..4 per task, graded independently and pooled for pass@k,
 // which equals the unbiased estimator computed here.
 func TestEvaluateSeveralRequestsPerTask(t *testing.T) {
+	t.Parallel()
 	h, dir := startEval(t)
 	tasks, err := dataset.LoadHumanEval(filepath.Join(dir, dataset.HumanEvalSingleLine.FileName()), dataset.HumanEvalSingleLine)
 	if err != nil {
@@ -460,6 +464,7 @@ func (c *countingExecutor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.
 // samples than the server has workers, never run more sandboxes at once
 // than --eval-workers (2), and do fill it.
 func TestEvaluateSharesOnePool(t *testing.T) {
+	t.Parallel()
 	sb, err := sandbox.New(sandbox.Config{Timeout: 20 * time.Second}, zaptest.NewLogger(t))
 	servertest.Require(t, err, "bubblewrap sandbox")
 	t.Cleanup(func() { sb.Close() })

@@ -15,6 +15,7 @@ import (
 // total do not count its wait for a backend slot (behind the run's own
 // samples), which is reported beside them.
 func TestCompletionLatencies(t *testing.T) {
+	t.Parallel()
 	tm := &infillv1.Timings{QueueWait: durationpb.New(90 * time.Second),
 		TimeToFirstToken: durationpb.New(90*time.Second + 300*time.Millisecond), Total: durationpb.New(2 * time.Minute)}
 	c := completionOf("x", tm)
@@ -29,6 +30,7 @@ func TestCompletionLatencies(t *testing.T) {
 // TestEvalConfigValidate: the repository roots and interpreter rules must
 // be absolute paths; Config.Validate says which is not.
 func TestEvalConfigValidate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		eval EvalConfig
 		want string

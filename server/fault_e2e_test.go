@@ -73,6 +73,7 @@ func waitScrape(t *testing.T, srv *servertest.Server, d time.Duration, what stri
 // and calls in the outage fail the same way at once; when the backend is
 // back, health, the metric and calls come back without restarting infill.
 func TestBackendKilledMidStream(t *testing.T) {
+	t.Parallel()
 	srv, h := startFault(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -132,6 +133,7 @@ func TestBackendKilledMidStream(t *testing.T) {
 // (SIGCONT), after which a call is served. Health says NOT_SERVING while
 // the backend is stopped.
 func TestBackendHung(t *testing.T) {
+	t.Parallel()
 	srv, h := startFault(t, func(c *server.Config) {
 		c.Admission.MaxHold = time.Minute // the slot must come back by the backend, not by the bound
 	})

@@ -240,7 +240,7 @@ func (s *Server) setServing(name string, ok bool, reason string) {
 //     (nothing within its own watchdog bound), the stalled model's runner is
 //     restarted (unloaded and loaded again, at most every 30 s). A wedged
 //     Ollama v0.24.0 runner comes back this way without restarting Ollama
-//     (scripts/storm);
+//     (bench/storm);
 //   - generations were answered within HealthRecent: serving, no check (a
 //     busy backend gets no extra work and health does not flap under load),
 //     unless the last check found the model missing (its answers were "not

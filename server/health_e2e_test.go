@@ -54,6 +54,7 @@ func waitLogLine(t *testing.T, logs *observer.ObservedLogs, msg string) observer
 // turns SERVING with a log line; when the backend stops it is NOT_SERVING,
 // logged as unreachable; restarted, SERVING again.
 func TestHealthTellsTheTruth(t *testing.T) {
+	t.Parallel()
 	const model = "qwen2.5-coder:1.5b-base"
 	log, logs := observedLogger(t)
 	srv := servertest.StartWith(t, servertest.Options{
@@ -129,6 +130,7 @@ func TestHealthTellsTheTruth(t *testing.T) {
 // /health pointed at it). The configuration's log line shows the model the
 // HTTP surfaces serve: the server's default, not httpapi's own.
 func TestHealthUnreachableAtStart(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

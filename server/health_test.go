@@ -64,6 +64,7 @@ func newHealth(p *prober) *healthState {
 }
 
 func TestHealthCheck(t *testing.T) {
+	t.Parallel()
 	down := errors.New("down")
 	stall := &inference.StallError{Waited: 15 * time.Second}
 	now := time.Now()
@@ -109,6 +110,7 @@ func TestHealthCheck(t *testing.T) {
 // HealthFailures checks in a row make it NOT_SERVING; a success resets the
 // count.
 func TestHealthFailureThreshold(t *testing.T) {
+	t.Parallel()
 	p := &prober{act: inference.Activity{LastProgress: time.Now().Add(-time.Minute), Unanswered: time.Now()}, genErr: errors.New("silent")}
 	h := newHealth(p)
 	h.cfg.HealthFailures = 3
@@ -131,6 +133,7 @@ func TestHealthFailureThreshold(t *testing.T) {
 // check but goes on (it may be loading the model after a restart); the next
 // check waits for the same probe.
 func TestHealthProbeOutlivesTimeout(t *testing.T) {
+	t.Parallel()
 	p := &prober{act: inference.Activity{Unanswered: time.Now()}, answer: make(chan struct{})}
 	h := newHealth(p)
 	h.cfg.HealthProbeTimeout = 20 * time.Millisecond
@@ -150,6 +153,7 @@ func TestHealthProbeOutlivesTimeout(t *testing.T) {
 // runner after the check (health says NOT_SERVING first), at most every 30
 // s; a probe that merely has not answered yet restarts nothing.
 func TestHealthReloadsAStalledModel(t *testing.T) {
+	t.Parallel()
 	last := time.Now().Add(-time.Minute)
 	p := &prober{act: inference.Activity{LastProgress: last, Stalled: &inference.StallError{Model: "m"}}, answer: make(chan struct{})}
 	h := newHealth(p)
@@ -187,6 +191,7 @@ func TestHealthReloadsAStalledModel(t *testing.T) {
 // A backend with no runner to restart (the openai kind) goes NOT_SERVING
 // on a stall as any other and restarts nothing.
 func TestHealthStallWithoutReloader(t *testing.T) {
+	t.Parallel()
 	p := &prober{act: inference.Activity{LastProgress: time.Now().Add(-time.Minute), Stalled: &inference.StallError{Model: "m"}},
 		genErr: &inference.StallError{Model: "m"}}
 	h := newHealth(p)
@@ -200,6 +205,7 @@ func TestHealthStallWithoutReloader(t *testing.T) {
 
 // A backend without Activity and Probe (a test's stand-in) is pinged.
 func TestHealthPingOnly(t *testing.T) {
+	t.Parallel()
 	p := &prober{pingErr: errors.New("down")}
 	h := &healthState{cfg: DefaultConfig(), backend: p, ctx: context.Background(), log: zap.NewNop()}
 	if ok, _, _ := h.check(false); ok || p.pings != 1 || p.probes != 0 {
@@ -208,6 +214,7 @@ func TestHealthPingOnly(t *testing.T) {
 }
 
 func TestHealthConfigValidate(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []func(*Config){
 		func(c *Config) { c.HealthProbeTimeout = 0 },
 		func(c *Config) { c.HealthRecent = -time.Second },
@@ -228,6 +235,7 @@ func TestHealthConfigValidate(t *testing.T) {
 // generations (quick "not found"s) do not bring it back, the model list
 // does.
 func TestHealthModelMissing(t *testing.T) {
+	t.Parallel()
 	missing := &inference.ModelError{Model: "m", Hint: "pull it with `ollama pull m`"}
 	m := &modelLister{prober: &prober{act: inference.Activity{LastProgress: time.Now().Add(-time.Minute)}}, modelErr: missing}
 	h := newHealth(m.prober)

@@ -38,6 +38,7 @@ func sourcePaths(m *infillv1.ContextManifest) []string {
 // every candidate (FULL) or none (NONE); figures are always there. A
 // stream lists sources once, in its start.
 func TestContextDetail(t *testing.T) {
+	t.Parallel()
 	client, _ := startFake(t, manifestBuilder{}, &fakeBackend{promptEval: 100})
 	for _, tc := range []struct {
 		detail infillv1.ContextDetail

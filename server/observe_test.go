@@ -180,6 +180,7 @@ func sessionRequest(id, typed string) *infillv1.CompleteRequest {
 // TestMetrics drives every kind of outcome through the real server (real
 // context builder, a scripted backend) and reads them back from /metrics.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	be := newHeld(false)
 	o := startObserved(t, be, zap.NewNop(), nil)
 	ctx := context.Background()
@@ -282,6 +283,7 @@ func TestMetrics(t *testing.T) {
 // and a latency budget, each counted by cause; while calls wait, the
 // in-flight, slot and queue gauges show them.
 func TestMetricsCancellations(t *testing.T) {
+	t.Parallel()
 	be := newHeld(true)
 	o := startObserved(t, be, zap.NewNop(), nil)
 
@@ -349,6 +351,7 @@ func TestMetricsCancellations(t *testing.T) {
 // and in every line logged while it ran, at every level, from every package
 // on its path (server, pipeline, contextpack).
 func TestRequestIDEverywhere(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zapcore.DebugLevel)
 	be := newHeld(false)
 	o := startObserved(t, be, zap.New(core), nil)
@@ -461,6 +464,7 @@ func TestRequestIDEverywhere(t *testing.T) {
 // TestPprofOnlyWhenAsked: /debug/pprof/ is served on the metrics listener
 // only with Config.Pprof.
 func TestPprofOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	for _, on := range []bool{false, true} {
 		o := startObserved(t, newHeld(false), zap.NewNop(), func(c *server.Config) {
 			c.Pprof = on
@@ -485,6 +489,7 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 // TestMetricsPublic: metrics beyond loopback need MetricsPublic (or
 // Insecure); the profiler there needs Insecure.
 func TestMetricsPublic(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		public, pprof, insecure bool
 		ok                      bool

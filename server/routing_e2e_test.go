@@ -102,6 +102,10 @@ func filesFirstOn(first string, n int) []string {
 // TestTwoBackends runs the proofs below on one pair of backends (starting
 // them is most of the cost).
 func TestTwoBackends(t *testing.T) {
+	// Serial: the failover's sessions must get answers from the surviving
+	// backend before the test's time runs out, which other tests' work on
+	// the same cores can prevent (admission sheds a request whose expected
+	// wait exceeds what it can start in).
 	srv, h, native, _ := startTwo(t)
 	t.Run("affinity", func(t *testing.T) { testAffinity(t, srv, h) })
 	t.Run("failover", func(t *testing.T) { testFailover(t, srv, h, native) })

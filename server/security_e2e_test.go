@@ -157,6 +157,7 @@ func checkErrorStyle(t *testing.T, surface string, code int, body []byte) string
 // SIGHUP does; cmd/infill-server's test sends the signal) is refused, and
 // a broken file keeps the tokens in force.
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	tf := newTokenFile(t, map[string]string{
 		"editor":  "complete",
 		"harness": "complete evaluate",
@@ -300,6 +301,7 @@ func TestAuthentication(t *testing.T) {
 // Retry-After on every HTTP surface; a token at its calls-in-flight limit
 // (an HTTP request held open) is refused on gRPC until that request ends.
 func TestRateLimits(t *testing.T) {
+	t.Parallel()
 	tf := newTokenFile(t, map[string]string{
 		"slow":   "complete rate=0.001 burst=1", // one request per 1000 s
 		"single": "complete streams=1",
@@ -391,6 +393,7 @@ func TestRateLimits(t *testing.T) {
 // (gRPC and HTTP); a client certificate from another CA, none, or
 // plaintext are refused at the handshake.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	certs := servertest.NewCerts(t)
 	tf := newTokenFile(t, map[string]string{"all": "complete evaluate"})
 	srv := servertest.StartWith(t, servertest.Options{
@@ -476,6 +479,7 @@ func TestTLS(t *testing.T) {
 // TestListenRefusedWithoutAuth: a listener beyond loopback needs
 // authentication or --insecure.
 func TestListenRefusedWithoutAuth(t *testing.T) {
+	t.Parallel()
 	base := func() server.Config {
 		c := server.DefaultConfig()
 		c.ListenAddr, c.HTTPListenAddr = "127.0.0.1:0", "127.0.0.1:0"
@@ -513,6 +517,7 @@ func TestListenRefusedWithoutAuth(t *testing.T) {
 // TestErrorsHideServerPaths: errors from the server's own files reach the
 // client without the server's directories (the log keeps them).
 func TestErrorsHideServerPaths(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir() // holds no HumanEval files
 	srv := servertest.StartWith(t, servertest.Options{Deps: func(d *server.Deps) {
 		d.Benchmarks = dataset.Catalog{HumanEvalDir: dir}

@@ -133,6 +133,7 @@ func drain(st grpc.ServerStreamingClient[infillv1.StreamCompleteResponse], err e
 }
 
 func TestErrorMapping(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		builder, backend error
 		want             codes.Code
@@ -161,6 +162,7 @@ func TestErrorMapping(t *testing.T) {
 // paths, the details list paths up to a size bound and then say how many
 // more there are (20,000 long paths made a trailer the client refused).
 func TestMissingContentBounded(t *testing.T) {
+	t.Parallel()
 	paths := make([]string, 20000)
 	for i := range paths {
 		paths[i] = fmt.Sprintf("%s/file%05d.py", strings.Repeat("deep/", 60), i)
@@ -182,6 +184,7 @@ func TestMissingContentBounded(t *testing.T) {
 }
 
 func TestValidation(t *testing.T) {
+	t.Parallel()
 	client, _ := startFake(t, fakeBuilder{}, &fakeBackend{})
 	both := &infillv1.File{Path: "a", Content: proto.String("x = 1\n"), Digest: contextpack.Digest("x = 1\n")}
 	for name, tc := range map[string]struct {
@@ -221,6 +224,7 @@ func TestValidation(t *testing.T) {
 }
 
 func TestDefaultsWithoutGenerationOptions(t *testing.T) {
+	t.Parallel()
 	client, _ := startFake(t, fakeBuilder{}, &fakeBackend{})
 	req := request(1)
 	req.Generation = nil
@@ -230,6 +234,7 @@ func TestDefaultsWithoutGenerationOptions(t *testing.T) {
 }
 
 func TestWarnsWhenBackendCountDiffers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		evaluated int
 		warn      string
@@ -249,6 +254,7 @@ func TestWarnsWhenBackendCountDiffers(t *testing.T) {
 // TestLogsCallerNotCode checks the rpc log line: ids, sizes and timings at
 // Info, and no source code at any level above Debug.
 func TestLogsCallerNotCode(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zapcore.InfoLevel)
 	client, srv := startFakeLog(t, fakeBuilder{}, &fakeBackend{}, zap.New(core))
 	req := request(4)
@@ -282,6 +288,7 @@ func TestLogsCallerNotCode(t *testing.T) {
 }
 
 func TestPanicRecovered(t *testing.T) {
+	t.Parallel()
 	client, _ := startFake(t, fakeBuilder{}, &fakeBackend{panic: true})
 	if _, err := client.Complete(context.Background(), request(8)); status.Code(err) != codes.Internal {
 		t.Fatalf("err = %v", err)
@@ -299,6 +306,7 @@ func TestPanicRecovered(t *testing.T) {
 }
 
 func TestShutdownWaitsThenStops(t *testing.T) {
+	t.Parallel()
 	be := &fakeBackend{wait: make(chan struct{})}
 	client, srv := startFake(t, fakeBuilder{}, be)
 	errc := make(chan error, 1)

@@ -57,6 +57,7 @@ func readJournal(t *testing.T, path string) []evaluator.Result {
 // exact match, edit similarity by level) of the whole run on one server:
 // reference middles, and completions the real backend generates.
 func TestRunBenchmarkShardsMatchWholeRun(t *testing.T) {
+	t.Parallel()
 	a, b := servertest.StartEval(t, ""), servertest.StartEval(t, "")
 	ha, hb := dial(t, a.Server), dial(t, b.Server)
 	for name, base := range map[string]*infillv1.RunBenchmarkRequest{

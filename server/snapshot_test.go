@@ -35,6 +35,7 @@ func realBuilder(t testing.TB) *contextpack.Builder {
 // A response names its file list; a later request sends only what changed
 // on that base, and an unknown base asks for the whole list.
 func TestRepositorySnapshots(t *testing.T) {
+	t.Parallel()
 	client, _ := startFake(t, realBuilder(t), &fakeBackend{})
 	ctx := context.Background()
 
@@ -95,6 +96,7 @@ func TestRepositorySnapshots(t *testing.T) {
 // names the snapshot the content names. Edits to a text the server does not
 // hold ask for the file's content; bad ranges are INVALID_ARGUMENT.
 func TestFileEdits(t *testing.T) {
+	t.Parallel()
 	client, _ := startFake(t, realBuilder(t), &fakeBackend{})
 	ctx := context.Background()
 

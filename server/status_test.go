@@ -20,6 +20,7 @@ import (
 // (internal/errkind); the one table maps them to the codes they had when
 // the pipeline sorted them by name, wrapped or not.
 func TestDomainErrorCodes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		code codes.Code

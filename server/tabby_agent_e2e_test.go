@@ -308,6 +308,7 @@ func writeTabbyConfig(t *testing.T, home, endpoint, token, more string) string {
 // settings, and one with a wrong token, which never reads them: the agent's
 // order, logged below, which the documentation tells users about.)
 func TestTabbyAgent(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	servertest.Require(t, err, "Node.js (apt-get install nodejs)")
 	cli := tabbyAgentCLI(t)

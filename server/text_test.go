@@ -98,6 +98,7 @@ func setString(m protoreflect.Message, path []step, s string) {
 // field. The fields come from the descriptors, so a string field added to
 // the API and not to checkText fails here.
 func TestInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	client, _ := startFake(t, fakeBuilder{}, &fakeBackend{})
 	const marker = "@@MARK@@"
 	// 0xC3 begins a two-byte sequence that '(' does not continue; the

@@ -14,7 +14,7 @@ import (
 // code (run with -cpu 1), and each hostile input well under 50 ms per op.
 // Besides wall-clock figures (ns/op, ms/op, tok/s) the benchmarks report the
 // loop's thread CPU time (cpu-ms/op, cpu-tok/s) on Linux, which stays
-// meaningful when the machine is shared. Results: scripts/tokenizer/BENCHMARKS.md.
+// meaningful when the machine is shared. Results: bench/tokenizer/BENCHMARKS.md.
 //
 //	go test ./contextpack/tokenizer -run '^$' -bench . -cpu 1
 

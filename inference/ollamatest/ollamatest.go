@@ -24,7 +24,7 @@
 // (SIGSTOP): its model runners only, which is what a wedged Ollama looks like
 // (the server answers /api/version, generations hang), or the whole server.
 // [Storm] reproduces the cancel storm that wedges Ollama v0.24.0, and
-// [Launch] starts a backend outside a test (scripts/storm).
+// [Launch] starts a backend outside a test (bench/storm).
 package ollamatest
 
 import (
@@ -255,7 +255,7 @@ func StartWithOptions(t testing.TB, opts Options) *Backend {
 	return b
 }
 
-// Launch is Start for programs that are not tests (scripts/storm): it starts
+// Launch is Start for programs that are not tests (bench/storm): it starts
 // a private Ollama server with the tiny model under dir, which must exist,
 // and returns an error where Start would skip or fail. The caller stops it
 // with Stop.

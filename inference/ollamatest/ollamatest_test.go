@@ -40,6 +40,7 @@ func generate(t *testing.T, b *ollamatest.Backend, prompt string, numPredict int
 }
 
 func TestStartGenerateStop(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.Start(t)
 	if b.Model != ollamatest.DefaultModel || !strings.HasPrefix(b.URL, "http://127.0.0.1:") {
 		t.Fatalf("backend = %+v", b)
@@ -89,6 +90,7 @@ func TestStartGenerateStop(t *testing.T) {
 }
 
 func TestStopKillsRunners(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.Start(t)
 	if err := b.Warm(map[string]any{"num_ctx": numCtx}); err != nil {
 		t.Fatalf("warm: %v", err)
@@ -125,6 +127,7 @@ func pgidOf(t *testing.T, b *ollamatest.Backend) int {
 // TestTinyModelTriggers checks the tiny model's designed continuations and
 // how Ollama ends generation on them.
 func TestTinyModelTriggers(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.Start(t)
 	const prefix = "<|fim_prefix|>a = 1<|fim_suffix|>\n<|fim_middle|>"
 
@@ -171,6 +174,7 @@ func TestTinyModelTriggers(t *testing.T) {
 // TestSuffix: the tiny model supports insert like the library's base models;
 // a raw request drops the suffix, a templated one builds the FIM prompt.
 func TestSuffix(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.Start(t)
 	run := func(prompt, suffix string, raw bool) string {
 		t.Helper()
@@ -198,6 +202,7 @@ func TestSuffix(t *testing.T) {
 // Pause stops the runners (the server still answers) or everything;
 // Resume continues them.
 func TestPauseResume(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.Start(t)
 	if err := b.Warm(map[string]any{"num_ctx": numCtx}); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // stops at the wedge, counts the cancelled streams before it and abandons
 // the waiting ones after Drain.
 func TestStormDetectsWedge(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int32
 	fn := func(ctx context.Context, first func()) error {
 		if n.Add(1) <= 10 {
@@ -38,6 +39,7 @@ func TestStormDetectsWedge(t *testing.T) {
 // Without a wedge every stream is sent and cancelled at its first token;
 // errors before a token are recorded, streams that end by themselves too.
 func TestStormCompletes(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int32
 	boom := errors.New("UNAVAILABLE: boom")
 	fn := func(ctx context.Context, first func()) error {
@@ -70,6 +72,7 @@ func TestStormCompletes(t *testing.T) {
 // DirectStream against the real backend: the first token arrives and the
 // cancel ends the stream.
 func TestDirectStream(t *testing.T) {
+	t.Parallel()
 	b := ollamatest.Start(t)
 	opts := map[string]any{"num_ctx": numCtx, "num_predict": 8, "temperature": 0}
 	if err := b.Warm(map[string]any{"num_ctx": numCtx}); err != nil {

@@ -50,6 +50,7 @@ func loadVocab(t *testing.T) vocab {
 }
 
 func TestVocab(t *testing.T) {
+	t.Parallel()
 	v := loadVocab(t)
 	if len(v.tokens) != 151665 || len(v.merges) != 151387 {
 		t.Fatalf("%d tokens, %d merges; want 151665, 151387", len(v.tokens), len(v.merges))
@@ -81,6 +82,7 @@ func TestVocab(t *testing.T) {
 // doc comment describes: the last token's embedding, RMS-normalised, against
 // the output matrix.
 func TestRules(t *testing.T) {
+	t.Parallel()
 	v := loadVocab(t)
 	s := shape{layers: 2, hidden: 64, heads: 4, kvHeads: 2, ffn: 128, ctx: 32768}
 	_, tensors := build(v, s, 1)
@@ -126,6 +128,7 @@ func TestRules(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	tgz := tokenizerTarball(t)
 	dir := t.TempDir()
 	sum := func(name string, seed string) [32]byte {
@@ -176,6 +179,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestBadArgs(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{},
 		{"-out", "x.gguf"},

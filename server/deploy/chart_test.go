@@ -145,6 +145,7 @@ func (r *release) externalSecrets() []string {
 }
 
 func TestManifestsValid(t *testing.T) {
+	t.Parallel()
 	want := map[string][]string{ // the Secrets each set expects the user to make
 		"defaults":        {"infill-tokens"},
 		"ollama.yaml":     {"infill-tokens"},
@@ -165,6 +166,7 @@ func TestManifestsValid(t *testing.T) {
 // TestValidationCatchesMistakes shows that the strict decoding and the checks
 // are not vacuous: each broken manifest fails.
 func TestValidationCatchesMistakes(t *testing.T) {
+	t.Parallel()
 	ms := mustRender(t, map[string]any{})
 	for name, tc := range map[string]struct{ old, new string }{
 		"misplaced field":       {"      containers:\n", "      container:\n"},
@@ -205,6 +207,7 @@ func TestValidationCatchesMistakes(t *testing.T) {
 // and the metrics port is annotated for
 // Prometheus.
 func TestServer(t *testing.T) {
+	t.Parallel()
 	for _, vs := range valueSets(t) {
 		t.Run(vs.name, func(t *testing.T) {
 			r := renderRelease(t, vs.vals)
@@ -280,6 +283,7 @@ func TestServer(t *testing.T) {
 // TestAuthChoices covers the other ways to authenticate, and running
 // without any when told to.
 func TestAuthChoices(t *testing.T) {
+	t.Parallel()
 	t.Run("insecure", func(t *testing.T) {
 		r := renderRelease(t, map[string]any{"auth": map[string]any{"tokens": map[string]any{"enabled": false}, "insecure": true}})
 		d, c := r.server(t)
@@ -322,6 +326,7 @@ func TestAuthChoices(t *testing.T) {
 // tls-tokens example and loads it with infill's own token reader, as
 // infill-server does at start.
 func TestTokenSecretParses(t *testing.T) {
+	t.Parallel()
 	vals := exampleValues(t, "tls-tokens.yaml")
 	r := renderRelease(t, vals)
 	d, c := r.server(t)
@@ -364,6 +369,7 @@ func gpuLimit(c *corev1.Container) resource.Quantity {
 }
 
 func TestOllamaBackend(t *testing.T) {
+	t.Parallel()
 	r := renderRelease(t, exampleValues(t, "ollama.yaml"))
 	_, c := r.server(t)
 	sts := must[*appsv1.StatefulSet](t, r, releaseName+"-ollama")
@@ -394,6 +400,7 @@ func TestOllamaBackend(t *testing.T) {
 }
 
 func TestVLLMBackend(t *testing.T) {
+	t.Parallel()
 	r := renderRelease(t, exampleValues(t, "vllm.yaml"))
 	_, c := r.server(t)
 	sts := must[*appsv1.StatefulSet](t, r, releaseName+"-vllm")
@@ -429,6 +436,7 @@ func TestVLLMBackend(t *testing.T) {
 }
 
 func TestAutoscaler(t *testing.T) {
+	t.Parallel()
 	r := renderRelease(t, exampleValues(t, "tls-tokens.yaml"))
 	d, _ := r.server(t)
 	h := must[*autoscalingv2.HorizontalPodAutoscaler](t, r, releaseName)

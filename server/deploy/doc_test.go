@@ -28,6 +28,7 @@ func fencedBlocks(doc, lang string) []string {
 // the files it installs from exist, and the names it gives (the autoscaler's
 // metric, the TLS Secret) are the chart's.
 func TestDeployDoc(t *testing.T) {
+	t.Parallel()
 	doc := readFile(t, "../../docs/deploy.md")
 	blocks := fencedBlocks(doc, "yaml")
 	if len(blocks) < 5 {

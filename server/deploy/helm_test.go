@@ -162,6 +162,7 @@ func mustRender(t testing.TB, vals map[string]any) []releaseutil.Manifest {
 // release helm binary and with one built from the pinned module (see
 // TestTemplate).
 func TestLintStrict(t *testing.T) {
+	t.Parallel()
 	for helm, caps := range map[string]*chartutil.Capabilities{
 		"release binary":      kubeCaps(t),
 		"go install / go run": chartutil.DefaultCapabilities,
@@ -179,6 +180,7 @@ func TestLintStrict(t *testing.T) {
 // TestLintCatchesMistakes shows the lint is not vacuous: a value the schema
 // does not know and a wrong type both fail it.
 func TestLintCatchesMistakes(t *testing.T) {
+	t.Parallel()
 	for name, vals := range map[string]map[string]any{
 		"unknown value":       {"replicas": 3},
 		"evaluation unquoted": {"evaluation": false},
@@ -201,6 +203,7 @@ func TestLintCatchesMistakes(t *testing.T) {
 // Kubernetes 1.24 the chart needs cannot be a kubeVersion constraint, or
 // that helm refuses to render it; docs/deploy.md says what it needs).
 func TestTemplate(t *testing.T) {
+	t.Parallel()
 	c := loadChart(t)
 	for helm, caps := range map[string]*chartutil.Capabilities{
 		"release binary":      kubeCaps(t),
@@ -234,6 +237,7 @@ func templateOK(t *testing.T, c *chart.Chart, vals map[string]any, caps *chartut
 // TestTemplateRefuses checks the values the chart refuses with a message
 // that says what to do, as `helm template` and `helm install` print it.
 func TestTemplateRefuses(t *testing.T) {
+	t.Parallel()
 	c := loadChart(t)
 	for name, tc := range map[string]struct {
 		vals map[string]any
@@ -268,6 +272,7 @@ func TestTemplateRefuses(t *testing.T) {
 // TestKubeVersionMatchesClientGo keeps kubeVersion on the Kubernetes minor
 // version of the client-go in go.mod, as Helm's release build does.
 func TestKubeVersionMatchesClientGo(t *testing.T) {
+	t.Parallel()
 	gomod := readFile(t, "../../go.mod")
 	f, err := modfile.ParseLax("go.mod", []byte(gomod), nil)
 	if err != nil {
@@ -305,6 +310,7 @@ func readFile(t testing.TB, path string) string {
 // cluster before 1.24, or a helm built from source rendering offline), and
 // say nothing of it otherwise.
 func TestNotesKubeVersion(t *testing.T) {
+	t.Parallel()
 	c := loadChart(t)
 	opts := chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true}
 	for helm, caps := range map[string]*chartutil.Capabilities{"release binary": kubeCaps(t), "go install / go run": chartutil.DefaultCapabilities} {

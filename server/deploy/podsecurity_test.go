@@ -16,6 +16,7 @@ import (
 // namespace that enforces it; the GPU backends, whose images run as root,
 // pass baseline (docs/deploy.md says so).
 func TestPodSecurity(t *testing.T) {
+	t.Parallel()
 	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
 		t.Fatal(err)

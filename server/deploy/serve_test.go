@@ -48,6 +48,7 @@ var pendingFlags = map[string]string{
 // chart turns it on. Where the metrics listener is there, /metrics must
 // carry the metric the autoscaler asks for.
 func TestChartArgsServe(t *testing.T) {
+	t.Parallel()
 	ol := ollamatest.Start(t)
 	bin := filepath.Join(t.TempDir(), "infill-server")
 	build := exec.Command("go", "build", "-o", bin, "github.com/infill-dev/infill/server/cmd/infill-server")

@@ -119,6 +119,7 @@ func sseEvents(t *testing.T, body []byte) (fields []string, data []map[string]an
 }
 
 func TestLlamaCppRecordedBodies(t *testing.T) {
+	t.Parallel()
 	paths, _ := filepath.Glob("testdata/llamacpp/*.json")
 	if len(paths) < 6 {
 		t.Fatalf("found %d recorded bodies", len(paths))
@@ -179,6 +180,7 @@ func TestLlamaCppRecordedBodies(t *testing.T) {
 // llama.vscode asks for n_cmpl completions; they differ only when sampling,
 // and then come back as an array.
 func TestLlamaCppNCompletions(t *testing.T) {
+	t.Parallel()
 	pipe := &fakePipe{deltas: []string{"x"}}
 	url := startFake(t, pipe)
 	var body map[string]any
@@ -195,6 +197,7 @@ func TestLlamaCppNCompletions(t *testing.T) {
 }
 
 func TestLlamaCppStream(t *testing.T) {
+	t.Parallel()
 	pipe := &fakePipe{deltas: []string{"2 * math", ".pi * r\n"}, finish: inference.FinishBudget}
 	url := startFake(t, pipe)
 	var body map[string]any
@@ -231,6 +234,7 @@ func TestLlamaCppStream(t *testing.T) {
 // Errors in the stream's middle arrive as llama.cpp sends them: an
 // "error:" event after the text already sent.
 func TestLlamaCppStreamError(t *testing.T) {
+	t.Parallel()
 	pipe := &fakePipe{deltas: []string{"x"}, err: inference.ErrUnavailable}
 	url := startFake(t, pipe)
 	resp := do(t, http.MethodPost, url+"/infill", []byte(`{"input_prefix":"a","input_suffix":"b","stream":true}`))
@@ -241,6 +245,7 @@ func TestLlamaCppStreamError(t *testing.T) {
 }
 
 func TestLlamaCppProbes(t *testing.T) {
+	t.Parallel()
 	url := startFake(t, &fakePipe{})
 	resp := do(t, http.MethodGet, url+"/health", nil)
 	if resp.status != http.StatusOK || string(resp.body) != "{\"status\":\"ok\"}\n" {
@@ -261,6 +266,7 @@ func TestLlamaCppProbes(t *testing.T) {
 // surface's error style while the backend does not serve (llama.vscode and
 // tabby-agent show the server as unreachable), and 200 once it does.
 func TestHealthFollowsBackend(t *testing.T) {
+	t.Parallel()
 	var down atomic.Bool
 	down.Store(true)
 	url := startFake(t, &fakePipe{}, httpapi.WithHealth(func() error {
@@ -302,6 +308,7 @@ func TestHealthFollowsBackend(t *testing.T) {
 // Bad input gets llama.cpp's error body with the right status; nothing
 // reaches the pipeline.
 func TestLlamaCppBadInput(t *testing.T) {
+	t.Parallel()
 	pipe := &fakePipe{}
 	url := startFake(t, pipe)
 	for _, tc := range []struct {
@@ -367,6 +374,7 @@ func FuzzInfill(f *testing.F) {
 // completion at all. The script repeats llama.vim's steps; it is not
 // llama.vim's code.
 func TestNeovimReadsLlamaVimAnswers(t *testing.T) {
+	t.Parallel()
 	nvim, err := exec.LookPath("nvim")
 	servertest.Require(t, err, "Neovim (apt install neovim)")
 	pipe := &fakePipe{deltas: []string{"    return 2 * math.pi * r\n"}}
@@ -442,6 +450,7 @@ func nvimVersion(t *testing.T, nvim string) string {
 // against the real server and the real Ollama (tiny random model: the tests
 // check properties of the text, never the text).
 func TestLlamaCppEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv := servertest.Start(t)
 	url := "http://" + srv.HTTPAddr
 	body := func(name string, change map[string]any) []byte {
@@ -603,6 +612,7 @@ func bigSource(name string) string {
 // so a request right after the cancel would otherwise wait behind the long
 // generation. The check compares durations from one run.
 func TestCancelMidStream(t *testing.T) {
+	t.Parallel()
 	srv := servertest.Start(t)
 	url := "http://" + srv.HTTPAddr
 	const long = 200

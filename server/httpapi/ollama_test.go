@@ -75,6 +75,7 @@ func twinnyRule(t *testing.T, body []byte) string {
 var createdAt = regexp.MustCompile(`"created_at":"[^"]*"`)
 
 func TestOllamaRecordedBodies(t *testing.T) {
+	t.Parallel()
 	paths, _ := filepath.Glob("testdata/ollama/*.json")
 	for _, path := range paths {
 		name := strings.TrimSuffix(filepath.Base(path), ".json")
@@ -124,6 +125,7 @@ func TestOllamaRecordedBodies(t *testing.T) {
 }
 
 func TestOllamaNotStreamed(t *testing.T) {
+	t.Parallel()
 	pipe := &fakePipe{deltas: []string{"a", "b"}, finish: inference.FinishLength}
 	url := startFake(t, pipe)
 	resp := do(t, http.MethodPost, url+"/api/generate", []byte(`{"model":"m","prompt":"x = ","suffix":"\n","stream":false,"options":{"num_predict":0,"temperature":0.5,"seed":7,"top_k":0}}`))
@@ -141,6 +143,7 @@ func TestOllamaNotStreamed(t *testing.T) {
 }
 
 func TestOllamaDiscovery(t *testing.T) {
+	t.Parallel()
 	url := startFake(t, &fakePipe{})
 	// Continue's listModels and Twinny's fetchModels read models[].name.
 	var tags struct {
@@ -180,6 +183,7 @@ func TestOllamaDiscovery(t *testing.T) {
 }
 
 func TestOllamaBadInput(t *testing.T) {
+	t.Parallel()
 	pipe := &fakePipe{}
 	url := startFake(t, pipe)
 	for _, tc := range []struct {
@@ -224,6 +228,7 @@ func TestOllamaBadInput(t *testing.T) {
 // An error after the first text arrives as Ollama sends it: a line with
 // "error", which Continue throws.
 func TestOllamaStreamError(t *testing.T) {
+	t.Parallel()
 	url := startFake(t, &fakePipe{deltas: []string{"x"}, err: inference.ErrUnavailable})
 	resp := do(t, http.MethodPost, url+"/api/generate", []byte(`{"prompt":"a","suffix":"b"}`))
 	lines := strings.Split(strings.TrimSuffix(string(resp.body), "\n"), "\n")
@@ -253,6 +258,7 @@ func FuzzOllamaGenerate(f *testing.F) {
 // Ollama with Ollama's own Go client (github.com/ollama/ollama/api, a
 // client nobody here wrote) and with the recorded plugin bodies.
 func TestOllamaEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv := servertest.Start(t)
 	base, _ := url.Parse("http://" + srv.HTTPAddr)
 	client := api.NewClient(base, http.DefaultClient)

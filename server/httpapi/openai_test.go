@@ -333,6 +333,7 @@ func normalize(b []byte) string {
 // prompt infill built with the golden want.response and want.prompt (run
 // with -update to rewrite them, and review the diff).
 func TestPluginRequests(t *testing.T) {
+	t.Parallel()
 	for _, c := range loadPluginCases(t) {
 		name := strings.TrimSuffix(filepath.ToSlash(c.path)[len("testdata/"):], ".txtar")
 		t.Run(name, func(t *testing.T) {
@@ -420,6 +421,7 @@ func sseEvents(t *testing.T, body []byte) []string {
 // candidate ends with a finish_reason chunk, the usage chunk has no
 // choices, and [DONE] comes last.
 func TestOpenAIStreamShape(t *testing.T) {
+	t.Parallel()
 	backend := newScriptBackend(t)
 	backend.finish = inference.FinishBudget
 	srv := newV1Server(t, backend, nil)
@@ -487,6 +489,7 @@ func TestOpenAIStreamShape(t *testing.T) {
 // backend: options, n, stop as a string, the max_tokens cap, the seed drawn
 // for sampling without one.
 func TestOpenAINonStream(t *testing.T) {
+	t.Parallel()
 	backend := newScriptBackend(t)
 	backend.finish = inference.FinishLength
 	srv := newV1Server(t, backend, nil)
@@ -531,6 +534,7 @@ func TestOpenAINonStream(t *testing.T) {
 // TestOpenAIStreamErrors: an error before any text keeps its HTTP status;
 // one after text is an error event, without [DONE], that Continue raises.
 func TestOpenAIStreamErrors(t *testing.T) {
+	t.Parallel()
 	backend := newScriptBackend(t)
 	srv := newV1Server(t, backend, nil)
 
@@ -568,6 +572,7 @@ func (panicT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, arg
 // TestOpenAIBadInput: every bad request gets its status and an OpenAI
 // error body naming the field where there is one, and reaches no backend.
 func TestOpenAIBadInput(t *testing.T) {
+	t.Parallel()
 	backend := newScriptBackend(t)
 	srv := newV1Server(t, backend, func(c *Config) { c.MaxBodyBytes = 4 << 10 })
 	for _, tc := range []struct {
@@ -628,6 +633,7 @@ func TestOpenAIBadInput(t *testing.T) {
 
 // TestOpenAIModels checks /v1/models against OpenAI's list shape.
 func TestOpenAIModels(t *testing.T) {
+	t.Parallel()
 	backend := newScriptBackend(t)
 	srv := newV1Server(t, backend, nil)
 	resp, body := do(t, srv, "GET", "/v1/models", "")
@@ -651,6 +657,7 @@ func TestOpenAIModels(t *testing.T) {
 }
 
 func TestSplitFIMPrompt(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, prompt string
 		ok           bool
@@ -683,6 +690,7 @@ func TestSplitFIMPrompt(t *testing.T) {
 // TestSuffixFieldWins: with a suffix field the prompt is the prefix, even
 // when it looks like a rendered FIM prompt (a source file about FIM).
 func TestSuffixFieldWins(t *testing.T) {
+	t.Parallel()
 	b := v1Body{Prompt: json.RawMessage(`"<|fim_prefix|>a<|fim_suffix|>b<|fim_middle|>"`), Suffix: new(string)}
 	f, err := b.openAIRequest(4096)
 	if err != nil || f.Prefix != "<|fim_prefix|>a<|fim_suffix|>b<|fim_middle|>" || f.Suffix != "" {

@@ -22,6 +22,7 @@ var surfaceBodies = []struct{ name, path, body string }{
 // TestAuthorizationIgnoredWithoutTokens: with no token file (no Guard),
 // llama.vim's empty "Bearer " and the token Tabby's agent sends pass.
 func TestAuthorizationIgnoredWithoutTokens(t *testing.T) {
+	t.Parallel()
 	url := startFake(t, &fakePipe{deltas: []string{"1"}})
 	for _, s := range surfaceBodies {
 		for _, authz := range []string{"Bearer ", "Bearer auth_0123456789abcdef", "Basic eDp5"} {
@@ -45,6 +46,7 @@ func TestAuthorizationIgnoredWithoutTokens(t *testing.T) {
 // TestErrorsHideServerPaths: an error that names a server path (here from
 // the pipeline) reaches every surface without its directories.
 func TestErrorsHideServerPaths(t *testing.T) {
+	t.Parallel()
 	secret := "/srv/infill/private/repos/acme"
 	pathErr := fmt.Errorf("reading the workspace: %w", &fs.PathError{Op: "open", Path: secret + "/main.py", Err: fs.ErrPermission})
 	for _, err := range []error{pathErr, fmt.Errorf("%w: %w", pipeline.ErrSuperseded, pathErr)} {

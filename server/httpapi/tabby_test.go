@@ -19,6 +19,7 @@ import (
 // then GET /v1beta/server_setting, whose disable_client_side_telemetry
 // turns the agent's usage reports off; later POST /v1/events.
 func TestTabbyAgentStart(t *testing.T) {
+	t.Parallel()
 	backend := newScriptBackend(t)
 	srv := newV1Server(t, backend, nil)
 	for _, method := range []string{"GET", "POST"} {
@@ -84,6 +85,7 @@ func TestTabbyAgentStart(t *testing.T) {
 // the repository name from git_url, the snippets of all three lists (empty
 // ones dropped), the language, and a seed drawn when sampling.
 func TestTabbyRequest(t *testing.T) {
+	t.Parallel()
 	var b v1Body
 	err := json.Unmarshal([]byte(`{"language":"typescript","mode":"standard","temperature":0.8,"user":"u","debug_options":{"raw_prompt":"x"},
 		"segments":{"prefix":"let a = ","suffix":null,"filepath":"file:///home/u/p/src/a.ts","git_url":"git@github.com:o/proj.git/",
@@ -182,6 +184,7 @@ func connectTabbyAgent(t *testing.T, srv *httptest.Server, token string) tabbyAg
 // nothing from the token's limits, and /v1beta/server_setting answers
 // telemetry off whatever the token.
 func TestTabbyAgentWithTokens(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	tok := map[string]string{}
 	var lines []string

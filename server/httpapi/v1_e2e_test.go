@@ -93,6 +93,7 @@ func validFinish(s string) bool { return s == "stop" || s == "length" }
 // read by that plugin's rule; the same completion both ways in each
 // dialect; the official OpenAI Go client; a cancelled stream.
 func TestV1EndToEnd(t *testing.T) {
+	t.Parallel()
 	// Tabby's bodies name no max_tokens: the server's default, lowered.
 	srv := servertest.StartWith(t, servertest.Options{Config: func(c *server.Config) { c.Inference.DefaultMaxTokens = 24 }})
 	ctx := context.Background()

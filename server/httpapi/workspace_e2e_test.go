@@ -25,6 +25,7 @@ import (
 // requests naming no file are served from the workspace, and paths that
 // climb out are refused in the dialect's error style.
 func TestWorkspaceEndToEnd(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "shop")
 	repofstest.WriteFiles(t, root, map[string]string{

@@ -574,7 +574,7 @@ func budgetHit(res *inference.Result) bool {
 // release gives the slot back. A request that ended before its first token
 // (cancelled, superseded, out of budget) may leave the backend evaluating
 // its prompt: Ollama v0.24.0 goes on with an evaluation under way after the
-// client went away (scripts/admission/abandon.go measures it; it gives no
+// client went away (bench/loadbench/REPORT.md has the figures; it gives no
 // sign of being busy). The slot stays taken until a probe says the backend
 // is free: the prompt's cursor-independent head (the repository context,
 // up to and including <|fim_prefix|>), for one token. The backend starts it

@@ -38,6 +38,7 @@ func (a authServer) Complete(ctx context.Context, req *infillv1.CompleteRequest)
 }
 
 func TestTokenOverLoopbackPlaintext(t *testing.T) {
+	t.Parallel()
 	srv := authServer{tokenEcho(), make(chan string, 1)}
 	c, _ := newTestClient(t, srv, Config{Token: "s3cret", AllowTokenWithoutTLS: true})
 	if _, err := c.Complete(t.Context(), &infillv1.CompleteRequest{}); err != nil {
@@ -49,6 +50,7 @@ func TestTokenOverLoopbackPlaintext(t *testing.T) {
 }
 
 func TestTokenOverTLS(t *testing.T) {
+	t.Parallel()
 	certs := servertest.NewCerts(t)
 	cert, err := tls.LoadX509KeyPair(certs.ServerCert, certs.ServerKey)
 	if err != nil {

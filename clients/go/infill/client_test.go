@@ -20,6 +20,7 @@ import (
 type streamSrv = grpc.ServerStreamingServer[infillv1.StreamCompleteResponse]
 
 func TestStreamRetriesUnavailableBeforeFirstDelta(t *testing.T) {
+	t.Parallel()
 	srv := &fakeServer{stream: func(attempt int, _ *infillv1.StreamCompleteRequest, st streamSrv) error {
 		switch attempt {
 		case 1: // fails before anything is sent
@@ -59,6 +60,7 @@ func TestStreamRetriesUnavailableBeforeFirstDelta(t *testing.T) {
 }
 
 func TestStreamNotRetriedAfterDelta(t *testing.T) {
+	t.Parallel()
 	srv := &fakeServer{stream: func(attempt int, _ *infillv1.StreamCompleteRequest, st streamSrv) error {
 		if err := sendAll(st, start("m"), delta("partial")); err != nil {
 			return err
@@ -79,6 +81,7 @@ func TestStreamNotRetriedAfterDelta(t *testing.T) {
 }
 
 func TestOtherCodesNeverRetried(t *testing.T) {
+	t.Parallel()
 	for _, code := range []codes.Code{codes.InvalidArgument, codes.NotFound, codes.FailedPrecondition,
 		codes.Internal, codes.ResourceExhausted, codes.Unknown} {
 		t.Run(CodeName(code), func(t *testing.T) {
@@ -111,6 +114,7 @@ func TestOtherCodesNeverRetried(t *testing.T) {
 }
 
 func TestRetryGivesUpAfterMaxAttempts(t *testing.T) {
+	t.Parallel()
 	srv := &fakeServer{
 		stream: func(int, *infillv1.StreamCompleteRequest, streamSrv) error {
 			return status.Error(codes.Unavailable, "down")
@@ -142,6 +146,7 @@ func TestRetryGivesUpAfterMaxAttempts(t *testing.T) {
 }
 
 func TestCompleteRetriesUnavailable(t *testing.T) {
+	t.Parallel()
 	srv := &fakeServer{unary: func(attempt int, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
 		if attempt == 1 {
 			return nil, status.Error(codes.Unavailable, "down")
@@ -159,6 +164,7 @@ func TestCompleteRetriesUnavailable(t *testing.T) {
 }
 
 func TestBackoffGrowsWithJitterAndCap(t *testing.T) {
+	t.Parallel()
 	c := newClient(nil, Config{Retry: RetryPolicy{
 		InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, Multiplier: 2, Jitter: 0.2,
 	}}.withDefaults(), nil)
@@ -181,6 +187,7 @@ func TestBackoffGrowsWithJitterAndCap(t *testing.T) {
 }
 
 func TestRetryWaitEndsWithContext(t *testing.T) {
+	t.Parallel()
 	srv := &fakeServer{unary: func(int, *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
 		return nil, status.Error(codes.Unavailable, "down")
 	}}
@@ -217,6 +224,7 @@ func blockingStream(seen chan<- error) func(int, *infillv1.StreamCompleteRequest
 }
 
 func TestStreamContextCancelReachesServer(t *testing.T) {
+	t.Parallel()
 	seen := make(chan error, 1)
 	srv := &fakeServer{stream: blockingStream(seen)}
 	c, _ := newTestClient(t, srv, Config{})
@@ -246,6 +254,7 @@ func TestStreamContextCancelReachesServer(t *testing.T) {
 }
 
 func TestStreamBreakCancelsServer(t *testing.T) {
+	t.Parallel()
 	seen := make(chan error, 1)
 	srv := &fakeServer{stream: blockingStream(seen)}
 	c, _ := newTestClient(t, srv, Config{})
@@ -263,6 +272,7 @@ func TestStreamBreakCancelsServer(t *testing.T) {
 }
 
 func TestStreamWithoutFinalResponseIsAnError(t *testing.T) {
+	t.Parallel()
 	srv := &fakeServer{stream: func(_ int, _ *infillv1.StreamCompleteRequest, st streamSrv) error {
 		return sendAll(st, start("m"), delta("half"))
 	}}
@@ -274,6 +284,7 @@ func TestStreamWithoutFinalResponseIsAnError(t *testing.T) {
 }
 
 func TestStreamDoneWithoutDeltasYieldsStart(t *testing.T) {
+	t.Parallel()
 	srv := &fakeServer{stream: func(_ int, _ *infillv1.StreamCompleteRequest, st streamSrv) error {
 		return sendAll(st, start("m"), done(""))
 	}}
@@ -285,6 +296,7 @@ func TestStreamDoneWithoutDeltasYieldsStart(t *testing.T) {
 }
 
 func TestRequestNotModifiedAndClientIDFilled(t *testing.T) {
+	t.Parallel()
 	var gotID string
 	srv := &fakeServer{stream: func(_ int, req *infillv1.StreamCompleteRequest, st streamSrv) error {
 		gotID = req.GetClientId()
@@ -304,6 +316,7 @@ func TestRequestNotModifiedAndClientIDFilled(t *testing.T) {
 }
 
 func TestMessageSizeLimit(t *testing.T) {
+	t.Parallel()
 	srv := &fakeServer{unary: func(int, *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
 		return &infillv1.CompleteResponse{}, nil
 	}}
@@ -317,6 +330,7 @@ func TestMessageSizeLimit(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	bad := []Config{
 		{Token: "t"},
 		{MaxMessageBytes: -1},

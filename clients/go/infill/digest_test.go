@@ -83,6 +83,7 @@ func shape(repo *infillv1.Repository) string {
 }
 
 func TestDigest(t *testing.T) {
+	t.Parallel()
 	sum := sha256.Sum256([]byte("hello\n"))
 	if got, want := Digest("hello\n"), "sha256:"+hex.EncodeToString(sum[:]); got != want || len(got) != digestLen {
 		t.Errorf("Digest = %q; want %q", got, want)
@@ -90,6 +91,7 @@ func TestDigest(t *testing.T) {
 }
 
 func TestDigestsSentAndMissingContentResent(t *testing.T) {
+	t.Parallel()
 	store := &contentStore{m: map[string]string{}}
 	srv := &fakeServer{unary: func(_ int, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
 		if err := store.resolve(req.GetRepository()); err != nil {
@@ -152,6 +154,7 @@ func TestDigestsSentAndMissingContentResent(t *testing.T) {
 }
 
 func TestStreamResendsMissingContent(t *testing.T) {
+	t.Parallel()
 	store := &contentStore{m: map[string]string{}}
 	srv := &fakeServer{stream: func(_ int, req *infillv1.StreamCompleteRequest, st streamSrv) error {
 		if err := store.resolve(req.GetRepository()); err != nil {
@@ -182,6 +185,7 @@ func TestStreamResendsMissingContent(t *testing.T) {
 }
 
 func TestCallerDigestMissingIsReturned(t *testing.T) {
+	t.Parallel()
 	store := &contentStore{m: map[string]string{}}
 	srv := &fakeServer{unary: func(_ int, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
 		return &infillv1.CompleteResponse{}, store.resolve(req.GetRepository())
@@ -204,6 +208,7 @@ func TestCallerDigestMissingIsReturned(t *testing.T) {
 }
 
 func TestMissingContentIgnoresOtherErrors(t *testing.T) {
+	t.Parallel()
 	for _, err := range []error{
 		nil,
 		context.Canceled,
@@ -217,6 +222,7 @@ func TestMissingContentIgnoresOtherErrors(t *testing.T) {
 }
 
 func TestDigestSetBounded(t *testing.T) {
+	t.Parallel()
 	s := newDigestSet(3)
 	s.add([]string{"a", "b"})
 	s.add([]string{"c"})
@@ -237,6 +243,7 @@ func TestDigestSetBounded(t *testing.T) {
 // it saw before, an equal copy or new text under the same path, and stays
 // within its bound.
 func TestDigestMemo(t *testing.T) {
+	t.Parallel()
 	dm := &digestMemo{max: 100}
 	file := func(path, content string) *infillv1.File {
 		return &infillv1.File{Path: path, Content: proto.String(content)}

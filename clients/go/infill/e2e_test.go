@@ -44,6 +44,7 @@ func e2eRequest() *infillv1.CompleteRequest {
 }
 
 func TestEndToEndStreamAndComplete(t *testing.T) {
+	t.Parallel()
 	srv := servertest.Start(t)
 	c, err := infill.Dial(srv.Addr, infill.Config{}, nil)
 	if err != nil {
@@ -89,6 +90,7 @@ func TestEndToEndStreamAndComplete(t *testing.T) {
 }
 
 func TestEndToEndErrors(t *testing.T) {
+	t.Parallel()
 	srv := servertest.Start(t)
 	c, err := infill.Dial(srv.Addr, infill.Config{}, nil)
 	if err != nil {
@@ -114,6 +116,7 @@ func TestEndToEndErrors(t *testing.T) {
 // the server lacks content it answers FAILED_PRECONDITION once and the
 // client resends.
 func TestEndToEndDigests(t *testing.T) {
+	t.Parallel()
 	srv := servertest.Start(t)
 	var mu sync.Mutex
 	var calls []codes.Code
@@ -161,6 +164,7 @@ func TestEndToEndDigests(t *testing.T) {
 }
 
 func TestEndToEndBreakStopsStream(t *testing.T) {
+	t.Parallel()
 	srv := servertest.Start(t)
 	c, err := infill.Dial(srv.Addr, infill.Config{}, nil)
 	if err != nil {
@@ -197,6 +201,7 @@ func TestEndToEndBreakStopsStream(t *testing.T) {
 // With Snapshots, the real server names the file list and the client's
 // later calls send only what changed on it; an edit then costs one file.
 func TestEndToEndSnapshots(t *testing.T) {
+	t.Parallel()
 	srv := servertest.Start(t)
 	var mu sync.Mutex
 	var sent []*infillv1.Repository

@@ -10,6 +10,7 @@ import (
 // DiffEdit's edit turns one text into the other, within character
 // boundaries, and is empty when nothing changed.
 func TestDiffEdit(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	alphabet := []string{"a", "b", "\n", "é", "ë", "✓", "✔", "😀", "😁"}
 	word := func(n int) string {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestFormatError(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err  error
 		want string
@@ -33,6 +34,7 @@ func TestFormatError(t *testing.T) {
 }
 
 func TestCodeNameCoversAllCodes(t *testing.T) {
+	t.Parallel()
 	for c := codes.OK; c <= codes.Unauthenticated; c++ {
 		if name := CodeName(c); name == c.String() && c != codes.OK {
 			t.Errorf("no canonical name for %v", c)

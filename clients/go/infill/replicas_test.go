@@ -76,6 +76,7 @@ func (a *alternating) NewStream(ctx context.Context, desc *grpc.StreamDesc, meth
 // whole content. The session header a balancer would hash on travels on
 // every call.
 func TestReplicasAlternating(t *testing.T) {
+	t.Parallel()
 	rec := &promptServer{} // both replicas generate through it: one ordered prompt log
 	a, b := servertest.StartLocal(t, rec), servertest.StartLocal(t, rec)
 	ref := startPromptServer(t)

@@ -33,6 +33,7 @@ func paths(repo *infillv1.Repository) []string {
 }
 
 func TestLoadRepositorySkips(t *testing.T) {
+	t.Parallel()
 	root := writeTree(t, map[string]string{
 		"README.md":               "# r\n",
 		"src/app.py":              "import util\n",
@@ -109,6 +110,7 @@ func TestLoadRepositorySkips(t *testing.T) {
 // Include names paths inside the repository, cleanly: "../x" read a file
 // outside it, and "./a.py" sent a.py twice under two names.
 func TestLoadRepositoryIncludeStaysInside(t *testing.T) {
+	t.Parallel()
 	root := writeTree(t, map[string]string{"a.py": "x = 1\n", "sub/b.py": "y = 2\n"})
 	if err := os.WriteFile(filepath.Join(filepath.Dir(root), "outside.txt"), []byte("secret\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -125,6 +127,7 @@ func TestLoadRepositoryIncludeStaysInside(t *testing.T) {
 }
 
 func TestLoadRepositoryTotalCap(t *testing.T) {
+	t.Parallel()
 	root := writeTree(t, map[string]string{"a.txt": strings.Repeat("a", 600), "b.txt": strings.Repeat("b", 600)})
 	_, _, err := LoadRepository(root, LoadOptions{MaxTotalBytes: 1000})
 	if !errors.Is(err, ErrRepositoryTooLarge) {
@@ -137,6 +140,7 @@ func TestLoadRepositoryTotalCap(t *testing.T) {
 }
 
 func TestRequestFromDir(t *testing.T) {
+	t.Parallel()
 	root := writeTree(t, map[string]string{
 		".git/HEAD":         "ref: refs/heads/main\n",
 		"pkg/mod.py":        "def f():\n    pass\n",
@@ -227,6 +231,7 @@ func TestRequestFromDir(t *testing.T) {
 }
 
 func TestFindRootWithoutGit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	got, err := FindRoot(filepath.Join(dir, "a", "b.py"))
 	if err != nil {
@@ -240,6 +245,7 @@ func TestFindRootWithoutGit(t *testing.T) {
 }
 
 func TestParsePosition(t *testing.T) {
+	t.Parallel()
 	good := map[string]Position{"1:1": {1, 1}, "12:5": {12, 5}, "7": {7, 1}, "3:40": {3, 40}}
 	for s, want := range good {
 		got, err := ParsePosition(s)
@@ -264,6 +270,7 @@ func TestParsePosition(t *testing.T) {
 }
 
 func TestStreamRequestCopiesEveryField(t *testing.T) {
+	t.Parallel()
 	temp := float32(0.2)
 	r := &infillv1.CompleteRequest{
 		Repository:    &infillv1.Repository{Name: "r", Files: []*infillv1.File{{Path: "a", Digest: "sha256:00"}}},
@@ -294,6 +301,7 @@ func TestStreamRequestCopiesEveryField(t *testing.T) {
 // content for a file it sends, the same reason for one it leaves out (the
 // reason of the directory that holds it, for a file in a skipped one).
 func TestLoadFileAgreesWithLoadRepository(t *testing.T) {
+	t.Parallel()
 	root := writeTree(t, map[string]string{
 		"README.md":               "# r\n",
 		"src/app.py":              "import util\n",
@@ -375,6 +383,7 @@ func TestLoadFileAgreesWithLoadRepository(t *testing.T) {
 // package repofs's, tested there against git itself); Include still reads
 // an ignored cursor file.
 func TestLoadRepositoryGitignore(t *testing.T) {
+	t.Parallel()
 	root := writeTree(t, map[string]string{
 		".gitignore":   "*.log\nbuild/\n",
 		"a.py":         "x = 1\n",

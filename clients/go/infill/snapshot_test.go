@@ -133,6 +133,7 @@ func sentPaths(r *infillv1.Repository) []string {
 // By default (TransferDeltas), the second request sends only what changed on the
 // first response's snapshot; the server sees the same whole list.
 func TestSnapshotsSendOnlyChanges(t *testing.T) {
+	t.Parallel()
 	srv := &snapServer{}
 	c, _ := newTestClient(t, srv, Config{})
 	ctx := t.Context()
@@ -184,6 +185,7 @@ func TestSnapshotsSendOnlyChanges(t *testing.T) {
 // A base the server no longer holds costs one more attempt with the whole
 // list.
 func TestSnapshotsResendWholeListWhenBaseUnknown(t *testing.T) {
+	t.Parallel()
 	srv := &snapServer{}
 	c, _ := newTestClient(t, srv, Config{Transfer: TransferDeltas})
 	ctx := t.Context()
@@ -204,6 +206,7 @@ func TestSnapshotsResendWholeListWhenBaseUnknown(t *testing.T) {
 }
 
 func TestUnknownSnapshotOnlyForSnapshotViolations(t *testing.T) {
+	t.Parallel()
 	st, _ := status.New(codes.FailedPrecondition, "x").WithDetails(&errdetails.PreconditionFailure{
 		Violations: []*errdetails.PreconditionFailure_Violation{{Type: MissingContentType, Subject: "a.py"}}})
 	for _, err := range []error{nil, fmt.Errorf("plain"), status.Error(codes.FailedPrecondition, "no details"), st.Err()} {
@@ -215,6 +218,7 @@ func TestUnknownSnapshotOnlyForSnapshotViolations(t *testing.T) {
 
 // TransferWhole sends every request as it is: no base, no digests.
 func TestTransferWholeSendsRequestsAsTheyAre(t *testing.T) {
+	t.Parallel()
 	srv := &snapServer{}
 	c, _ := newTestClient(t, srv, Config{Transfer: TransferWhole})
 	ctx := t.Context()

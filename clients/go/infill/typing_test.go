@@ -109,6 +109,7 @@ func startPair(t *testing.T, mode infill.Transfer, intercept bool) (srv, ref *pr
 // builds from the content. When the server no longer holds the text, the
 // client sends the content and goes on with edits.
 func TestTypingSendsEdits(t *testing.T) {
+	t.Parallel()
 	for name, mode := range map[string]infill.Transfer{"deltas": infill.TransferDeltas, "digests": infill.TransferDigests} {
 		t.Run(name, func(t *testing.T) {
 			edited, whole, c, w := startPair(t, mode, true)
@@ -192,6 +193,7 @@ func TestTypingSendsEdits(t *testing.T) {
 // the client cannot know the text edits make, so no snapshot's file
 // matches them. Under TransferDeltas they used to be dropped as unchanged.
 func TestCallerEditsAreSent(t *testing.T) {
+	t.Parallel()
 	for name, mode := range map[string]infill.Transfer{"deltas": infill.TransferDeltas, "digests": infill.TransferDigests,
 		"whole": infill.TransferWhole} {
 		t.Run(name, func(t *testing.T) {

@@ -396,6 +396,7 @@ func serveGRPC(t *testing.T, register func(*grpc.Server)) (grpc.DialOption, *grp
 }
 
 func TestIsLocal(t *testing.T) {
+	t.Parallel()
 	for target, want := range map[string]bool{
 		"127.0.0.1:50051":       true,
 		"localhost:50051":       true,
@@ -415,6 +416,7 @@ func TestIsLocal(t *testing.T) {
 // A hint appears once, whether or not the error is a status; the hint for
 // an unreachable server appears only when the client could not connect.
 func TestErrorLine(t *testing.T) {
+	t.Parallel()
 	dial := status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`)
 	for _, tc := range []struct {
 		err  error
@@ -433,6 +435,7 @@ func TestErrorLine(t *testing.T) {
 }
 
 func TestInterruptExitCode(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "a.py"), []byte("x = 1\n"), 0o644); err != nil {
 		t.Fatal(err)

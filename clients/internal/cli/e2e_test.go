@@ -15,6 +15,7 @@ import (
 // TestEndToEndComplete runs `infill complete` against the real server and
 // backend (tiny random-weight model): properties of the output only.
 func TestEndToEndComplete(t *testing.T) {
+	t.Parallel()
 	srv := servertest.Start(t)
 	repo := t.TempDir()
 	for name, content := range map[string]string{

@@ -32,6 +32,7 @@ func venvRepo(t *testing.T, dir string) {
 // without any venv, the explanation of the failed check and ERROR, not
 // FAILED, for the reference.
 func TestEndToEndEvalEnvironment(t *testing.T) {
+	t.Parallel()
 	root := sandboxtest.SharedTempDir(t)
 	repo := filepath.Join(root, "shapes")
 	venvRepo(t, repo)

@@ -36,6 +36,7 @@ func requireSandbox(t *testing.T) {
 // empty middle passes its selected test, compare lists the disagreement
 // and fails, and eval grade --all-tests fails that middle again.
 func TestEndToEndSelectedTests(t *testing.T) {
+	t.Parallel()
 	requireSandbox(t)
 	root := t.TempDir()
 	ar, err := txtar.ParseFile("../../../evaluator/testdata/selected/calc.txtar")

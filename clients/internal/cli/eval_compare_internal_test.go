@@ -10,6 +10,7 @@ import (
 )
 
 func TestTestsRun(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		r    evaluator.Result
 		want int
@@ -31,6 +32,7 @@ func TestTestsRun(t *testing.T) {
 // per-level table (samples count reference completions only) and the
 // totals, and the error a disagreement returns.
 func TestWriteComparison(t *testing.T) {
+	t.Parallel()
 	pass := func(n int) evaluator.Result {
 		return evaluator.Result{Verdict: evaluator.VerdictPassed, Tests: &sandbox.TestCounts{Passed: n}, ExecDuration: time.Duration(n) * time.Second}
 	}

@@ -32,6 +32,7 @@ func runTool(ctx context.Context, addr string, args ...string) (int, string, str
 // real server and sandbox, interrupts a run, and resumes it: every sample
 // once, all passing.
 func TestEndToEndEvalRunResume(t *testing.T) {
+	t.Parallel()
 	srv := servertest.StartEval(t, "")
 	out := filepath.Join(t.TempDir(), "light.jsonl")
 	base := []string{"eval", "run", "--reference", "--humaneval-dir", srv.HumanEvalDir, "-o", out}
@@ -105,6 +106,7 @@ func TestEndToEndEvalRunResume(t *testing.T) {
 // TestEndToEndEvalRunGenerated lets the server generate completions with
 // the tiny model: several samples, pass@k columns, latencies recorded.
 func TestEndToEndEvalRunGenerated(t *testing.T) {
+	t.Parallel()
 	srv := servertest.StartEval(t, "")
 	out := filepath.Join(t.TempDir(), "single.jsonl")
 	code, stdout, stderr := runTool(t.Context(), srv.Addr, "eval", "run", "--humaneval-dir", srv.HumanEvalDir,
@@ -135,6 +137,7 @@ func TestEndToEndEvalRunGenerated(t *testing.T) {
 // TestEndToEndEvalServerSide runs a benchmark the server holds, with the
 // server's own journal: the second run is resumed by the server.
 func TestEndToEndEvalServerSide(t *testing.T) {
+	t.Parallel()
 	srv := servertest.StartEval(t, "")
 	out := filepath.Join(t.TempDir(), "ss.jsonl")
 	args := []string{"eval", "run", "--server-side", "--reference", "--limit", "4", "--run-id", "light-ref", "-o", out,
@@ -191,6 +194,7 @@ func miniRepo(t *testing.T, root string) string {
 // sandbox), then grades its reference middles and an ExecRepoBench-format
 // file through the server's sandbox, and renders the HTML report.
 func TestEndToEndEvalRepository(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	repo := miniRepo(t, root)
 	srv := servertest.StartEval(t, root)
@@ -291,7 +295,7 @@ func referenceHarness(t *testing.T) (refDir, helper string) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 	refDir = filepath.Join(root, "..", "shared", "reference", "human-eval-infilling")
-	helper = filepath.Join(root, "scripts", "evaluator", "refharness.py")
+	helper = filepath.Join(root, "bench", "humaneval", "refharness.py")
 	_, err := os.Stat(filepath.Join(refDir, "human_eval_infilling", "execution.py"))
 	if err == nil {
 		if out, perr := exec.Command("/usr/bin/python3", "-c", "import numpy, tqdm").CombinedOutput(); perr != nil {
@@ -308,6 +312,7 @@ func referenceHarness(t *testing.T) (refDir, helper string) {
 // own reader, says the same per line; and the reference's pass@k estimator
 // over that file equals infill's pass@k.
 func TestEndToEndEvalGrade(t *testing.T) {
+	t.Parallel()
 	refDir, helper := referenceHarness(t)
 	srv := servertest.StartEval(t, "")
 	tasks, err := dataset.LoadHumanEval(filepath.Join(srv.HumanEvalDir, dataset.HumanEvalSingleLine.FileName()), dataset.HumanEvalSingleLine)
@@ -421,6 +426,7 @@ func TestEndToEndEvalGrade(t *testing.T) {
 // 127) is no verdict: not recorded, and grade exits 1 saying how many
 // samples and why.
 func TestEndToEndEvalGradeNoVerdict(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	repo := miniRepo(t, root)
 	bench := filepath.Join(root, "broken.jsonl")

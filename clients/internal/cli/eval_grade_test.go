@@ -36,6 +36,7 @@ func writeSamples(t *testing.T, tasks []string, n int) (string, []map[string]any
 }
 
 func TestEvalGrade(t *testing.T) {
+	t.Parallel()
 	fake := &fakeEval{}
 	run := evalEnv(t, fake)
 	he := writeHumanEval(t, 3)
@@ -108,6 +109,7 @@ func TestEvalGrade(t *testing.T) {
 }
 
 func TestEvalGradeBadInput(t *testing.T) {
+	t.Parallel()
 	fake := &fakeEval{}
 	run := evalEnv(t, fake)
 	he := writeHumanEval(t, 2)
@@ -144,6 +146,7 @@ func TestEvalGradeBadInput(t *testing.T) {
 }
 
 func TestPythonJSONString(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"failed: unexpected indent (<string>, line 13)": `"failed: unexpected indent (<string>, line 13)"`,
 		"a\"b\\c\n\t\x01": `"a\"b\\c\n\t\u0001"`,

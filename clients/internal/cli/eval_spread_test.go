@@ -110,6 +110,7 @@ func oneAndSpread(t *testing.T, c *fakeCluster, dir, servers string, args ...str
 // TestEvalRunSpreadMatchesOneServer: two servers share a run; every
 // sample is graded once and the results are those of one server.
 func TestEvalRunSpreadMatchesOneServer(t *testing.T) {
+	t.Parallel()
 	a, b := &fakeEval{workers: 1, readAhead: true}, &fakeEval{workers: 1, readAhead: true}
 	c := newCluster(t, map[string]*fakeEval{"a": a, "b": b, "one": {}})
 	he := writeHumanEval(t, 12)
@@ -142,6 +143,7 @@ func TestEvalRunSpreadMatchesOneServer(t *testing.T) {
 // other; the file holds every sample once, as one server would have
 // graded them.
 func TestEvalRunSpreadServerDies(t *testing.T) {
+	t.Parallel()
 	died := make(chan struct{})
 	// a answers nothing until b has died: b surely has a task then.
 	a := &fakeEval{workers: 1, hold: died}
@@ -183,6 +185,7 @@ func TestEvalRunSpreadServerDies(t *testing.T) {
 // keeping what it has; run again (on a server that works), it grades only
 // the rest.
 func TestEvalRunSpreadEveryServerGone(t *testing.T) {
+	t.Parallel()
 	a := &fakeEval{workers: 1, dieAfter: 3}
 	b := &fakeEval{workers: 1, dieAfter: 2}
 	fresh := &fakeEval{workers: 1}
@@ -223,6 +226,7 @@ func TestEvalRunSpreadEveryServerGone(t *testing.T) {
 // TestEvalRunSpreadBadTaskEndsRun: an answer every server would give (a
 // bad task) ends the run as on one server; nothing is handed on.
 func TestEvalRunSpreadBadTaskEndsRun(t *testing.T) {
+	t.Parallel()
 	reject := map[string]bool{"SingleLineInfilling/HumanEval/3": true}
 	a, b := &fakeEval{workers: 1, reject: reject}, &fakeEval{workers: 1, reject: reject}
 	c := newCluster(t, map[string]*fakeEval{"a": a, "b": b})
@@ -238,6 +242,7 @@ func TestEvalRunSpreadBadTaskEndsRun(t *testing.T) {
 }
 
 func TestEvalRunServerListUsage(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, map[string]*fakeEval{"a": {}, "b": {}})
 	he := writeHumanEval(t, 2)
 	out := filepath.Join(t.TempDir(), "r.jsonl")
@@ -267,6 +272,7 @@ func TestEvalRunServerListUsage(t *testing.T) {
 // TestEvalShardsMerge: the shards of a run, merged, score as the whole
 // run; a sample in two shard files with two verdicts is refused.
 func TestEvalShardsMerge(t *testing.T) {
+	t.Parallel()
 	c := newCluster(t, map[string]*fakeEval{"a": {}, "b": {}})
 	he := writeHumanEval(t, 9)
 	dir := t.TempDir()
@@ -325,6 +331,7 @@ func TestEvalShardsMerge(t *testing.T) {
 // TestEvalServerSideShard: --shard goes to RunBenchmark, and the summary's
 // part is reported.
 func TestEvalServerSideShard(t *testing.T) {
+	t.Parallel()
 	fake := &fakeEval{}
 	c := newCluster(t, map[string]*fakeEval{"a": fake})
 	out := filepath.Join(t.TempDir(), "r.jsonl")
@@ -343,6 +350,7 @@ func TestEvalServerSideShard(t *testing.T) {
 // TestWorkQueue: tasks put back go first; take waits while tasks are in
 // flight elsewhere and ends when the last is finished.
 func TestWorkQueue(t *testing.T) {
+	t.Parallel()
 	tasks := []*evaluator.Task{{ID: "0"}, {ID: "1"}, {ID: "2"}}
 	q := newWorkQueue(tasks)
 	ctx := t.Context()

@@ -276,6 +276,7 @@ func readLines(t *testing.T, path string) []evaluator.Result {
 }
 
 func TestEvalRunResumes(t *testing.T) {
+	t.Parallel()
 	fake := &fakeEval{}
 	run := evalEnv(t, fake)
 	he := writeHumanEval(t, 6)
@@ -324,6 +325,7 @@ func TestEvalRunResumes(t *testing.T) {
 }
 
 func TestEvalRunInterrupted(t *testing.T) {
+	t.Parallel()
 	fake := &fakeEval{blockAfter: 4, blocked: make(chan struct{})}
 	run := evalEnv(t, fake)
 	he := writeHumanEval(t, 8)
@@ -381,6 +383,7 @@ func TestEvalRunInterrupted(t *testing.T) {
 }
 
 func TestEvalRunErrorsAreNotRecorded(t *testing.T) {
+	t.Parallel()
 	fake := &fakeEval{errorFor: map[string]bool{"SingleLineInfilling/HumanEval/1": true}}
 	run := evalEnv(t, fake)
 	he := writeHumanEval(t, 4)
@@ -413,6 +416,7 @@ func TestEvalRunErrorsAreNotRecorded(t *testing.T) {
 }
 
 func TestEvalRunReference(t *testing.T) {
+	t.Parallel()
 	fake := &fakeEval{}
 	run := evalEnv(t, fake)
 	he := writeHumanEval(t, 2)
@@ -433,6 +437,7 @@ func TestEvalRunReference(t *testing.T) {
 }
 
 func TestEvalRunServerSide(t *testing.T) {
+	t.Parallel()
 	fake := &fakeEval{}
 	run := evalEnv(t, fake)
 	out := filepath.Join(t.TempDir(), "r.jsonl")
@@ -470,6 +475,7 @@ func TestEvalRunServerSide(t *testing.T) {
 }
 
 func TestLineProgress(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	now := time.Unix(0, 0)
 	p := &lineProgress{w: &buf, name: "b", every: 10 * time.Second, now: func() time.Time { return now }}
@@ -488,6 +494,7 @@ func TestLineProgress(t *testing.T) {
 }
 
 func TestBarProgress(t *testing.T) {
+	t.Parallel()
 	var buf syncBuffer
 	p := newProgress(&buf, true, "bench", time.Second)
 	p.update(runState{Done: 10, Total: 40, Resumed: 10, Passed: 5, Executed: 10})

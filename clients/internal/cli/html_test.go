@@ -57,6 +57,7 @@ func writeReport(t *testing.T, results string) string {
 
 // TestHTMLReportSelfContained checks the page needs nothing at view time.
 func TestHTMLReportSelfContained(t *testing.T) {
+	t.Parallel()
 	page, err := os.ReadFile(writeReport(t, fixedResults(t, t.TempDir())))
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +91,7 @@ func TestHTMLReportSelfContained(t *testing.T) {
 // TestHTMLReportWithoutLatency: a reference run has no latencies; the page
 // says so instead of drawing empty histograms.
 func TestHTMLReportWithoutLatency(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "ref.jsonl")
 	line := `{"task_id":"t%d","benchmark":"b","level":"single-line","sample":0,"completion":"x","verdict":"passed","exit_code":0,"exact_match":true,"edit_similarity":100,"ttft_ns":0,"total_ns":0,"exec_ns":1000}` + "\n"
@@ -229,6 +231,7 @@ func countColor(img image.Image, c color.RGBA) int {
 // the scores, and the verdict, latency, similarity and reason charts have
 // their colours on screen.
 func TestHTMLReportInChromium(t *testing.T) {
+	t.Parallel()
 	chromium := requireTool(t, "chromium", "chromium-browser")
 	page := writeReport(t, fixedResults(t, t.TempDir()))
 	img := screenshot(t, chromium, page, 1200, 2600)
@@ -282,6 +285,7 @@ func TestHTMLReportInChromium(t *testing.T) {
 // the completion beside the reference middle, the failing test with
 // pytest's report.
 func TestHTMLReportSamples(t *testing.T) {
+	t.Parallel()
 	page, err := os.ReadFile(writeReport(t, resultsOf(t, t.TempDir(), "testdata/eval_report_reasons.txtar")))
 	if err != nil {
 		t.Fatal(err)
@@ -316,6 +320,7 @@ func TestHTMLReportSamples(t *testing.T) {
 // sample, and only it, is outlined (:target), the last one below the
 // first, and each shows the completion and reference panes side by side.
 func TestHTMLReportSampleInChromium(t *testing.T) {
+	t.Parallel()
 	chromium := requireTool(t, "chromium", "chromium-browser")
 	page := writeReport(t, resultsOf(t, t.TempDir(), "testdata/eval_report_reasons.txtar"))
 	html, err := os.ReadFile(page)
@@ -368,6 +373,7 @@ func TestHTMLReportSampleInChromium(t *testing.T) {
 // pass@k per language and per (language, level), in the table and the
 // HTML report, and that results without one get neither.
 func TestReportByLanguage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	lines := []string{
 		`{"task_id":"p1","benchmark":"mixed","level":"expression","language":"python","sample":0,"verdict":"passed"}`,
@@ -424,6 +430,7 @@ func TestReportByLanguage(t *testing.T) {
 // TestReasonsGoBuild checks that Go samples that did not build are one
 // reason, whatever the compiler said.
 func TestReasonsGoBuild(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	lines := []string{
 		`{"task_id":"g1","benchmark":"b","level":"expression","language":"go","sample":0,"verdict":"failed","reason":"build failed: a.go:3:2: undefined: x","failure":{"test":"build","when":"build","report":"a.go:3:2: undefined: x"}}`,

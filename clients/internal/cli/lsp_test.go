@@ -117,6 +117,7 @@ func (s *lspSession) exitCode() int {
 // `infill lsp` on stdin/stdout: a session from initialize to exit, with
 // a completion from the server; exit code 0 after shutdown, 1 without.
 func TestLSPStdio(t *testing.T) {
+	t.Parallel()
 	addr := servertest.StartLocal(t, instantBackend{}).Addr
 	s := startLSP(t, addr)
 	s.send(map[string]any{"id": 1, "method": "initialize", "params": map[string]any{"processId": nil, "capabilities": map[string]any{}}})
@@ -150,6 +151,7 @@ func TestLSPStdio(t *testing.T) {
 }
 
 func TestLSPHelpShowsEditorConfigurations(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if code := Main(t.Context(), []string{"lsp", "--help"}, Env{Stdout: &out, Stderr: &out}); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, out.String())

@@ -10,6 +10,7 @@ import (
 // TestNodeTestSpec checks that --node-test and --vitest split their
 // arguments into the runner's options and the test files.
 func TestNodeTestSpec(t *testing.T) {
+	t.Parallel()
 	n := nodeTestSpec("--import tsx test/a.test.ts lib/b.test.mjs -x", "", 3)
 	if n.Kind != evaluator.TestNode || n.NodeRunner() != evaluator.NodeRunnerBuiltin || n.ExpectedTests != 3 {
 		t.Errorf("--node-test: %+v", n)

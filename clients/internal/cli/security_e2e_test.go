@@ -18,6 +18,7 @@ import (
 // certificate and token from the flags (or $INFILL_TOKEN) get
 // completions; a wrong token is UNAUTHENTICATED.
 func TestTLSAndToken(t *testing.T) {
+	t.Parallel()
 	certs := servertest.NewCerts(t)
 	token := auth.NewToken()
 	tokens := filepath.Join(t.TempDir(), "tokens")

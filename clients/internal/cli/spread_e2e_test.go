@@ -19,6 +19,7 @@ import (
 // when one server is stopped mid-run, the other finishes its tasks and
 // the verdicts are again those of one server.
 func TestEndToEndEvalRunSpread(t *testing.T) {
+	t.Parallel()
 	a, b := servertest.StartEval(t, ""), servertest.StartEval(t, "")
 	both := a.Addr + "," + b.Addr
 	dir := t.TempDir()

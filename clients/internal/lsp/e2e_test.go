@@ -161,6 +161,7 @@ func dialReal(t *testing.T, addr string) *infill.Client {
 // backend generated is the item's, placed at the cursor; the completion
 // item replaces the word before the cursor with the word and the text.
 func TestCompletionFromRealBackend(t *testing.T) {
+	t.Parallel()
 	srv, w := startWatched(t)
 	root := writeRepo(t, map[string]string{"geo/circle.py": circlePy, "geo/__init__.py": "from .circle import area\n"})
 	e := startEditor(t, dialReal(t, srv.Addr), Config{Settings: Settings{MaxTokens: 8}})
@@ -252,6 +253,7 @@ func longGeneration(t *testing.T, e *editor, w *watched, uri string) (int, <-cha
 // cancelled (a generation that had ended on its own returns none), and
 // the editor gets RequestCancelled.
 func TestCancelStopsBackend(t *testing.T) {
+	t.Parallel()
 	e, w, uri := editCircle(t, 600)
 
 	id, ch, g := longGeneration(t, e, w, uri)
@@ -275,6 +277,7 @@ func TestCancelStopsBackend(t *testing.T) {
 // older's generation stops at the backend and the older gets an empty
 // answer (not an error), without the editor cancelling anything.
 func TestNewerRequestSupersedes(t *testing.T) {
+	t.Parallel()
 	e, w, uri := editCircle(t, 600)
 
 	_, older, g := longGeneration(t, e, w, uri)
@@ -374,6 +377,7 @@ func (p *proxy) to(upstream string) {
 // content), completions resume without the editor doing anything: the
 // client sends the content the new server lacks.
 func TestReconnectAfterServerRestart(t *testing.T) {
+	t.Parallel()
 	srv, w := startWatched(t)
 	p := startProxy(t, srv.Addr)
 	c := dialReal(t, p.lis.Addr().String())

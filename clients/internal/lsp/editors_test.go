@@ -22,6 +22,7 @@ const docsEditors = "../../../docs/editors.md"
 // configurations" are EditorConfigs, byte for byte and in order, and
 // nothing else: what the documentation shows is what the tests run.
 func TestEditorConfigsDocumented(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(docsEditors)
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +58,7 @@ func TestEditorConfigsDocumented(t *testing.T) {
 // share), and the Vim one in Vim 9 against a stand-in for the plugin
 // that checks what LspAddServer is given.
 func TestEditorConfigsParse(t *testing.T) {
+	t.Parallel()
 	for _, c := range EditorConfigs() {
 		switch c.Lang() {
 		case "json":

@@ -86,6 +86,7 @@ end })
 // workspace/configuration with [null] (no "infill" section): the
 // language server asks once, and the defaults hold.
 func TestNeovimEndToEnd(t *testing.T) {
+	t.Parallel()
 	nvim, err := exec.LookPath("nvim")
 	servertest.Require(t, err, "Neovim (apt-get install neovim)")
 	srv, w := startWatched(t)

@@ -36,6 +36,7 @@ func get(v any, path ...string) any {
 // The handshake advertises what the server does, in the encoding the
 // client prefers among those it offers.
 func TestInitializeCapabilities(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		caps     map[string]any
@@ -79,6 +80,7 @@ func TestInitializeCapabilities(t *testing.T) {
 // The lifecycle's errors: requests before initialize, a second
 // initialize, requests after shutdown, and exit without shutdown.
 func TestLifecycleErrors(t *testing.T) {
+	t.Parallel()
 	e := startEditor(t, unused{t}, Config{})
 	if m := e.call(methodCompletion, position("file:///x.py", 0, 0)); m.Error == nil || m.Error.Code != codeServerNotInitialized {
 		t.Errorf("completion before initialize: %+v", m.Error)
@@ -113,6 +115,7 @@ func TestLifecycleErrors(t *testing.T) {
 // bad params, a position past the end of a document, a document never
 // opened. The last request shows the server still answers.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := startEditor(t, unused{t}, Config{})
 	e.initialize(nil)
 
@@ -170,6 +173,7 @@ func TestBadInput(t *testing.T) {
 // A header that does not say where the body ends ends the connection
 // (nothing can find the next message); Serve returns.
 func TestBrokenHeaderEndsSession(t *testing.T) {
+	t.Parallel()
 	e := startEditor(t, unused{t}, Config{})
 	e.initialize(nil)
 	e.raw("Content-Type: application/json\r\n\r\n{}")
@@ -184,6 +188,7 @@ func TestBrokenHeaderEndsSession(t *testing.T) {
 // settings that cannot work are refused at initialize and shown once
 // after.
 func TestSettingsReachTheRequest(t *testing.T) {
+	t.Parallel()
 	rec := startRecorder(t)
 	e := startEditor(t, rec.client, Config{Settings: Settings{MaxTokens: 7}})
 	if m := e.call(methodInitialize, map[string]any{"capabilities": map[string]any{}, "initializationOptions": map[string]any{"temperature": 5}}); m.Error == nil ||

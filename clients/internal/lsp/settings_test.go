@@ -52,6 +52,7 @@ func waitRequests(t *testing.T, e *editor, method string, n int, when string) {
 // initializationOptions over them); settings take effect and replace
 // the workspace settings before them.
 func TestSettingsPullBounded(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		answer string // "" : the editor answers MethodNotFound
@@ -119,6 +120,7 @@ func TestSettingsPullBounded(t *testing.T) {
 // A client without workspace/configuration is never asked; its
 // didChangeConfiguration without settings means the defaults.
 func TestSettingsWithoutPull(t *testing.T) {
+	t.Parallel()
 	rec := startRecorder(t)
 	e := startEditor(t, rec.client, Config{Settings: Settings{MaxTokens: 7}})
 	e.initialize(map[string]any{"initializationOptions": map[string]any{"candidates": 2}})
@@ -139,6 +141,7 @@ func TestSettingsWithoutPull(t *testing.T) {
 // it, not one each; the answer to the older pull is dropped, so settings
 // pushed while it was in flight are not overwritten by older ones.
 func TestSettingsPullInFlight(t *testing.T) {
+	t.Parallel()
 	rec := startRecorder(t)
 	e := startEditor(t, rec.client, Config{Settings: Settings{MaxTokens: 7}})
 	release := make(chan any)
@@ -182,6 +185,7 @@ func TestSettingsPullInFlight(t *testing.T) {
 // editor that never answers goes ahead (after settingsWait) with the
 // settings there are.
 func TestCompletionWaitsForPulledSettings(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		answer bool

@@ -65,6 +65,7 @@ func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
 // the one it builds from the editor's text sent whole with a UTF-16
 // cursor. Left-out files (node_modules) never travel.
 func TestTypingReachesServerAsEdits(t *testing.T) {
+	t.Parallel()
 	root := writeRepo(t, map[string]string{
 		"geo/util.py":             utilPy,
 		"geo/main.py":             mainPy,
@@ -166,6 +167,7 @@ func TestTypingReachesServerAsEdits(t *testing.T) {
 // not watch, a document closed (its disk text comes back), and a file
 // deleted.
 func TestWorkspaceKeptCurrent(t *testing.T) {
+	t.Parallel()
 	root := writeRepo(t, map[string]string{"a.py": "import b\n", "b.py": "B = 1\n"})
 	rec := startRecorder(t)
 	e := startEditor(t, rec.client, Config{})
@@ -256,6 +258,7 @@ func TestWorkspaceKeptCurrent(t *testing.T) {
 // The negotiated encoding counts every column both ways: the edit's and
 // the request's positions coming in, the items' ranges going out.
 func TestNegotiatedEncodingUsed(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		enc           string
 		afterEmoji    int // column after "x = '😀"

@@ -12,6 +12,7 @@ import (
 func pos(line, char uint32) protocol.Position { return protocol.Position{Line: line, Character: char} }
 
 func TestOffsetOf(t *testing.T) {
+	t.Parallel()
 	// "a😀b" then CRLF, "é中" then CR, "q" then LF, "z": four kinds of
 	// characters and three kinds of line break.
 	text := "a😀b\r\né中\rq\nz"
@@ -56,6 +57,7 @@ func TestOffsetOf(t *testing.T) {
 }
 
 func TestPositionOfInvertsOffsetOf(t *testing.T) {
+	t.Parallel()
 	text := "a😀b\r\né中\r\nz\n"
 	for _, enc := range []string{encodingUTF8, encodingUTF16, encodingUTF32} {
 		for off := 0; off <= len(text); off++ {
@@ -158,6 +160,7 @@ func randomText(rng *rand.Rand, n int) string {
 // at random character boundaries, matches the editor's model after each
 // change, in each encoding.
 func TestApplyChangesMatchesEditor(t *testing.T) {
+	t.Parallel()
 	for _, enc := range []string{encodingUTF16, encodingUTF8, encodingUTF32} {
 		t.Run(enc, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(enc))))
@@ -191,6 +194,7 @@ func TestApplyChangesMatchesEditor(t *testing.T) {
 // Several changes in one notification apply in order, each to the text
 // the one before left; a change without a range replaces the whole text.
 func TestApplyChangesInOrder(t *testing.T) {
+	t.Parallel()
 	text := "ab😀cd\nef"
 	got, err := applyChanges(text, []any{
 		protocol.TextDocumentContentChangeEvent{Range: &protocol.Range{Start: pos(0, 2), End: pos(0, 4)}, Text: "XY"},
@@ -218,6 +222,7 @@ func TestApplyChangesInOrder(t *testing.T) {
 }
 
 func TestLabel(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"foo(x)":                "foo(x)",
 		"foo\n    bar":          "foo …",

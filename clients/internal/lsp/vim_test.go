@@ -70,6 +70,7 @@ autocmd VimEnter * ++nested call s:Run()
 // workspace/configuration (no "infill" section) is asked for once, and
 // :qa! ends Vim.
 func TestVimEndToEnd(t *testing.T) {
+	t.Parallel()
 	vim, err := exec.LookPath("vim")
 	servertest.Require(t, err, "Vim 9 (apt-get install vim)")
 	plugin := os.Getenv("INFILL_YEGAPPAN_LSP")

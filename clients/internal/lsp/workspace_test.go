@@ -25,6 +25,7 @@ func sentPaths(req *infillv1.CompleteRequest) []string {
 // holding .git; for a buffer that is not a file, itself alone. A folder
 // added later takes in the open documents under it.
 func TestDocumentRepositories(t *testing.T) {
+	t.Parallel()
 	folder := writeRepo(t, map[string]string{"app.py": "import lib\n", "lib.py": "X = 1\n"})
 	other := writeRepo(t, map[string]string{"pkg/mod.py": "Y = 2\n", "pkg/use.py": "from mod import Y\n"})
 	if err := os.Rename(other, filepath.Join(filepath.Dir(other), "other")); err != nil {
@@ -90,6 +91,7 @@ func TestDocumentRepositories(t *testing.T) {
 // A repository that cannot be read whole (over the file cap) is told
 // once, and completions there use the open documents.
 func TestRepositoryTooLarge(t *testing.T) {
+	t.Parallel()
 	root := writeRepo(t, map[string]string{"a.py": "A = 1\n", "b.py": "B = 2\n", "c.py": "C = 3\n"})
 	rec := startRecorder(t)
 	e := startEditor(t, rec.client, Config{Load: infill.LoadOptions{MaxFiles: 2}})
@@ -119,6 +121,7 @@ func TestRepositoryTooLarge(t *testing.T) {
 // With a debounce, a request that a newer one for the same document
 // replaces while it waits never reaches the server and answers empty.
 func TestDebounceDropsReplacedRequests(t *testing.T) {
+	t.Parallel()
 	rec := startRecorder(t)
 	e := startEditor(t, rec.client, Config{Settings: Settings{DebounceMs: 300}})
 	e.initialize(nil)
@@ -147,6 +150,7 @@ func TestDebounceDropsReplacedRequests(t *testing.T) {
 // line when a one-line completion ends with it; the completion item over
 // the word before the cursor.
 func TestAnswer(t *testing.T) {
+	t.Parallel()
 	text := "def f(x):\n    return g(ab)\n"
 	off := strings.Index(text, "b)") // cursor between "a" and "b)"
 	j := &job{kind: kindInline, text: text, off: off, enc: encodingUTF16, lang: "python"}
@@ -195,6 +199,7 @@ func TestAnswer(t *testing.T) {
 // node_modules) goes only with its own completions, as `infill
 // complete` sends such a file only as the cursor's.
 func TestLeftOutDocumentOnlyAsCursor(t *testing.T) {
+	t.Parallel()
 	root := writeRepo(t, map[string]string{"app.js": "const x = require('dep')\n", "node_modules/dep/index.js": "module.exports = 1\n"})
 	rec := startRecorder(t)
 	e := startEditor(t, rec.client, Config{})

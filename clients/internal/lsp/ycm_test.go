@@ -101,6 +101,7 @@ const ycmCapability = "      \\ 'capabilities': {'workspace': {'configuration': 
 // ask again: two questions where it may ask, none where it may not), and
 // :qa! ends Vim.
 func TestVimYouCompleteMeEndToEnd(t *testing.T) {
+	t.Parallel()
 	vim, err := exec.LookPath("vim")
 	servertest.Require(t, err, "Vim 9 (apt-get install vim-nox)")
 	if out, err := exec.Command(vim, "--version").Output(); err != nil || !strings.Contains(string(out), "+python3") {

@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	go run ./contextpack/cmd/cpbench -md scripts/contextpack/BENCH.md
+//	go run ./contextpack/cmd/cpbench -md bench/contextpack/BENCH.md
 package main
 
 import (
@@ -157,7 +157,7 @@ func main() {
 	}
 	row("cold: whole repository with content, new Builder", coldDs)
 	row("warm: no change, all digests (the prompt memo answers)", []time.Duration{unchanged})
-	row("warm: one file edited (content), cursor at the edit, 2,000 digests", warmDs)
+	row(fmt.Sprintf("warm: one file edited (content), cursor at the edit, the other %d as digests", len(files)-1), warmDs)
 	row("warm: typing in one file", typeDs)
 	fmt.Fprintf(&sb, "\nCache after the cold build: %d entries, %.1f MB accounted (contents, analyses, index) for %.1f MB of source.\n",
 		afterCold.Entries, float64(afterCold.Bytes)/1e6, float64(total)/1e6)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestCodeOnly(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lang     Lang
 		src, out string

@@ -16,6 +16,7 @@ import (
 // run of decorators, and never inside a literal whose lines look like
 // declarations. "‸" marks each expected cut (and is removed).
 func TestSegmentStarts(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		lang Lang
@@ -70,6 +71,7 @@ func lineNumbers(src string, offs []int32) []int {
 // the module cache (about 4,800 files without errors in the nine
 // languages) gave the same.
 func TestSegmentsMatchWholeOnValidFiles(t *testing.T) {
+	t.Parallel()
 	g := NewGrammars(2)
 	defer g.Close()
 	files := append(corpusSamples(t, 300), goldenSources(t)...)
@@ -122,6 +124,7 @@ func TestSegmentsMatchWholeOnValidFiles(t *testing.T) {
 // whole file loses 14 of its 50 definitions once "resp, err :=
 // c.send(req, d" is typed; the segmented analysis keeps them all.
 func TestSegmentsKeepDefinitionsAfterAnError(t *testing.T) {
+	t.Parallel()
 	g := NewGrammars(1)
 	defer g.Close()
 	const typed = "resp77, err := c.send(req, d"

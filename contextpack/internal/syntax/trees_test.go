@@ -17,6 +17,7 @@ import (
 // top-level nodes only, keeping the terms of unchanged windows, patching
 // identifier counts) extracts exactly what an analysis from scratch does.
 func TestIncrementalParseMatchesFull(t *testing.T) {
+	t.Parallel()
 	h := newEditHarness(t, 5, 9)
 	var st editStats
 	for si, f := range corpusSamples(t, 12) {
@@ -31,6 +32,7 @@ func TestIncrementalParseMatchesFull(t *testing.T) {
 // of Java, JavaScript and C++ files differ from fresh ones (found on
 // sources from the module cache).
 func TestIncrementalAnalysisAllLanguages(t *testing.T) {
+	t.Parallel()
 	h := newEditHarness(t, 7, 3)
 	langs := map[Lang]int{}
 	var st editStats
@@ -176,6 +178,7 @@ func (h *editHarness) editAndCompare(t *testing.T, key, src string, lang Lang, s
 // another seed: the incremental analysis had no such local, the full one
 // had one at the typed line).
 func TestAnalyzeSkipsMissingNames(t *testing.T) {
+	t.Parallel()
 	g := NewGrammars(1)
 	defer g.Close()
 	// Go-like text read as Python: the assignment target is made up.
@@ -209,6 +212,7 @@ func TestAnalyzeSkipsMissingNames(t *testing.T) {
 // Patterns anchored at the root are found, so that a region holding such a
 // top-level node is queried from the root.
 func TestRootedKinds(t *testing.T) {
+	t.Parallel()
 	g := NewGrammars(1)
 	defer g.Close()
 	for lang, want := range map[Lang][]string{
@@ -257,6 +261,7 @@ func testAnalyzeOptions() Options {
 // is left; points as rows and byte columns) on random edits of text with
 // repeats, where a chunk boundary falls anywhere.
 func TestEditBetween(t *testing.T) {
+	t.Parallel()
 	naivePoint := func(s string, off int) sitter.Point {
 		var p sitter.Point
 		for i := 0; i < off; i++ {

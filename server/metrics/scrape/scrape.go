@@ -1,6 +1,6 @@
 // Package scrape reads a Prometheus text endpoint (infill's /metrics) into
 // values a test or a benchmark can check: the end-to-end tests read the
-// server's own view of its calls and gauges, and scripts/soak its
+// server's own view of its calls and gauges, and bench/soak its
 // goroutines and memory.
 package scrape
 
