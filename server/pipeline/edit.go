@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/internal/errkind"
 )
 
 // Edit prediction (docs/edit-prediction.md): PredictEdit turns the recent
@@ -169,8 +169,10 @@ type PromptCounter interface {
 	CountPrompt(text string) int
 }
 
-// ErrNoEditPrediction: the pipeline's builder cannot count prompts.
-var ErrNoEditPrediction = errors.New("edit prediction needs a prompt builder that counts prompts (contextpack.Builder)")
+// ErrNoEditPrediction: the pipeline's builder cannot count prompts
+// (FAILED_PRECONDITION).
+var ErrNoEditPrediction = errkind.New(errkind.FailedPrecondition,
+	"edit prediction needs a prompt builder that counts prompts (contextpack.Builder)")
 
 // PredictEdit predicts the next edit. It runs as Complete does (the same
 // validation, routing, admission, cancellation and latency budget; a
@@ -181,12 +183,12 @@ var ErrNoEditPrediction = errors.New("edit prediction needs a prompt builder tha
 // generation before the region is rewritten whole gives no edit, with the
 // partial output.
 func (p *Pipeline) PredictEdit(ctx context.Context, req *EditRequest, st Stream) (*EditResult, error) {
+	if err := p.validateEdit(req); err != nil {
+		return nil, err
+	}
 	counter, ok := p.builder.(PromptCounter)
 	if !ok {
 		return nil, ErrNoEditPrediction
-	}
-	if err := p.validateEdit(req); err != nil {
-		return nil, err
 	}
 	format := req.Format
 	if format == EditFormatUnspecified {
@@ -225,10 +227,22 @@ func (p *Pipeline) PredictEdit(ctx context.Context, req *EditRequest, st Stream)
 	return out, nil
 }
 
-// validateEdit checks what an edit request adds to a completion's (which
-// Complete checks): the candidates, the format, the recent edits and the
-// region's shape. Fields are named as in infill.v1.PredictEditRequest.
+// validateEdit checks a completion's fields and what an edit request
+// adds: the candidates, the format, the recent edits and the region's
+// shape. Fields are named as in infill.v1.PredictEditRequest.
 func (p *Pipeline) validateEdit(req *EditRequest) error {
+	for i, e := range req.RecentEdits { // text first, as checkText does for the rest
+		field := "recent_edits[" + strconv.Itoa(i) + "]"
+		if !utf8.ValidString(e.Path) {
+			return notText(field+".path", e.Path)
+		}
+		if !utf8.ValidString(e.Diff) {
+			return notText(field+".diff", e.Diff)
+		}
+	}
+	if err := p.validate(&req.Request); err != nil {
+		return err
+	}
 	cfg := p.cfg.Edit
 	switch {
 	case req.Generation.Candidates > 1:
@@ -245,10 +259,6 @@ func (p *Pipeline) validateEdit(req *EditRequest) error {
 	for i, e := range req.RecentEdits {
 		field := "recent_edits[" + strconv.Itoa(i) + "]"
 		switch {
-		case !utf8.ValidString(e.Path):
-			return notText(field+".path", e.Path)
-		case !utf8.ValidString(e.Diff):
-			return notText(field+".diff", e.Diff)
 		case e.Path == "" || strings.ContainsAny(e.Path, "\r\n"):
 			return Invalid(field+".path", "must be a path: not empty, no line break")
 		case len(e.Diff) > cfg.MaxDiffBytes:
