@@ -164,7 +164,11 @@ func (c *Client) Stream(ctx context.Context, req *infillv1.StreamCompleteRequest
 		ctx, cancel := context.WithCancel(c.sessionContext(ctx, req.GetClientId(), req.GetSessionId()))
 		defer cancel()
 		err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
-			return c.streamOnce(ctx, withRepository(req, repo, c.cfg.ClientID), opts, yield)
+			r := withRepository(req, repo, c.cfg.ClientID)
+			open := func(ctx context.Context) (grpc.ServerStreamingClient[infillv1.StreamCompleteResponse], error) {
+				return c.rpc.StreamComplete(ctx, r, opts...)
+			}
+			return streamOnce(ctx, c.log, open, completionEvent, yield)
 		})
 		if err != nil && !errors.Is(err, errStopped) {
 			yield(nil, err)
@@ -172,19 +176,20 @@ func (c *Client) Stream(ctx context.Context, req *infillv1.StreamCompleteRequest
 	}
 }
 
-// streamOnce runs one attempt. It reports whether anything beyond the
-// StreamStart reached the consumer (after which the call is not retried)
-// and the repository snapshot the start named.
-func (c *Client) streamOnce(ctx context.Context, req *infillv1.StreamCompleteRequest, opts []grpc.CallOption,
-	yield func(*infillv1.StreamCompleteResponse, error) bool) (delivered bool, snapshot string, err error) {
+// streamOnce runs one attempt of a streaming call (open starts it, kind
+// sorts its events). It reports whether anything beyond the start event
+// reached the consumer (after which the call is not retried) and the
+// repository snapshot the start named.
+func streamOnce[R any](ctx context.Context, log *zap.Logger, open func(context.Context) (grpc.ServerStreamingClient[R], error),
+	kind func(*R) (streamEvent, string), yield func(*R, error) bool) (delivered bool, snapshot string, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := c.rpc.StreamComplete(ctx, req, opts...)
+	st, err := open(ctx)
 	if err != nil {
 		return false, "", err
 	}
-	var start *infillv1.StreamCompleteResponse
-	emit := func(m *infillv1.StreamCompleteResponse) bool {
+	var start *R
+	emit := func(m *R) bool {
 		if start != nil {
 			s := start
 			start = nil
@@ -204,28 +209,50 @@ func (c *Client) streamOnce(ctx context.Context, req *infillv1.StreamCompleteReq
 		if err != nil {
 			return delivered, snapshot, err
 		}
-		switch m.GetEvent().(type) {
-		case *infillv1.StreamCompleteResponse_Start:
-			start = m
-			snapshot = m.GetStart().GetRepositorySnapshot()
-		case *infillv1.StreamCompleteResponse_Delta:
+		switch ev, snap := kind(m); ev {
+		case eventStart:
+			start, snapshot = m, snap
+		case eventDelta:
 			if !emit(m) {
 				return true, snapshot, errStopped
 			}
-		case *infillv1.StreamCompleteResponse_Done:
+		case eventDone:
 			if !emit(m) {
 				return true, snapshot, errStopped
 			}
 			// Read the end of the stream so the server finishes with OK
 			// rather than seeing a cancel.
 			if _, err := st.Recv(); err != nil && err != io.EOF {
-				c.log.Debug("stream: error after final response", zap.Error(err))
+				log.Debug("stream: error after final response", zap.Error(err))
 			}
 			return true, snapshot, nil
 		default:
-			c.log.Debug("stream: ignoring unknown event")
+			log.Debug("stream: ignoring unknown event")
 		}
 	}
+}
+
+// streamEvent is what a streamed message is.
+type streamEvent int
+
+const (
+	eventUnknown streamEvent = iota
+	eventStart               // held back until the next event
+	eventDelta
+	eventDone
+)
+
+// completionEvent sorts a StreamComplete message.
+func completionEvent(m *infillv1.StreamCompleteResponse) (streamEvent, string) {
+	switch m.GetEvent().(type) {
+	case *infillv1.StreamCompleteResponse_Start:
+		return eventStart, m.GetStart().GetRepositorySnapshot()
+	case *infillv1.StreamCompleteResponse_Delta:
+		return eventDelta, ""
+	case *infillv1.StreamCompleteResponse_Done:
+		return eventDone, ""
+	}
+	return eventUnknown, ""
 }
 
 // do runs one call with digest substitution, resending of missing content,
