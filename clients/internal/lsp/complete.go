@@ -32,6 +32,7 @@ type completionKind int
 const (
 	kindCompletion completionKind = iota // textDocument/completion
 	kindInline                           // textDocument/inlineCompletion
+	kindPredict                          // infill/predictEdit (predict.go)
 )
 
 // Why a completion's context ended early.
@@ -171,6 +172,9 @@ func (s *session) complete(ctx context.Context, j *job) (any, *jsonrpc2.Error) {
 	case <-ctx.Done():
 		return s.ended(ctx, j)
 	}
+	if j.predicts() {
+		return s.predict(ctx, j)
+	}
 	req := s.buildRequest(j)
 	callCtx, cancel := ctx, context.CancelFunc(func() {})
 	if s.cfg.Timeout > 0 {
@@ -240,7 +244,7 @@ func (s *session) buildRequest(j *job) *infillv1.CompleteRequest {
 // by the editor, or the connection closing.
 func (s *session) ended(ctx context.Context, j *job) (any, *jsonrpc2.Error) {
 	if errors.Is(context.Cause(ctx), errSuperseded) {
-		return empty(j.kind), nil
+		return noEdit(j, errSuperseded.Error()), nil
 	}
 	return nil, rpcError(codeRequestCancelled, "request cancelled")
 }
@@ -260,7 +264,7 @@ func (s *session) failed(j *job, err error) (any, *jsonrpc2.Error) {
 		}
 		s.showOnce("UNAVAILABLE", protocol.MessageTypeWarning,
 			fmt.Sprintf("infill: no completions: %s is unavailable (%s). They resume when it is back.", where, line))
-		return empty(j.kind), nil
+		return noEdit(j, "the infill server is unavailable"), nil
 	case codes.DeadlineExceeded:
 		return nil, rpcError(codeRequestFailed, "infill: no answer within the timeout (%s)", line)
 	}
