@@ -60,7 +60,9 @@ func TestNeovimEditPredictions(t *testing.T) {
 	nvim, err := exec.LookPath("nvim")
 	servertest.Require(t, err, "Neovim (apt-get install neovim)")
 	be := &rewriter{}
-	be.set(func(region string) string { return strings.Replace(region, "math.pi * r ** 2", "math.pi * radius ** 2", 1) })
+	be.set(func(region string) string {
+		return strings.Replace(region, "math.pi * r ** 2", "math.pi * radius ** 2", 1)
+	})
 	srv := servertest.StartLocal(t, be)
 	path := buildInfill(t)
 	root := writeRepo(t, map[string]string{"geo/circle.py": circlePy})
