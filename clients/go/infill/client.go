@@ -132,21 +132,35 @@ func (c *Client) Close() error {
 // is retried (nothing has reached the caller yet); content the server
 // reports missing is resent.
 func (c *Client) Complete(ctx context.Context, req *infillv1.CompleteRequest, opts ...grpc.CallOption) (*infillv1.CompleteResponse, error) {
-	var resp *infillv1.CompleteResponse
+	return unary(c, ctx, req, func(ctx context.Context, r *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
+		return c.rpc.Complete(ctx, r, opts...)
+	})
+}
+
+// request is what the calls' requests share.
+type request interface {
+	proto.Message
+	GetRepository() *infillv1.Repository
+	GetCursor() *infillv1.Cursor
+	GetClientId() string
+	GetSessionId() string
+}
+
+// unary runs a unary call of req through do (digests, deltas, resends,
+// retries), sending req with the repository do prepares.
+func unary[Req request, Resp interface{ GetRepositorySnapshot() string }](c *Client, ctx context.Context, req Req,
+	call func(context.Context, Req) (Resp, error)) (Resp, error) {
+	var resp Resp
 	ctx = c.sessionContext(ctx, req.GetClientId(), req.GetSessionId())
 	err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
-		r := withRepository(req, repo, c.cfg.ClientID)
-		out, err := c.rpc.Complete(ctx, r, opts...)
+		out, err := call(ctx, withRepository(req, repo, c.cfg.ClientID))
 		if err != nil {
 			return false, "", err
 		}
 		resp = out
 		return false, out.GetRepositorySnapshot(), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return resp, err
 }
 
 // errStopped tells do that the consumer stopped iterating.
@@ -160,15 +174,22 @@ var errStopped = errors.New("consumer stopped")
 //
 // The iterator runs the call each time it is ranged over.
 func (c *Client) Stream(ctx context.Context, req *infillv1.StreamCompleteRequest, opts ...grpc.CallOption) iter.Seq2[*infillv1.StreamCompleteResponse, error] {
-	return func(yield func(*infillv1.StreamCompleteResponse, error) bool) {
+	return streamed(c, ctx, req, func(ctx context.Context, r *infillv1.StreamCompleteRequest) (grpc.ServerStreamingClient[infillv1.StreamCompleteResponse], error) {
+		return c.rpc.StreamComplete(ctx, r, opts...)
+	}, completionEvent)
+}
+
+// streamed is a streaming call of req through do, as Stream describes:
+// open starts an attempt with the repository do prepares, kind sorts its
+// events.
+func streamed[Req request, R any](c *Client, ctx context.Context, req Req,
+	open func(context.Context, Req) (grpc.ServerStreamingClient[R], error), kind func(*R) (streamEvent, string)) iter.Seq2[*R, error] {
+	return func(yield func(*R, error) bool) {
 		ctx, cancel := context.WithCancel(c.sessionContext(ctx, req.GetClientId(), req.GetSessionId()))
 		defer cancel()
 		err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
 			r := withRepository(req, repo, c.cfg.ClientID)
-			open := func(ctx context.Context) (grpc.ServerStreamingClient[infillv1.StreamCompleteResponse], error) {
-				return c.rpc.StreamComplete(ctx, r, opts...)
-			}
-			return streamOnce(ctx, c.log, open, completionEvent, yield)
+			return streamOnce(ctx, c.log, func(ctx context.Context) (grpc.ServerStreamingClient[R], error) { return open(ctx, r) }, kind, yield)
 		})
 		if err != nil && !errors.Is(err, errStopped) {
 			yield(nil, err)

@@ -2,7 +2,6 @@ package infill
 
 import (
 	"context"
-	"errors"
 	"iter"
 
 	"google.golang.org/grpc"
@@ -16,20 +15,9 @@ import (
 // edit), resends content the server reports missing and retries
 // UNAVAILABLE.
 func (c *Client) PredictEdit(ctx context.Context, req *infillv1.PredictEditRequest, opts ...grpc.CallOption) (*infillv1.PredictEditResponse, error) {
-	var resp *infillv1.PredictEditResponse
-	ctx = c.sessionContext(ctx, req.GetClientId(), req.GetSessionId())
-	err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
-		out, err := c.rpc.PredictEdit(ctx, withRepository(req, repo, c.cfg.ClientID), opts...)
-		if err != nil {
-			return false, "", err
-		}
-		resp = out
-		return false, out.GetRepositorySnapshot(), nil
+	return unary(c, ctx, req, func(ctx context.Context, r *infillv1.PredictEditRequest) (*infillv1.PredictEditResponse, error) {
+		return c.rpc.PredictEdit(ctx, r, opts...)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
 }
 
 // StreamPredictEdit streams an edit prediction as Stream streams a
@@ -39,20 +27,9 @@ func (c *Client) PredictEdit(ctx context.Context, req *infillv1.PredictEditReque
 // first TextDelta is retried; stopping the loop or cancelling ctx cancels
 // the call.
 func (c *Client) StreamPredictEdit(ctx context.Context, req *infillv1.StreamPredictEditRequest, opts ...grpc.CallOption) iter.Seq2[*infillv1.StreamPredictEditResponse, error] {
-	return func(yield func(*infillv1.StreamPredictEditResponse, error) bool) {
-		ctx, cancel := context.WithCancel(c.sessionContext(ctx, req.GetClientId(), req.GetSessionId()))
-		defer cancel()
-		err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
-			r := withRepository(req, repo, c.cfg.ClientID)
-			open := func(ctx context.Context) (grpc.ServerStreamingClient[infillv1.StreamPredictEditResponse], error) {
-				return c.rpc.StreamPredictEdit(ctx, r, opts...)
-			}
-			return streamOnce(ctx, c.log, open, predictEvent, yield)
-		})
-		if err != nil && !errors.Is(err, errStopped) {
-			yield(nil, err)
-		}
-	}
+	return streamed(c, ctx, req, func(ctx context.Context, r *infillv1.StreamPredictEditRequest) (grpc.ServerStreamingClient[infillv1.StreamPredictEditResponse], error) {
+		return c.rpc.StreamPredictEdit(ctx, r, opts...)
+	}, predictEvent)
 }
 
 // predictEvent sorts a StreamPredictEdit message.

@@ -82,22 +82,13 @@ func (s *session) predict(ctx context.Context, j *job) (any, *jsonrpc2.Error) {
 	if st.LatencyBudgetMs > 0 {
 		req.LatencyBudget = durationpb.New(time.Duration(st.LatencyBudgetMs) * time.Millisecond)
 	}
-	callCtx, cancel := ctx, context.CancelFunc(func() {})
-	if s.cfg.Timeout > 0 {
-		callCtx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
-	}
 	start := time.Now()
-	resp, err := ep.PredictEdit(callCtx, req)
-	cancel()
-	if ctx.Err() != nil {
-		return s.ended(ctx, j)
+	resp, ended, rerr := callServer(s, ctx, j, func(ctx context.Context) (*infillv1.PredictEditResponse, error) {
+		return ep.PredictEdit(ctx, req)
+	})
+	if ended != nil || rerr != nil {
+		return ended, rerr
 	}
-	if err != nil {
-		return s.failed(j, err)
-	}
-	s.mu.Lock()
-	clear(s.shown)
-	s.mu.Unlock()
 	s.log.Debug("edit prediction", zap.String("path", j.rel), zap.Int("offset", j.off), zap.Int("recent_edits", len(edits)),
 		zap.Bool("edit", resp.GetEdit() != nil), zap.Duration("took", time.Since(start)), zap.String("request_id", resp.GetRequestId()))
 	return predictAnswer(j, resp), nil
