@@ -62,11 +62,33 @@ func (s *Server) predictEdit(ctx context.Context, req predictRequest, stream inf
 		}
 		detail = infillv1.ContextDetail_CONTEXT_DETAIL_NONE
 	}
+	if len(ereq.RecentEdits) == 0 {
+		ereq.RecentEdits = s.workspaceEdits(ereq)
+	}
 	res, err := s.pipe.PredictEdit(ctx, ereq, st)
 	if err != nil {
 		return nil, err
 	}
 	return toPredictResponse(res, ereq.Context.Cursor.Encoding, detail), nil
+}
+
+// workspaceEdits is the server's own history for a request that brings
+// none: the recent changes on disk of the workspace (--workspace) that
+// holds the cursor's file and whose name the repository has (the same
+// repository, then), with their paths there.
+func (s *Server) workspaceEdits(req *pipeline.EditRequest) []pipeline.RecentEdit {
+	if s.deps.Workspaces == nil {
+		return nil
+	}
+	w, _, err := s.deps.Workspaces.Resolve(req.Context.Cursor.Path)
+	if err != nil || w == nil || w.Name() != req.Context.RepoName {
+		return nil
+	}
+	var out []pipeline.RecentEdit
+	for _, e := range w.RecentEdits() {
+		out = append(out, pipeline.RecentEdit(e))
+	}
+	return out
 }
 
 // decodePredictEdit is decodeCompletion with the recent edits and the
