@@ -103,3 +103,34 @@ func columnToByte(line string, col int, enc Encoding) (int, error) {
 	}
 	return 0, &ArgumentError{Field: "cursor.encoding", Reason: fmt.Sprintf("unknown encoding %d", int(enc))}
 }
+
+// Position is ByteOffset's inverse: the 0-based line and column of byte
+// offset off in content, the column counted in enc (UTF-8 bytes for
+// EncodingUTF8 and EncodingByteOffset). off must lie in content at a
+// character's start (or its end); a "\r" before a "\n" counts in its
+// line's columns, as ByteOffset reads them.
+func Position(content string, off int, enc Encoding) (line, column int) {
+	off = max(0, min(off, len(content)))
+	start := 0
+	for i := 0; i < off; i++ {
+		if content[i] == '\n' {
+			line++
+			start = i + 1
+		}
+	}
+	seg := content[start:off]
+	switch enc {
+	case EncodingUTF16:
+		for _, r := range seg {
+			column++
+			if r >= 0x10000 {
+				column++
+			}
+		}
+	case EncodingUTF32:
+		column = utf8.RuneCountInString(seg)
+	default:
+		column = len(seg)
+	}
+	return line, column
+}

@@ -3,6 +3,7 @@ package contextpack
 import (
 	"errors"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestByteOffset(t *testing.T) {
@@ -46,5 +47,26 @@ func TestByteOffset(t *testing.T) {
 				t.Fatalf("ByteOffset = %d, %v; want %d", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// Position is ByteOffset's inverse at every character start, in every
+// encoding.
+func TestPositionInvertsByteOffset(t *testing.T) {
+	text := "a😀b\r\n\tβγ\n\n𝄞x\nlast"
+	for _, enc := range []Encoding{EncodingUTF8, EncodingUTF16, EncodingUTF32} {
+		for off := 0; off <= len(text); off++ {
+			if off < len(text) && !utf8.RuneStart(text[off]) {
+				continue
+			}
+			line, col := Position(text, off, enc)
+			if text[max(off-1, 0):off] == "\r" && off < len(text) && text[off] == '\n' {
+				continue // between "\r" and "\n": a column ByteOffset puts past the line's end
+			}
+			got, err := ByteOffset(text, Cursor{Line: line, Column: col, Encoding: enc})
+			if err != nil || got != off {
+				t.Errorf("%s: offset %d -> %d:%d -> %d (%v)", enc, off, line, col, got, err)
+			}
+		}
 	}
 }

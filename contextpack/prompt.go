@@ -9,6 +9,7 @@ import (
 
 	"github.com/infill-dev/infill/contextpack/internal/assemble"
 	"github.com/infill-dev/infill/contextpack/internal/index"
+	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"github.com/infill-dev/infill/internal/logctx"
 )
 
@@ -97,6 +98,32 @@ func promptOf(res *assemble.Result, path string, off int) *Prompt {
 		m.Sources[i] = Source{Kind: sourceKinds[s.Kind], Path: s.Path, StartLine: s.StartLine, EndLine: s.EndLine,
 			Tokens: s.Tokens, Included: s.Included, Reason: s.Reason, Score: s.Score}
 	}
-	return &Prompt{Text: res.Text, Tokens: res.Tokens, Manifest: m,
+	var context []ContextSnippet
+	if len(res.Context) > 0 {
+		context = make([]ContextSnippet, len(res.Context))
+		for i, c := range res.Context {
+			context[i] = ContextSnippet(c)
+		}
+	}
+	return &Prompt{Text: res.Text, Tokens: res.Tokens, Manifest: m, Context: context,
 		Cursor: CursorText{Path: path, Text: res.CursorText, Offset: off}}
+}
+
+// CountPrompt returns the exact token count of a finished raw prompt, as
+// Ollama reads one: each literal added token (tokenizer.FindSpecial) is one
+// control token, and the text between them, which must hold user text
+// only as neutralised, is counted by segments through the Builder's
+// cache. It is how a caller that renders a prompt of its own from a
+// Prompt's parts (Context, Cursor) counts what it rendered.
+func (b *Builder) CountPrompt(text string) int {
+	n := 0
+	for text != "" {
+		at, l := tokenizer.FindSpecial(text)
+		if at < 0 {
+			return n + b.params.Counter.Rendered(text)
+		}
+		n += b.params.Counter.Rendered(text[:at]) + 1
+		text = text[at+l:]
+	}
+	return n
 }

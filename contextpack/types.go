@@ -169,6 +169,22 @@ type Prompt struct {
 	// Cursor is the cursor file's whole text and the cursor's byte offset
 	// in it, as the request resolved them (after edits).
 	Cursor CursorText
+	// Context is the prompt's cross-file context, one entry per file
+	// section in prompt order (least relevant first); none for the
+	// file-level format. A caller rendering another prompt format (edit
+	// prediction) takes the context from here.
+	Context []ContextSnippet
+}
+
+// ContextSnippet is one file's section of a prompt's cross-file context:
+// the file's path and the text shown from it (line ranges with elision
+// lines between them, ending with a newline, literal special-token text
+// neutralised), without the file separator and path line. Tokens counts
+// Text exactly.
+type ContextSnippet struct {
+	Path   string
+	Text   string
+	Tokens int
 }
 
 // CursorText is a cursor file's text split at the cursor.

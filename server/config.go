@@ -76,6 +76,9 @@ type Config struct {
 	LoadBound float64
 	Context   contextpack.Config
 	Eval      EvalConfig
+	// Edit configures edit prediction (PredictEdit): the default prompt
+	// format and generation budget.
+	Edit pipeline.EditConfig
 	// Auth configures bearer tokens and their limits.
 	Auth auth.Config
 	// TLS configures TLS (and mutual TLS) on both listeners.
@@ -123,6 +126,7 @@ func DefaultConfig() Config {
 		HealthFailures:     2,
 		Admission:          pipeline.DefaultAdmissionConfig(),
 		LoadBound:          pipeline.DefaultConfig().LoadBound,
+		Edit:               pipeline.DefaultEditConfig(),
 		Inference:          inference.DefaultConfig(),
 		Context:            contextpack.DefaultConfig(),
 		Eval:               EvalConfig{Workers: runtime.NumCPU(), MaxSamples: 200},
@@ -159,7 +163,8 @@ func (c Config) Validate() error {
 	if err := (evaluator.Config{AllowedRepoRoots: c.Eval.RepoRoots, Pythons: c.Eval.Pythons}).WithDefaults().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("server: Eval: %w", err))
 	}
-	errs = append(errs, c.Admission.Validate(), c.Inference.Validate(), c.Context.Validate(), c.Auth.Validate(), c.TLS.validate())
+	errs = append(errs, c.Admission.Validate(), c.Inference.Validate(), c.Context.Validate(), c.Auth.Validate(), c.TLS.validate(),
+		c.Edit.Validate())
 	switch c.Evaluation {
 	case EvalAuto, EvalOn, EvalOff:
 	default:

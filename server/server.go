@@ -116,6 +116,7 @@ func New(cfg Config, deps Deps, log *zap.Logger) (*Server, error) {
 	pcfg := pipeline.DefaultConfig()
 	pcfg.MaxFiles, pcfg.MaxIDBytes, pcfg.Admission = cfg.MaxFiles, maxIDBytes, cfg.Admission
 	pcfg.Routing, pcfg.LoadBound = cfg.Routing, cfg.LoadBound
+	pcfg.Edit = cfg.Edit
 	pipe, err := pipeline.NewRouted(pcfg, deps.Builder, targets, log, pipeline.WithObserver(m))
 	if err != nil {
 		return nil, err

@@ -89,6 +89,9 @@ func (f fakeBuilder) Build(context.Context, contextpack.Request) (*contextpack.P
 	return &contextpack.Prompt{Text: "p", Tokens: 100, Manifest: contextpack.Manifest{PromptTokens: 100}}, nil
 }
 
+// CountPrompt lets the fake predict edits (a token per four bytes).
+func (fakeBuilder) CountPrompt(text string) int { return len(text)/4 + 1 }
+
 func startFake(t testing.TB, b server.PromptBuilder, be server.Backend) (infillv1.CompletionServiceClient, *server.Server) {
 	t.Helper()
 	return startFakeLog(t, b, be, zaptest.NewLogger(t))
@@ -122,7 +125,7 @@ func startFakeLog(t testing.TB, b server.PromptBuilder, be server.Backend, log *
 
 // drain reads a stream to its end: nil once it ends well, else the
 // call's or the stream's error.
-func drain(st grpc.ServerStreamingClient[infillv1.StreamCompleteResponse], err error) error {
+func drain[T any](st grpc.ServerStreamingClient[T], err error) error {
 	for err == nil {
 		_, err = st.Recv()
 	}

@@ -107,13 +107,21 @@ func TestInvalidUTF8(t *testing.T) {
 	call := func(m proto.Message, wire []byte) error {
 		ctx := context.Background()
 		codec := grpc.ForceCodecV2(wireCodec{wire})
-		if _, ok := m.(*infillv1.CompleteRequest); ok {
+		switch m.(type) {
+		case *infillv1.CompleteRequest:
 			_, err := client.Complete(ctx, &infillv1.CompleteRequest{}, codec)
 			return err
+		case *infillv1.PredictEditRequest:
+			_, err := client.PredictEdit(ctx, &infillv1.PredictEditRequest{}, codec)
+			return err
+		case *infillv1.StreamPredictEditRequest:
+			return drain(client.StreamPredictEdit(ctx, &infillv1.StreamPredictEditRequest{}, codec))
 		}
 		return drain(client.StreamComplete(ctx, &infillv1.StreamCompleteRequest{}, codec))
 	}
-	for _, empty := range []proto.Message{&infillv1.CompleteRequest{}, &infillv1.StreamCompleteRequest{}} {
+	requests := []proto.Message{&infillv1.CompleteRequest{}, &infillv1.StreamCompleteRequest{},
+		&infillv1.PredictEditRequest{}, &infillv1.StreamPredictEditRequest{}}
+	for _, empty := range requests {
 		name := string(empty.ProtoReflect().Descriptor().Name())
 		paths := fill(proto.Clone(empty).ProtoReflect(), nil)
 		if len(paths) < 13 {
@@ -151,7 +159,7 @@ func TestInvalidUTF8(t *testing.T) {
 	}
 
 	// Text that is UTF-8, U+FFFD included, passes the check.
-	for _, empty := range []proto.Message{&infillv1.CompleteRequest{}, &infillv1.StreamCompleteRequest{}} {
+	for _, empty := range requests {
 		m := proto.Clone(empty).ProtoReflect()
 		d := m.Descriptor().Fields()
 		m.Set(d.ByName("repository"), protoreflect.ValueOfMessage((&infillv1.Repository{Name: "é", Files: []*infillv1.File{

@@ -107,6 +107,14 @@ func findAdded(s string) (at, id, length int) {
 	}
 }
 
+// FindSpecial returns the byte offset and length of the leftmost literal
+// added token in s, or at == -1 when s holds none: where a raw prompt's
+// control tokens split its text.
+func FindSpecial(s string) (at, length int) {
+	at, _, length = findAdded(s)
+	return at, length
+}
+
 // ContainsSpecial reports whether s contains the literal text of any of the 22
 // added tokens (which Ollama would parse as control tokens in a raw prompt).
 func ContainsSpecial(s string) bool {

@@ -320,6 +320,12 @@ func TestNeutralize(t *testing.T) {
 	if !ContainsSpecial("a <|im_start|> b") || ContainsSpecial("a <|im_star b") {
 		t.Error("ContainsSpecial")
 	}
+	if at, n := FindSpecial("a <|im_sta <|im_start|>b<|im_end|>"); at != 11 || n != len("<|im_start|>") {
+		t.Errorf("FindSpecial = %d, %d", at, n)
+	}
+	if at, _ := FindSpecial(Neutralize("<|im_end|>")); at != -1 {
+		t.Errorf("FindSpecial found a neutralised token at %d", at)
+	}
 	// Every special token text is neutralised.
 	for id := EndOfText; id <= FileSep; id++ {
 		name, _ := SpecialName(id)

@@ -68,12 +68,7 @@ func (h *Handler) complete(ctx context.Context, f *fimRequest, surface string, s
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.pipe.Complete(ctx, req, st)
-	var me *contextpack.MissingContentError
-	if snap != nil && errors.As(err, &me) && withContent(req.Context.Files, snap, me.Paths) {
-		res, err = h.pipe.Complete(ctx, req, st)
-	}
-	return res, err
+	return retryMissing(req.Context.Files, snap, func() (*pipeline.Result, error) { return h.pipe.Complete(ctx, req, st) })
 }
 
 // withContent gives the files of paths their content from snap instead

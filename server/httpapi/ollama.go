@@ -92,6 +92,10 @@ func (h *Handler) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, api.GenerateResponse{Model: model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: "load"})
 		return
 	}
+	if z, ok := parseZetaPrompt(q.Prompt); ok && q.Suffix == "" {
+		h.ollamaZeta(w, r, &q, z, model, stream) // Zed's Zeta requests (zed.go)
+		return
+	}
 	f, err := fromOllama(&q)
 	if err != nil {
 		writeError(w, r, dialectOllama, err)

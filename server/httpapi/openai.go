@@ -82,6 +82,12 @@ func (h *Handler) v1Completions(w http.ResponseWriter, r *http.Request) {
 		h.tabbyComplete(w, r, &b)
 		return
 	}
+	if prompt, err := promptText(b.Prompt); err == nil && b.Suffix == nil {
+		if z, ok := parseZetaPrompt(prompt); ok {
+			h.openAIZeta(w, r, &b, z) // Zed's Zeta requests (zed.go)
+			return
+		}
+	}
 	f, err := b.openAIRequest(h.cfg.ContextTokens)
 	if err != nil {
 		writeError(w, r, dialectOpenAI, err)

@@ -41,6 +41,8 @@ type fakePipe struct {
 	deltas []string // text of each candidate, delta by delta
 	finish inference.FinishReason
 	err    error // returned after the deltas
+	// gotEdits are the edit predictions asked (zed_test.go).
+	gotEdits []*pipeline.EditRequest
 }
 
 func (f *fakePipe) Complete(ctx context.Context, req *pipeline.Request, st pipeline.Stream) (*pipeline.Result, error) {

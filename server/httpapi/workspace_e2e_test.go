@@ -22,8 +22,9 @@ import (
 // the real server in front of the real Ollama (tiny model): a file saved
 // after start joins the prompt of the next request that names a file of the
 // workspace (the backend's prompt count grows by it), absolute paths and
-// requests naming no file are served from the workspace, and paths that
-// climb out are refused in the dialect's error style.
+// requests naming no file are served from the workspace, Zed's Zeta
+// requests get the workspace and its recent edits, and paths that climb
+// out are refused in the dialect's error style.
 func TestWorkspaceEndToEnd(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
@@ -102,6 +103,31 @@ func TestWorkspaceEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(out, &plain); err != nil || resp.StatusCode != http.StatusOK || plain.Usage == nil ||
 		plain.Usage.PromptTokens < after.Usage.PromptTokens-10 {
 		t.Errorf("no path: %d %s (prompt tokens, want about %d with the workspace)", resp.StatusCode, out, after.Usage.PromptTokens)
+	}
+
+	// Zed's Zeta request (testdata/zed), naming the file from its
+	// worktree's root as Zed does, with no events: the workspace is the
+	// repository and its change to pricing.py on disk the history; the
+	// answer is the region between Zeta's markers, as Zed reads it.
+	repofstest.WriteFiles(t, root, map[string]string{"pricing.py": pricing + "\n\nRATE = 0.1\n"})
+	for deadline := time.Now().Add(10 * time.Second); len(set.Default().RecentEdits()) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("pricing.py's change not recorded within 10s")
+		}
+	}
+	zeta := "### Instruction:\nYou are a code completion assistant.\n\n### User Edits:\n\n\n\n### User Excerpt:\n\n" +
+		"```shop/cart.py\n<|start_of_file|>\nfrom pricing import discounted_total\n\n\n<|editable_region_start|>\n" +
+		"def checkout(items):\n    return <|user_cursor_is_here|>\n<|editable_region_end|>\n```\n\n### Response:\n"
+	resp, out = postJSON(t, ctx, srv.HTTPAddr, "/api/generate", map[string]any{"model": srv.Model, "prompt": zeta, "raw": true,
+		"stream": false, "options": map[string]any{"num_predict": 16, "temperature": 0.2}})
+	var zr struct {
+		Response        string `json:"response"`
+		PromptEvalCount int    `json:"prompt_eval_count"`
+	}
+	if err := json.Unmarshal(out, &zr); err != nil || resp.StatusCode != http.StatusOK ||
+		!strings.HasPrefix(zr.Response, "<|editable_region_start|>\n") || !strings.HasSuffix(zr.Response, "\n<|editable_region_end|>") ||
+		zr.PromptEvalCount < 100 {
+		t.Errorf("zeta: %d %s", resp.StatusCode, out)
 	}
 
 	// Refused paths: 400 for "..", 403 for a link out, in OpenAI's error

@@ -63,11 +63,14 @@ type Config struct {
 	// order. 0: a backend is passed over only when its admission refuses
 	// at once (slots and queue full).
 	LoadBound float64
+	// Edit configures edit prediction (PredictEdit).
+	Edit EditConfig
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{MaxFiles: 20000, MaxIDBytes: 256, MaxSessions: 4096, Admission: DefaultAdmissionConfig(), LoadBound: 1.25}
+	return Config{MaxFiles: 20000, MaxIDBytes: 256, MaxSessions: 4096, Admission: DefaultAdmissionConfig(), LoadBound: 1.25,
+		Edit: DefaultEditConfig()}
 }
 
 // Validate reports a configuration that cannot work.
@@ -81,6 +84,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.LoadBound == 0 || c.LoadBound >= 1) {
 		return fmt.Errorf("pipeline: LoadBound %v: want 0 (off) or at least 1", c.LoadBound)
+	}
+	if err := c.Edit.Validate(); err != nil {
+		return err
 	}
 	return c.Admission.Validate()
 }
@@ -150,6 +156,11 @@ type Request struct {
 	// Surface names the transport and dialect ("grpc", "llama.cpp", ...) for
 	// logs.
 	Surface string
+
+	// prompt, when set, builds the prompt instead of the Builder: an edit
+	// prediction's (PredictEdit), which has its own session key and no
+	// typed-through.
+	prompt func(ctx context.Context, req contextpack.Request) (*contextpack.Prompt, error)
 }
 
 // Start is what is known once the prompt is built, before any text.
@@ -350,7 +361,11 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 	}
 	creq := req.Context
 	creq.TokenBudget, creq.MaxNewTokens = budget, maxTokens
-	prompt, err := p.builder.Build(ctx, creq)
+	build := p.builder.Build
+	if req.prompt != nil {
+		build = req.prompt
+	}
+	prompt, err := build(ctx, creq)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +380,7 @@ func (p *Pipeline) complete(ctx context.Context, req *Request, st Stream, key st
 		}
 	}
 	single := ireq.Candidates <= 1
-	if key != "" && single {
+	if key != "" && single && req.prompt == nil {
 		if e, rest, ok := p.sessions.typedThrough(key, model, prompt.Cursor); ok {
 			return p.reuse(ctx, e, rest, prompt, st, assembly, start, o)
 		}
@@ -540,7 +555,7 @@ func (p *Pipeline) finish(req *Request, key, model string, prompt *contextpack.P
 	manifest := prompt.Manifest
 	manifest.Warnings = append([]string(nil), manifest.Warnings...)
 	manifest.CheckEvaluated(res.PromptEvalTokens)
-	if key != "" {
+	if key != "" && req.prompt == nil {
 		if c := res.Candidates; single && len(c) == 1 && c[0].Finish != inference.FinishBudget && c[0].Text != "" {
 			p.sessions.remember(&typedEntry{key: key, model: model, cursor: prompt.Cursor, completion: c[0].Text, finish: c[0].Finish})
 		} else {

@@ -44,10 +44,16 @@ func newSessions(max int) *sessions {
 	return &sessions{calls: map[string]*sessionCall{}, typed: map[string]*list.Element{}, max: max}
 }
 
-// sessionKey identifies a session; "" when the request names none.
+// sessionKey identifies a session; "" when the request names none. A
+// session's edit predictions are a session of their own: an edit
+// prediction and a completion of one editor buffer do not supersede each
+// other.
 func sessionKey(req *Request) string {
 	if req.SessionID == "" {
 		return ""
+	}
+	if req.prompt != nil {
+		return req.ClientID + "\x00" + req.SessionID + "\x00edit"
 	}
 	return req.ClientID + "\x00" + req.SessionID
 }

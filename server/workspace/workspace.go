@@ -55,6 +55,9 @@ type Config struct {
 	// Quiet is how long the tree must be still before a burst of changes
 	// is re-indexed; MaxDelay bounds the wait from a burst's first event.
 	Quiet, MaxDelay time.Duration
+	// HistoryEdits is how many recent changes to files are kept
+	// (RecentEdits), each a diff of at most HistoryDiffBytes; 0 keeps none.
+	HistoryEdits, HistoryDiffBytes int
 }
 
 // DefaultConfig returns the defaults: the command-line tool's caps (1 MiB
@@ -64,6 +67,7 @@ func DefaultConfig() Config {
 	return Config{
 		MaxFileBytes: repofs.DefaultMaxFileBytes, MaxTotalBytes: 32 << 20, MaxFiles: 20000,
 		MaxDirs: 10000, Quiet: 100 * time.Millisecond, MaxDelay: time.Second,
+		HistoryEdits: 16, HistoryDiffBytes: 8 << 10,
 	}
 }
 
@@ -71,6 +75,9 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if c.MaxFileBytes < 1 || c.MaxTotalBytes < 1 || c.MaxFiles < 1 || c.MaxDirs < 1 {
 		return errors.New("workspace: MaxFileBytes, MaxTotalBytes, MaxFiles and MaxDirs must be >= 1")
+	}
+	if c.HistoryEdits < 0 || c.HistoryEdits > 0 && c.HistoryDiffBytes < 1 {
+		return errors.New("workspace: HistoryEdits must be >= 0, and HistoryDiffBytes >= 1 with it")
 	}
 	if c.Quiet <= 0 || c.MaxDelay < c.Quiet {
 		return fmt.Errorf("workspace: need 0 < Quiet (%v) <= MaxDelay (%v)", c.Quiet, c.MaxDelay)
@@ -136,6 +143,8 @@ type Workspace struct {
 	full      atomic.Int64
 	dirs      atomic.Int64
 
+	history history // recent changes to files held (history.go)
+
 	watcher   *fsnotify.Watcher
 	stop      chan struct{}
 	done      chan struct{}
@@ -177,6 +186,7 @@ func Open(root, name string, cfg Config, log *zap.Logger) (*Workspace, error) {
 		name: name, root: abs, real: tree.Root(), cfg: cfg, log: log.With(zap.String("workspace", name)),
 		watcher: watcher, stop: make(chan struct{}), done: make(chan struct{}),
 		tree: tree, files: map[string]File{}, watched: map[string]bool{},
+		history: history{max: cfg.HistoryEdits, maxBytes: cfg.HistoryDiffBytes},
 	}
 	start := time.Now()
 	if err := w.readAll(true); err != nil {
@@ -439,6 +449,9 @@ func (w *Workspace) add(rel string, content []byte, prev map[string]File) bool {
 	f, ok := prev[rel]
 	if !ok || f.Content != string(content) {
 		text := string(content)
+		if ok {
+			w.history.record(rel, f.Content, text, time.Now())
+		}
 		f = File{Path: rel, Digest: contextpack.Digest(text), Content: text}
 	}
 	w.files[rel] = f

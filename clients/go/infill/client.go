@@ -132,21 +132,35 @@ func (c *Client) Close() error {
 // is retried (nothing has reached the caller yet); content the server
 // reports missing is resent.
 func (c *Client) Complete(ctx context.Context, req *infillv1.CompleteRequest, opts ...grpc.CallOption) (*infillv1.CompleteResponse, error) {
-	var resp *infillv1.CompleteResponse
+	return unary(c, ctx, req, func(ctx context.Context, r *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error) {
+		return c.rpc.Complete(ctx, r, opts...)
+	})
+}
+
+// request is what the calls' requests share.
+type request interface {
+	proto.Message
+	GetRepository() *infillv1.Repository
+	GetCursor() *infillv1.Cursor
+	GetClientId() string
+	GetSessionId() string
+}
+
+// unary runs a unary call of req through do (digests, deltas, resends,
+// retries), sending req with the repository do prepares.
+func unary[Req request, Resp interface{ GetRepositorySnapshot() string }](c *Client, ctx context.Context, req Req,
+	call func(context.Context, Req) (Resp, error)) (Resp, error) {
+	var resp Resp
 	ctx = c.sessionContext(ctx, req.GetClientId(), req.GetSessionId())
 	err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
-		r := withRepository(req, repo, c.cfg.ClientID)
-		out, err := c.rpc.Complete(ctx, r, opts...)
+		out, err := call(ctx, withRepository(req, repo, c.cfg.ClientID))
 		if err != nil {
 			return false, "", err
 		}
 		resp = out
 		return false, out.GetRepositorySnapshot(), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return resp, err
 }
 
 // errStopped tells do that the consumer stopped iterating.
@@ -160,11 +174,22 @@ var errStopped = errors.New("consumer stopped")
 //
 // The iterator runs the call each time it is ranged over.
 func (c *Client) Stream(ctx context.Context, req *infillv1.StreamCompleteRequest, opts ...grpc.CallOption) iter.Seq2[*infillv1.StreamCompleteResponse, error] {
-	return func(yield func(*infillv1.StreamCompleteResponse, error) bool) {
+	return streamed(c, ctx, req, func(ctx context.Context, r *infillv1.StreamCompleteRequest) (grpc.ServerStreamingClient[infillv1.StreamCompleteResponse], error) {
+		return c.rpc.StreamComplete(ctx, r, opts...)
+	}, completionEvent)
+}
+
+// streamed is a streaming call of req through do, as Stream describes:
+// open starts an attempt with the repository do prepares, kind sorts its
+// events.
+func streamed[Req request, R any](c *Client, ctx context.Context, req Req,
+	open func(context.Context, Req) (grpc.ServerStreamingClient[R], error), kind func(*R) (streamEvent, string)) iter.Seq2[*R, error] {
+	return func(yield func(*R, error) bool) {
 		ctx, cancel := context.WithCancel(c.sessionContext(ctx, req.GetClientId(), req.GetSessionId()))
 		defer cancel()
 		err := c.do(ctx, req.GetRepository(), req.GetCursor().GetPath(), func(ctx context.Context, repo *infillv1.Repository) (bool, string, error) {
-			return c.streamOnce(ctx, withRepository(req, repo, c.cfg.ClientID), opts, yield)
+			r := withRepository(req, repo, c.cfg.ClientID)
+			return streamOnce(ctx, c.log, func(ctx context.Context) (grpc.ServerStreamingClient[R], error) { return open(ctx, r) }, kind, yield)
 		})
 		if err != nil && !errors.Is(err, errStopped) {
 			yield(nil, err)
@@ -172,19 +197,20 @@ func (c *Client) Stream(ctx context.Context, req *infillv1.StreamCompleteRequest
 	}
 }
 
-// streamOnce runs one attempt. It reports whether anything beyond the
-// StreamStart reached the consumer (after which the call is not retried)
-// and the repository snapshot the start named.
-func (c *Client) streamOnce(ctx context.Context, req *infillv1.StreamCompleteRequest, opts []grpc.CallOption,
-	yield func(*infillv1.StreamCompleteResponse, error) bool) (delivered bool, snapshot string, err error) {
+// streamOnce runs one attempt of a streaming call (open starts it, kind
+// sorts its events). It reports whether anything beyond the start event
+// reached the consumer (after which the call is not retried) and the
+// repository snapshot the start named.
+func streamOnce[R any](ctx context.Context, log *zap.Logger, open func(context.Context) (grpc.ServerStreamingClient[R], error),
+	kind func(*R) (streamEvent, string), yield func(*R, error) bool) (delivered bool, snapshot string, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := c.rpc.StreamComplete(ctx, req, opts...)
+	st, err := open(ctx)
 	if err != nil {
 		return false, "", err
 	}
-	var start *infillv1.StreamCompleteResponse
-	emit := func(m *infillv1.StreamCompleteResponse) bool {
+	var start *R
+	emit := func(m *R) bool {
 		if start != nil {
 			s := start
 			start = nil
@@ -204,28 +230,50 @@ func (c *Client) streamOnce(ctx context.Context, req *infillv1.StreamCompleteReq
 		if err != nil {
 			return delivered, snapshot, err
 		}
-		switch m.GetEvent().(type) {
-		case *infillv1.StreamCompleteResponse_Start:
-			start = m
-			snapshot = m.GetStart().GetRepositorySnapshot()
-		case *infillv1.StreamCompleteResponse_Delta:
+		switch ev, snap := kind(m); ev {
+		case eventStart:
+			start, snapshot = m, snap
+		case eventDelta:
 			if !emit(m) {
 				return true, snapshot, errStopped
 			}
-		case *infillv1.StreamCompleteResponse_Done:
+		case eventDone:
 			if !emit(m) {
 				return true, snapshot, errStopped
 			}
 			// Read the end of the stream so the server finishes with OK
 			// rather than seeing a cancel.
 			if _, err := st.Recv(); err != nil && err != io.EOF {
-				c.log.Debug("stream: error after final response", zap.Error(err))
+				log.Debug("stream: error after final response", zap.Error(err))
 			}
 			return true, snapshot, nil
 		default:
-			c.log.Debug("stream: ignoring unknown event")
+			log.Debug("stream: ignoring unknown event")
 		}
 	}
+}
+
+// streamEvent is what a streamed message is.
+type streamEvent int
+
+const (
+	eventUnknown streamEvent = iota
+	eventStart               // held back until the next event
+	eventDelta
+	eventDone
+)
+
+// completionEvent sorts a StreamComplete message.
+func completionEvent(m *infillv1.StreamCompleteResponse) (streamEvent, string) {
+	switch m.GetEvent().(type) {
+	case *infillv1.StreamCompleteResponse_Start:
+		return eventStart, m.GetStart().GetRepositorySnapshot()
+	case *infillv1.StreamCompleteResponse_Delta:
+		return eventDelta, ""
+	case *infillv1.StreamCompleteResponse_Done:
+		return eventDone, ""
+	}
+	return eventUnknown, ""
 }
 
 // do runs one call with digest substitution, resending of missing content,

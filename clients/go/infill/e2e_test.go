@@ -239,3 +239,70 @@ func TestEndToEndSnapshots(t *testing.T) {
 		t.Errorf("second call: base %q, files %v; want the edited file alone on the first snapshot", sent[1].GetBase(), sent[1].GetFiles())
 	}
 }
+
+// An edit prediction through the client library, the real server and the
+// real Ollama: Instinct's prompt unary, Zeta's streamed. The backend
+// evaluates the tokens infill planned; the answer is an edit inside the
+// editable region (whose range holds the cursor, in the request's UTF-16
+// columns; Position is 1-based) or no edit with a reason, the output as it came; a format the
+// API does not know is INVALID_ARGUMENT naming the field.
+func TestEndToEndPredictEdit(t *testing.T) {
+	srv := servertest.Start(t)
+	c, err := infill.Dial(srv.Addr, infill.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cr := e2eRequest()
+	req := &infillv1.PredictEditRequest{Repository: cr.Repository,
+		Cursor:      infill.Position{Line: 10, Column: 11}.Cursor("geo/circle.py", infillv1.PositionEncoding_POSITION_ENCODING_UTF16),
+		RecentEdits: []*infillv1.RecentEdit{{Path: "geo/circle.py", Diff: "@@ -9,2 +9,2 @@\n-def perimeter(r):\n+def circumference(r):\n"}},
+		Generation:  &infillv1.GenerationOptions{MaxTokens: 12},
+		Format:      infillv1.EditPromptFormat_EDIT_PROMPT_FORMAT_INSTINCT, SessionId: "e2e"}
+	check := func(resp *infillv1.PredictEditResponse, want infillv1.EditPromptFormat) {
+		t.Helper()
+		r := resp.GetEditableRegion()
+		if resp.GetFormat() != want || r.GetStartLine() > 9 || r.GetEndLine() < 9 || r.GetStartOffset() > r.GetEndOffset() {
+			t.Fatalf("format %v, region %v", resp.GetFormat(), r)
+		}
+		if u := resp.GetUsage(); u.GetPromptTokens() != u.GetPlannedPromptTokens() || u.GetCompletionTokens() < 1 {
+			t.Errorf("usage %v", u)
+		}
+		if e := resp.GetEdit(); e != nil {
+			if e.GetRange().GetStartOffset() < r.GetStartOffset() || e.GetRange().GetEndOffset() > r.GetEndOffset() || resp.GetNoEditReason() != "" {
+				t.Errorf("edit %v outside the region %v (reason %q)", e, r, resp.GetNoEditReason())
+			}
+		} else if resp.GetNoEditReason() == "" {
+			t.Error("no edit and no reason")
+		}
+	}
+	resp, err := c.PredictEdit(t.Context(), req)
+	if err != nil {
+		t.Fatal(infill.FormatError(err))
+	}
+	check(resp, infillv1.EditPromptFormat_EDIT_PROMPT_FORMAT_INSTINCT)
+
+	sreq := infill.StreamPredictRequest(req)
+	sreq.Format = infillv1.EditPromptFormat_EDIT_PROMPT_FORMAT_UNSPECIFIED // the server's default: Zeta
+	var text string
+	var done *infillv1.PredictEditResponse
+	for ev, err := range c.StreamPredictEdit(t.Context(), sreq) {
+		if err != nil {
+			t.Fatal(infill.FormatError(err))
+		}
+		text += ev.GetDelta().GetText()
+		if ev.GetDone() != nil {
+			done = ev.GetDone()
+		}
+	}
+	check(done, infillv1.EditPromptFormat_EDIT_PROMPT_FORMAT_ZETA)
+	if done.GetRawOutput() != text {
+		t.Errorf("streamed %q, raw output %q", text, done.GetRawOutput())
+	}
+
+	req.Format = 9
+	_, err = c.PredictEdit(t.Context(), req)
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "format") {
+		t.Fatalf("unknown format: %v", err)
+	}
+}

@@ -21,6 +21,9 @@ type fakeServer struct {
 
 	stream func(attempt int, req *infillv1.StreamCompleteRequest, st grpc.ServerStreamingServer[infillv1.StreamCompleteResponse]) error
 	unary  func(attempt int, req *infillv1.CompleteRequest) (*infillv1.CompleteResponse, error)
+	// predict and streamPredict answer the edit predictions.
+	predict       func(attempt int, req *infillv1.PredictEditRequest) (*infillv1.PredictEditResponse, error)
+	streamPredict func(attempt int, req *infillv1.StreamPredictEditRequest, st grpc.ServerStreamingServer[infillv1.StreamPredictEditResponse]) error
 
 	mu       sync.Mutex
 	attempts int
@@ -53,6 +56,14 @@ func (f *fakeServer) Complete(ctx context.Context, req *infillv1.CompleteRequest
 
 func (f *fakeServer) StreamComplete(req *infillv1.StreamCompleteRequest, st grpc.ServerStreamingServer[infillv1.StreamCompleteResponse]) error {
 	return f.stream(f.next(req.GetRepository()), req, st)
+}
+
+func (f *fakeServer) PredictEdit(ctx context.Context, req *infillv1.PredictEditRequest) (*infillv1.PredictEditResponse, error) {
+	return f.predict(f.next(req.GetRepository()), req)
+}
+
+func (f *fakeServer) StreamPredictEdit(req *infillv1.StreamPredictEditRequest, st grpc.ServerStreamingServer[infillv1.StreamPredictEditResponse]) error {
+	return f.streamPredict(f.next(req.GetRepository()), req, st)
 }
 
 // serve starts srv on an in-memory listener and returns a dial option

@@ -369,13 +369,26 @@ func RequestFromDir(root, file string, pos Position, enc infillv1.PositionEncodi
 // same fields; the copy shares r's sub-messages.
 func StreamRequest(r *infillv1.CompleteRequest) *infillv1.StreamCompleteRequest {
 	out := &infillv1.StreamCompleteRequest{}
-	dst := out.ProtoReflect()
+	copyFields(out.ProtoReflect(), r.ProtoReflect())
+	return out
+}
+
+// StreamPredictRequest returns the streaming twin of r, as StreamRequest
+// does for completions.
+func StreamPredictRequest(r *infillv1.PredictEditRequest) *infillv1.StreamPredictEditRequest {
+	out := &infillv1.StreamPredictEditRequest{}
+	copyFields(out.ProtoReflect(), r.ProtoReflect())
+	return out
+}
+
+// copyFields sets each field of dst from src's field of the same number
+// and kind.
+func copyFields(dst, src protoreflect.Message) {
 	fields := dst.Descriptor().Fields()
-	r.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		if f := fields.ByNumber(fd.Number()); f != nil && f.Kind() == fd.Kind() {
 			dst.Set(f, v)
 		}
 		return true
 	})
-	return out
 }

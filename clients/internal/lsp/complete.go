@@ -32,6 +32,7 @@ type completionKind int
 const (
 	kindCompletion completionKind = iota // textDocument/completion
 	kindInline                           // textDocument/inlineCompletion
+	kindPredict                          // infill/predictEdit (predict.go)
 )
 
 // Why a completion's context ended early.
@@ -171,26 +172,46 @@ func (s *session) complete(ctx context.Context, j *job) (any, *jsonrpc2.Error) {
 	case <-ctx.Done():
 		return s.ended(ctx, j)
 	}
+	if j.predicts() {
+		return s.predict(ctx, j)
+	}
 	req := s.buildRequest(j)
+	start := time.Now()
+	resp, ended, rerr := callServer(s, ctx, j, func(ctx context.Context) (*infillv1.CompleteResponse, error) {
+		return s.c.Complete(ctx, req)
+	})
+	if ended != nil || rerr != nil {
+		return ended, rerr
+	}
+	s.log.Debug("completion", zap.String("path", j.rel), zap.Int("offset", j.off),
+		zap.Duration("took", time.Since(start)), zap.String("request_id", resp.GetRequestId()))
+	return answer(j, resp.GetCandidates()), nil
+}
+
+// callServer makes a call to the infill server for j with the session's
+// timeout. On success it returns the response (and clears the messages
+// shown, as every success does); otherwise the answer j gets instead:
+// the call's context ended (ended), or the server's error (failed).
+func callServer[R any](s *session, ctx context.Context, j *job, call func(context.Context) (R, error)) (R, any, *jsonrpc2.Error) {
+	var zero R
 	callCtx, cancel := ctx, context.CancelFunc(func() {})
 	if s.cfg.Timeout > 0 {
 		callCtx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
 	}
-	start := time.Now()
-	resp, err := s.c.Complete(callCtx, req)
+	resp, err := call(callCtx)
 	cancel()
 	if ctx.Err() != nil {
-		return s.ended(ctx, j)
+		a, rerr := s.ended(ctx, j)
+		return zero, a, rerr
 	}
 	if err != nil {
-		return s.failed(j, err)
+		a, rerr := s.failed(j, err)
+		return zero, a, rerr
 	}
 	s.mu.Lock()
 	clear(s.shown)
 	s.mu.Unlock()
-	s.log.Debug("completion", zap.String("path", j.rel), zap.Int("offset", j.off),
-		zap.Duration("took", time.Since(start)), zap.String("request_id", resp.GetRequestId()))
-	return answer(j, resp.GetCandidates()), nil
+	return resp, nil, nil
 }
 
 // request builds the CompleteRequest: the repository's files as they are
@@ -240,7 +261,7 @@ func (s *session) buildRequest(j *job) *infillv1.CompleteRequest {
 // by the editor, or the connection closing.
 func (s *session) ended(ctx context.Context, j *job) (any, *jsonrpc2.Error) {
 	if errors.Is(context.Cause(ctx), errSuperseded) {
-		return empty(j.kind), nil
+		return noEdit(j, errSuperseded.Error()), nil
 	}
 	return nil, rpcError(codeRequestCancelled, "request cancelled")
 }
@@ -260,7 +281,7 @@ func (s *session) failed(j *job, err error) (any, *jsonrpc2.Error) {
 		}
 		s.showOnce("UNAVAILABLE", protocol.MessageTypeWarning,
 			fmt.Sprintf("infill: no completions: %s is unavailable (%s). They resume when it is back.", where, line))
-		return empty(j.kind), nil
+		return noEdit(j, "the infill server is unavailable"), nil
 	case codes.DeadlineExceeded:
 		return nil, rpcError(codeRequestFailed, "infill: no answer within the timeout (%s)", line)
 	}

@@ -41,9 +41,17 @@ type Settings struct {
 	// request for the same document replaces this one for free (0: none;
 	// editors already debounce).
 	DebounceMs uint32 `json:"debounceMs"`
+	// EditPrediction answers textDocument/inlineCompletion with the
+	// server's edit prediction when the edit is at the cursor
+	// (predict.go); infill/predictEdit answers edits anywhere either way.
+	EditPrediction bool `json:"editPrediction"`
+	// EditFormat is the edit model's prompt format, "zeta" or "instinct";
+	// "": by the model's name, else the server's --edit-format.
+	EditFormat string `json:"editFormat"`
 }
 
-var settingNames = []string{"model", "maxTokens", "temperature", "stop", "latencyBudgetMs", "candidates", "debounceMs"}
+var settingNames = []string{"model", "maxTokens", "temperature", "stop", "latencyBudgetMs", "candidates", "debounceMs",
+	"editPrediction", "editFormat"}
 
 // maxCandidates bounds Settings.Candidates (the server's default cap).
 const maxCandidates = 8
@@ -58,6 +66,9 @@ func (s Settings) Validate() error {
 	}
 	if slices.Contains(s.Stop, "") {
 		return errors.New("stop: an empty stop string")
+	}
+	if _, ok := editFormats[s.EditFormat]; !ok {
+		return fmt.Errorf("editFormat %q: want zeta, instinct or empty", s.EditFormat)
 	}
 	return nil
 }
@@ -102,6 +113,10 @@ func (s Settings) apply(raw json.RawMessage) (Settings, []string, error) {
 				out.Candidates = 0
 			case "debounceMs":
 				out.DebounceMs = 0
+			case "editPrediction":
+				out.EditPrediction = false
+			case "editFormat":
+				out.EditFormat = ""
 			}
 		}
 	}

@@ -30,9 +30,12 @@
 // (full and incremental), didSave, didClose, textDocument/completion (one
 // item per candidate, a plain-text textEdit from the start of the word
 // at the cursor), textDocument/inlineCompletion (items with insertText
-// and range), workspace/didChangeWatchedFiles, didChangeWorkspaceFolders
-// and didChangeConfiguration (Settings). Other requests are
-// MethodNotFound; other notifications are ignored.
+// and range; with Settings.EditPrediction, the server's predicted edit
+// when it is at the cursor), infill/predictEdit (the predicted edit
+// anywhere, as a TextEdit: predict.go, with the session's edit history
+// of history.go), workspace/didChangeWatchedFiles,
+// didChangeWorkspaceFolders and didChangeConfiguration (Settings). Other
+// requests are MethodNotFound; other notifications are ignored.
 //
 // Latency: every completion runs in its own goroutine while the
 // connection reads on, so $/cancelRequest cancels its gRPC call (and so

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"fmt"
+	"time"
 
 	protocol "github.com/tliron/glsp/protocol_3_16"
 	"go.uber.org/zap"
@@ -45,8 +46,10 @@ func (s *session) didChange(p protocol.DidChangeTextDocumentParams) error {
 	if err != nil {
 		return err
 	}
+	old := d.text
 	d.text, d.version = text, p.TextDocument.Version
 	overlay(d)
+	s.history.changed(d, old, time.Now())
 	return nil
 }
 

@@ -43,6 +43,7 @@ func EditorConfigs() []EditorConfig {
 		{Title: "Neovim 0.11 and later", Name: "nvim-0.11.lua"},
 		{Title: "Neovim 0.8 to 0.10", Name: "nvim-0.8.lua"},
 		{Title: "Neovim 0.7 (Debian 12's)", Name: "nvim-0.7.lua"},
+		{Title: "Neovim 0.7 and later: edit predictions", Name: "nvim-edit-predictions.lua"},
 		{Title: "Vim 9 with YouCompleteMe (Debian 12's vim-youcompleteme)", Name: "vim9-youcompleteme.vim"},
 		{Title: "Vim 9 with YouCompleteMe: ~/.vim/infill_ycm_extra_conf.py", Name: "vim9-youcompleteme-extra-conf.py"},
 		{Title: "Vim 9 with yegappan/lsp", Name: "vim9-yegappan-lsp.vim"},

@@ -101,6 +101,7 @@ type session struct {
 	ws        *workspace
 	inflight  map[jsonrpc2.ID]*call
 	latest    map[string]*call // the newest completion per document
+	history   editHistory      // the editor's recent edits (history.go)
 	shown     map[string]bool  // messages shown since the last success
 	noWatcher bool             // the client does not watch files for us
 	exitErr   error
@@ -221,6 +222,12 @@ func (s *session) request(req *jsonrpc2.Request) (any, *jsonrpc2.Error) {
 			return nil, err
 		}
 		return s.startCompletion(req.ID, kindInline, p.TextDocumentPositionParams)
+	case methodPredictEdit:
+		var p inlineCompletionParams
+		if err := decode(req, &p); err != nil {
+			return nil, err
+		}
+		return s.startCompletion(req.ID, kindPredict, p.TextDocumentPositionParams)
 	}
 	return nil, rpcError(jsonrpc2.CodeMethodNotFound, "method not supported: %s", req.Method)
 }

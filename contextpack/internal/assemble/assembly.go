@@ -141,6 +141,9 @@ type Selection struct {
 	headTokens  int
 	headContext int
 	headDone    bool
+	// headSnippets are the head's file sections (Result.Context); read
+	// only once made.
+	headSnippets []Snippet
 }
 
 // Clone copies what finishing an assembly changes (candidates, blocks,
@@ -166,7 +169,13 @@ func (s *Selection) Clone() *Selection {
 }
 
 // MemBytes estimates what keeping s costs.
-func (s *Selection) MemBytes() int64 { return int64(len(s.head)) + int64(len(s.considered))*160 }
+func (s *Selection) MemBytes() int64 {
+	n := int64(len(s.head)) + int64(len(s.considered))*160
+	for _, sn := range s.headSnippets {
+		n += int64(len(sn.Text))
+	}
+	return n
+}
 
 // block is the cursor-dependent context from one file.
 type block struct {

@@ -239,3 +239,21 @@ func rangeTextNL(a *syntax.Analysis, s, e int32) string {
 	}
 	return t
 }
+
+// Rendered counts s, text as it stands in a rendered prompt (user text
+// already neutralised, no control tokens), exactly as the sum of its
+// segments. A segment without neutralised token text is counted through
+// the cache (neutral leaves it as it is); one with it (a "<" followed by
+// U+200B), whose neutralisation would add a second U+200B, is counted
+// as it is.
+func (c *Counter) Rendered(s string) int {
+	total := 0
+	forSegments(s, func(seg string) {
+		if strings.Contains(seg, "<\u200B") {
+			total += c.tok.Count(seg)
+			return
+		}
+		total += c.segment(seg)
+	})
+	return total
+}

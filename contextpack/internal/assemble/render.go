@@ -31,6 +31,19 @@ type Result struct {
 	Warnings         []string
 	// CursorText is the cursor file's whole text.
 	CursorText string
+	// Context is the cross-file context of the head, one entry per file
+	// section in prompt order (least relevant first).
+	Context []Snippet
+}
+
+// Snippet is one file's section of a prompt's cross-file context: its
+// path and its text as rendered (line ranges with elision lines between
+// them, special-token text neutralised, ending with a newline), without
+// the file separator and path line; Tokens counts Text.
+type Snippet struct {
+	Path   string
+	Text   string
+	Tokens int
 }
 
 // Source is one piece of context that was considered (a manifest
@@ -81,12 +94,17 @@ func (as *Assembly) renderHead() {
 		sb.WriteString("\n")
 		tokens += 1 + p.Counter.plain(as.input.RepoName+"\n")
 	}
+	var snippets []Snippet
 	writeBlock := func(sl *index.File, rs []LineRange) {
 		sb.WriteString(FileSep)
 		sb.WriteString(p.Neutral(sl.Path))
 		sb.WriteString("\n")
-		writeRanges(&sb, p.Neutral, sl.Analysis, rs, -1, -1)
-		n := as.headTokens(sl) + p.Counter.rangesTokens(sl.Analysis, rs, -1, -1)
+		var text strings.Builder
+		writeRanges(&text, p.Neutral, sl.Analysis, rs, -1, -1)
+		sb.WriteString(text.String())
+		body := p.Counter.rangesTokens(sl.Analysis, rs, -1, -1)
+		snippets = append(snippets, Snippet{Path: sl.Path, Text: text.String(), Tokens: body})
+		n := as.headTokens(sl) + body
 		tokens += n
 		context += n
 	}
@@ -113,7 +131,7 @@ func (as *Assembly) renderHead() {
 	sb.WriteString(p.Neutral(as.input.Cursor.Path))
 	sb.WriteString("\n")
 	tokens += as.headTokens(as.input.Cursor)
-	s.head, s.headTokens, s.headContext = sb.String(), tokens, context
+	s.head, s.headTokens, s.headContext, s.headSnippets = sb.String(), tokens, context, snippets
 }
 
 // render writes the prompt and the manifest: the head (renderHead), then
@@ -188,7 +206,7 @@ func (as *Assembly) render() (*Result, error) {
 	if a.Note != "" {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %s; no scope headers or definitions from it", t.Path, a.Note))
 	}
-	res.Text, res.Tokens, res.CursorText = sb.String(), tokens, a.Content
+	res.Text, res.Tokens, res.CursorText, res.Context = sb.String(), tokens, a.Content, s.headSnippets
 	return res, nil
 }
 

@@ -93,9 +93,9 @@ func encode(size int, write func([]byte) ([]byte, error)) (mem.BufferSlice, erro
 }
 
 // unsafeDecoder is implemented by the messages buf generates with
-// protoc-gen-go-vtproto's unmarshal_unsafe feature: the two completion
-// requests (buf.gen.yaml lists them), the messages a server decodes on
-// every keystroke.
+// protoc-gen-go-vtproto's unmarshal_unsafe feature: the completion and
+// edit-prediction requests (buf.gen.yaml lists them), the messages a
+// server decodes on every keystroke.
 type unsafeDecoder interface{ UnmarshalVTUnsafe([]byte) error }
 
 func (codec) Unmarshal(data mem.BufferSlice, v any) error {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
@@ -119,7 +120,7 @@ func dropUnknown(m proto.Message) {
 	walk(m.ProtoReflect())
 }
 
-// FuzzCodecDecodesAsProto checks the completion requests' generated
+// FuzzCodecDecodesAsProto checks the completion and edit requests' generated
 // decoder against proto.Unmarshal on any bytes: what proto.Unmarshal
 // accepts, Codec decodes to an equal message and encodes to the same
 // bytes; a field sent with the wrong
@@ -145,6 +146,13 @@ func FuzzCodecDecodesAsProto(f *testing.F) {
 			LatencyBudget: durationpb.New(1500 * time.Millisecond),
 			ContextDetail: infillv1.ContextDetail_CONTEXT_DETAIL_FULL,
 		},
+		&infillv1.PredictEditRequest{
+			Repository:  &infillv1.Repository{Name: "r", Files: []*infillv1.File{{Path: "a.py", Content: proto.String("x\n")}}},
+			Cursor:      &infillv1.Cursor{Path: "a.py", Offset: 1, Encoding: infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET},
+			RecentEdits: []*infillv1.RecentEdit{{Path: "a.py", Diff: "@@ -1 +1 @@\n-y\n+x\n", Time: timestamppb.New(time.Unix(1700000000, 5))}},
+			Format:      infillv1.EditPromptFormat_EDIT_PROMPT_FORMAT_INSTINCT,
+			SessionId:   "s",
+		},
 	} {
 		b, err := proto.Marshal(m)
 		if err != nil {
@@ -154,7 +162,8 @@ func FuzzCodecDecodesAsProto(f *testing.F) {
 	}
 	f.Add([]byte("\x0a\x05\x12\x03\x0a\x01\xff")) // a path that is not UTF-8
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, empty := range []proto.Message{&infillv1.CompleteRequest{}, &infillv1.StreamCompleteRequest{}} {
+		for _, empty := range []proto.Message{&infillv1.CompleteRequest{}, &infillv1.StreamCompleteRequest{},
+			&infillv1.PredictEditRequest{}, &infillv1.StreamPredictEditRequest{}} {
 			want, got := proto.Clone(empty), proto.Clone(empty)
 			werr := proto.Unmarshal(b, want)
 			gerr := infillv1.Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, got)

@@ -109,6 +109,12 @@ func run(args []string) error {
 		}
 		return nil
 	})
+	fs.Func("edit-format", "prompt format of edit predictions (PredictEdit, Zed's Zeta requests) whose request names none and whose model's name says none (a name with zeta is Zeta's, with instinct Instinct's): zeta or instinct (default zeta)", func(v string) error {
+		f, err := pipeline.ParseEditFormat(v)
+		cfg.Edit.Format = f
+		return err
+	})
+	fs.IntVar(&cfg.Edit.MaxTokens, "edit-max-tokens", cfg.Edit.MaxTokens, "tokens an edit prediction generates when its request asks for 0: the editable region rewritten")
 	var workspaces []string
 	fs.Func("workspace", "directory the HTTP surfaces read as the repository of requests whose file lies in it, kept current as files change (repeatable, or comma-separated)", func(v string) error {
 		for _, r := range strings.Split(v, ",") {
