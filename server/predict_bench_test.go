@@ -78,7 +78,7 @@ func directGenerate(ctx context.Context, url string, numCtx int, keepAlive time.
 
 // BenchmarkPredictEditOverhead is what the edit-prediction path adds to
 // the backend's latency, measured as the completion path's overhead is
-// (scripts/ghz's pair: infill against the same prompt sent straight to
+// (bench/ghz's pair: infill against the same prompt sent straight to
 // Ollama, side by side): the real server in front of the real Ollama (tiny
 // model), a PredictEdit and the very prompt it sent straight to
 // /api/generate, then a Complete at the same cursor and its prompt
