@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/infill-dev/infill/evaluator/metrics"
+	"github.com/infill-dev/infill/evaluator/outcome"
 	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/internal/errkind"
 	"github.com/infill-dev/infill/internal/logctx"
@@ -93,7 +94,7 @@ type Result struct {
 	// WeakSignal is set when the test kind has no positive pass signal
 	// beyond the exit status (TestCommand).
 	WeakSignal     bool                `json:"weak_signal,omitempty"`
-	Tests          *sandbox.TestCounts `json:"tests,omitempty"`
+	Tests          *outcome.TestCounts `json:"tests,omitempty"`
 	StdoutTail     string              `json:"stdout_tail,omitempty"`
 	StderrTail     string              `json:"stderr_tail,omitempty"`
 	ExactMatch     bool                `json:"exact_match"`
@@ -106,12 +107,12 @@ type Result struct {
 	ExecDuration time.Duration `json:"exec_ns"`
 	// Exception is what the test code raised ("AssertionError", its
 	// message), when it raised.
-	Exception *sandbox.Exception `json:"exception,omitempty"`
+	Exception *outcome.Exception `json:"exception,omitempty"`
 	// Failure is the first failing pytest test, with its report and
 	// output.
-	Failure *sandbox.Failure `json:"failure,omitempty"`
+	Failure *outcome.Failure `json:"failure,omitempty"`
 	// Limit is the resource limit the run hit, when it hit one.
-	Limit sandbox.Limit `json:"limit,omitempty"`
+	Limit outcome.Limit `json:"limit,omitempty"`
 	// Reference is the task's true middle, kept for reports that show the
 	// completion beside it (eval run and grade record it; empty when the
 	// task has none).

@@ -7,31 +7,32 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/infill-dev/infill/evaluator/outcome"
 	"github.com/infill-dev/infill/evaluator/sandbox"
 )
 
 // LimitFlags name the flag that raises each sandbox limit: infill-server
 // and the CLI's local sandbox (eval mask, eval run/grade --local) take
 // the same ones, so a reason can name it wherever the run happened.
-var LimitFlags = map[sandbox.Limit]string{
-	sandbox.LimitTime:      "--sample-timeout",
-	sandbox.LimitCPU:       "--sample-timeout",
-	sandbox.LimitMemory:    "--sandbox-memory",
-	sandbox.LimitThreads:   "--sandbox-processes or --sandbox-memory",
-	sandbox.LimitProcesses: "--sandbox-processes",
-	sandbox.LimitFileSize:  "--sandbox-file-size",
+var LimitFlags = map[outcome.Limit]string{
+	outcome.LimitTime:      "--sample-timeout",
+	outcome.LimitCPU:       "--sample-timeout",
+	outcome.LimitMemory:    "--sandbox-memory",
+	outcome.LimitThreads:   "--sandbox-processes or --sandbox-memory",
+	outcome.LimitProcesses: "--sandbox-processes",
+	outcome.LimitFileSize:  "--sandbox-file-size",
 }
 
 // limitNames say what each limit is, in reasons.
-var limitNames = map[sandbox.Limit]string{
-	sandbox.LimitTime:      "timed out after",
-	sandbox.LimitCPU:       "CPU time limit hit:",
-	sandbox.LimitMemory:    "memory limit hit:",
-	sandbox.LimitThreads:   "could not start a thread (process or memory limit):",
-	sandbox.LimitProcesses: "process limit hit:",
-	sandbox.LimitFileSize:  "file size limit hit:",
-	sandbox.LimitOpenFiles: "open-file limit hit:",
-	sandbox.LimitOutput:    "output limit hit:",
+var limitNames = map[outcome.Limit]string{
+	outcome.LimitTime:      "timed out after",
+	outcome.LimitCPU:       "CPU time limit hit:",
+	outcome.LimitMemory:    "memory limit hit:",
+	outcome.LimitThreads:   "could not start a thread (process or memory limit):",
+	outcome.LimitProcesses: "process limit hit:",
+	outcome.LimitFileSize:  "file size limit hit:",
+	outcome.LimitOpenFiles: "open-file limit hit:",
+	outcome.LimitOutput:    "output limit hit:",
 }
 
 // limitReason words the limit out hit: "memory limit hit: 4 GiB per
@@ -83,7 +84,7 @@ func verdict(out *sandbox.Result, spec *sandbox.Spec, expected int) (Verdict, st
 // pass signal: it fails on no report, on a failure or error, on a number
 // of passed tests other than expected (when expected > 0), and on no test
 // passed. "" when the counts pass.
-func countsVerdict(tc *sandbox.TestCounts, expected int, runner string) (Verdict, string) {
+func countsVerdict(tc *outcome.TestCounts, expected int, runner string) (Verdict, string) {
 	switch {
 	case tc == nil:
 		return VerdictFailed, fmt.Sprintf("no %s report", runner)
@@ -148,7 +149,7 @@ func firstError(out *sandbox.Result, spec *sandbox.Spec) string {
 
 // failureLine words a failing pytest test: "tests/test_ops.py::test_add:
 // AssertionError: assert 3 == 4 at calc/ops.py:5".
-func failureLine(f *sandbox.Failure, rel func(string) string) string {
+func failureLine(f *outcome.Failure, rel func(string) string) string {
 	what := f.Test
 	switch f.When {
 	case "collect":

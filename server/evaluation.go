@@ -15,7 +15,7 @@ import (
 
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/metrics"
-	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/evaluator/outcome"
 	"github.com/infill-dev/infill/internal/errkind"
 	"github.com/infill-dev/infill/internal/logctx"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
@@ -544,7 +544,7 @@ func toSampleResult(r *evaluator.Result) *infillv1.SampleResult {
 	}
 }
 
-func toTestCounts(c *sandbox.TestCounts) *infillv1.TestCounts {
+func toTestCounts(c *outcome.TestCounts) *infillv1.TestCounts {
 	if c == nil {
 		return nil
 	}
@@ -552,14 +552,14 @@ func toTestCounts(c *sandbox.TestCounts) *infillv1.TestCounts {
 		Errors: uint32(max(c.Errors, 0)), Skipped: uint32(max(c.Skipped, 0))}
 }
 
-func toException(e *sandbox.Exception) *infillv1.TestException {
+func toException(e *outcome.Exception) *infillv1.TestException {
 	if e == nil {
 		return nil
 	}
 	return &infillv1.TestException{Type: e.Type, Message: e.Message, Where: e.Where}
 }
 
-func toFailure(f *sandbox.Failure) *infillv1.TestFailure {
+func toFailure(f *outcome.Failure) *infillv1.TestFailure {
 	if f == nil {
 		return nil
 	}

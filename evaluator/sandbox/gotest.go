@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/infill-dev/infill/evaluator/outcome"
 	"github.com/infill-dev/infill/internal/logctx"
 )
 
@@ -435,10 +436,10 @@ func (g *GoEvents) event(line []byte) {
 
 // Counts are the tests that passed, failed and were skipped, subtests
 // included.
-func (g *GoEvents) Counts() TestCounts {
+func (g *GoEvents) Counts() outcome.TestCounts {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var c TestCounts
+	var c outcome.TestCounts
 	for _, a := range g.outcome {
 		switch a {
 		case "pass":
@@ -464,11 +465,11 @@ func (g *GoEvents) Package() string {
 // Failure is the first test that failed, innermost first (a subtest rather
 // than the test holding it), with its output; the build's output when the
 // package did not build; nil when nothing failed.
-func (g *GoEvents) Failure() *Failure {
+func (g *GoEvents) Failure() *outcome.Failure {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if b := strings.TrimSpace(g.build.String()); g.buildBad || (b != "" && g.pkg != "pass") {
-		return &Failure{Test: "build", When: "build", Report: b}
+		return &outcome.Failure{Test: "build", When: "build", Report: b}
 	}
 	for _, t := range g.order {
 		if g.outcome[t] != "fail" {
@@ -485,7 +486,7 @@ func (g *GoEvents) Failure() *Failure {
 		if o := g.output[t]; o != nil {
 			out = o.String()
 		}
-		return &Failure{Test: t, When: "call", Report: out}
+		return &outcome.Failure{Test: t, When: "call", Report: out}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infill-dev/infill/evaluator/outcome"
 	"golang.org/x/tools/txtar"
 )
 
@@ -54,21 +55,21 @@ func testGoRuns(t *testing.T, sb *Sandbox, mod string) {
 		env       map[string]string
 		files     map[string]string
 		pass      bool
-		counts    TestCounts
-		failure   string // Failure.Test
-		report    string // in Failure.Report
+		counts    outcome.TestCounts
+		failure   string // outcome.Failure.Test
+		report    string // in outcome.Failure.Report
 	}{
-		{name: "pass, subtests counted", pkg: "ok", pass: true, counts: TestCounts{Passed: 3}},
+		{name: "pass, subtests counted", pkg: "ok", pass: true, counts: outcome.TestCounts{Passed: 3}},
 		{name: "one test fails", pkg: "mixed", env: map[string]string{"MIXED": "fail"},
-			counts: TestCounts{Passed: 1, Failed: 1}, failure: "TestFails", report: "One() = 1, want 2"},
+			counts: outcome.TestCounts{Passed: 1, Failed: 1}, failure: "TestFails", report: "One() = 1, want 2"},
 		{name: "panic", pkg: "mixed", env: map[string]string{"MIXED": "panic"},
-			counts: TestCounts{Passed: 1, Failed: 1}, failure: "TestFails", report: "assignment to entry in nil map"},
+			counts: outcome.TestCounts{Passed: 1, Failed: 1}, failure: "TestFails", report: "assignment to entry in nil map"},
 		{name: "compile error", pkg: "ok", files: map[string]string{"ok/ok.go": "package ok\n\nfunc Double(x int) int { return }\n"},
 			failure: "build", report: "not enough return values"},
 		{name: "vet check", pkg: "ok", files: map[string]string{"ok/ok.go": "package ok\n\nimport \"fmt\"\n\nfunc Double(x int) int { fmt.Printf(\"%s\", x); return 2 * x }\n"},
 			failure: "build", report: "fmt.Printf format %s has arg x of wrong type int"},
-		{name: "no network", pkg: "net", pass: true, counts: TestCounts{Passed: 1}},
-		{name: "vendored module", pkg: "vendored", pass: true, counts: TestCounts{Passed: 1}},
+		{name: "no network", pkg: "net", pass: true, counts: outcome.TestCounts{Passed: 1}},
+		{name: "vendored module", pkg: "vendored", pass: true, counts: outcome.TestCounts{Passed: 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -161,7 +162,7 @@ func TestGoEvents(t *testing.T) {
 	for i := 0; i < len(stream); i += 7 {
 		_, _ = ev.Write([]byte(stream[i:min(i+7, len(stream))]))
 	}
-	if c := ev.Counts(); c != (TestCounts{Passed: 1, Failed: 2, Skipped: 1}) {
+	if c := ev.Counts(); c != (outcome.TestCounts{Passed: 1, Failed: 2, Skipped: 1}) {
 		t.Errorf("counts %+v", c)
 	}
 	if f := ev.Failure(); f == nil || f.Test != "TestA/x" || !strings.Contains(f.Report, "boom") {
@@ -184,7 +185,7 @@ func TestGoBuildTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if res.Status != StatusTimeout || res.Limit != LimitTime || !strings.HasSuffix(res.LimitValue, " building") || res.Passed(ModeGo) {
+	if res.Status != StatusTimeout || res.Limit != outcome.LimitTime || !strings.HasSuffix(res.LimitValue, " building") || res.Passed(ModeGo) {
 		t.Errorf("status %s, limit %s %q, passed %v", res.Status, res.Limit, res.LimitValue, res.Passed(ModeGo))
 	}
 }

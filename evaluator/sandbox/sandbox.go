@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infill-dev/infill/evaluator/outcome"
 	"github.com/infill-dev/infill/internal/errkind"
 	"github.com/infill-dev/infill/internal/logctx"
 	"go.uber.org/zap"
@@ -131,14 +132,6 @@ const (
 	StatusOutputLimit Status = "output_limit"
 )
 
-// TestCounts are pytest outcomes reported by the runner (ModePytest).
-type TestCounts struct {
-	Passed  int `json:"passed"`
-	Failed  int `json:"failed"`
-	Errors  int `json:"errors"`
-	Skipped int `json:"skipped"`
-}
-
 // Result is the outcome of one run.
 type Result struct {
 	Status   Status
@@ -149,20 +142,20 @@ type Result struct {
 	PassSignal bool
 	// Tests holds the runner's counts (Mode.CountsTests: pytest and the
 	// JavaScript runners with a pass signal; go test always).
-	Tests *TestCounts
+	Tests *outcome.TestCounts
 	// Stdout and Stderr are the last Config.OutputTailBytes of each stream.
 	Stdout, Stderr string
 	// StdoutBytes and StderrBytes are the totals written.
 	StdoutBytes, StderrBytes int64
 	// Failure is the first failing pytest test, when one failed.
-	Failure *Failure
+	Failure *outcome.Failure
 	// Limit is the resource limit the run hit, if it did not pass because
 	// of one, and LimitValue its setting ("4 GiB per process").
-	Limit      Limit
+	Limit      outcome.Limit
 	LimitValue string
 	// Exception is what the test code raised, as the runner reported it
 	// (ModeProgram, ModeHumanEval, ModeScript, ModePytest); nil otherwise.
-	Exception *Exception
+	Exception *outcome.Exception
 	// Duration is the run's own time: from the moment the runner was about
 	// to run untrusted code (its START) to the end. The wall-clock limit
 	// applies to it; start-up is not charged.
@@ -171,37 +164,6 @@ type Result struct {
 	Startup time.Duration
 	// Warm is set when the run used a pre-started sandbox.
 	Warm bool
-}
-
-// Exception is an exception the test code raised: its type name, str()
-// and where it was raised (file:line, the path as the sandbox sees it).
-type Exception struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-	Where   string `json:"where,omitempty"`
-}
-
-// Failure is the first failing test of a pytest run as the runner saw it.
-type Failure struct {
-	// Test is pytest's node id ("tests/test_ops.py::test_add", or the
-	// module for a collection error).
-	Test string `json:"test"`
-	// When is the phase: collect, setup, call or teardown.
-	When string `json:"when"`
-	// Crash is where the exception was raised and its message, when
-	// pytest knows them (not for a module that could not be imported).
-	Crash *Crash `json:"crash,omitempty"`
-	// Report is pytest's report of the failure (its end), and Output the
-	// test's captured output.
-	Report string `json:"report,omitempty"`
-	Output string `json:"output,omitempty"`
-}
-
-// Crash is where a test's exception was raised.
-type Crash struct {
-	Path    string `json:"path"`
-	Line    int    `json:"line"`
-	Message string `json:"message"`
 }
 
 // Passed reports exit status 0 together with the positive pass signal
@@ -911,7 +873,7 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 		s.noteLimit(&res, spec, lim)
 		return res, nil
 	case errors.Is(cause, errStartupTimeout) && spec.Mode == ModeGo:
-		res.Status, res.Limit, res.LimitValue = StatusTimeout, LimitTime, FormatDuration(c.GoBuildTimeout)+" building"
+		res.Status, res.Limit, res.LimitValue = StatusTimeout, outcome.LimitTime, FormatDuration(c.GoBuildTimeout)+" building"
 		return res, nil
 	case errors.Is(cause, errStartupTimeout):
 		return res, fmt.Errorf("%w: the sandbox did not start within %v", ErrSetup, c.StartupTimeout)
@@ -1005,9 +967,9 @@ func usageLine(out string) string {
 // runnerStatus is what the runner reported on the status pipe.
 type runnerStatus struct {
 	pass      bool
-	tests     *TestCounts
-	exception *Exception
-	failure   *Failure
+	tests     *outcome.TestCounts
+	exception *outcome.Exception
+	failure   *outcome.Failure
 	env       string
 }
 
@@ -1027,17 +989,17 @@ func parseStatus(status, nonce string) runnerStatus {
 		switch kind {
 		case "PASS":
 			st.pass = true
-			var tc TestCounts
+			var tc outcome.TestCounts
 			if json.Unmarshal([]byte(payload), &tc) == nil && strings.Contains(payload, `"passed"`) {
 				st.tests = &tc
 			}
 		case "EXC":
-			var e Exception
+			var e outcome.Exception
 			if json.Unmarshal([]byte(payload), &e) == nil {
 				st.exception = &e
 			}
 		case "FAIL":
-			var f Failure
+			var f outcome.Failure
 			if json.Unmarshal([]byte(payload), &f) == nil {
 				st.failure = &f
 			}

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/infill-dev/infill/evaluator"
-	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/evaluator/outcome"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -68,33 +68,33 @@ func resultFromProto(r *infillv1.SampleResult) evaluator.Result {
 		QueueWait: r.GetQueueWait().AsDuration(),
 		Exception: exceptionFromProto(r.GetException()),
 		Failure:   failureFromProto(r.GetFailure()),
-		Limit:     sandbox.Limit(r.GetLimit()),
+		Limit:     outcome.Limit(r.GetLimit()),
 		Tests:     testCountsFromProto(r.GetTests()),
 		Language:  r.GetLanguage(),
 	}
 }
 
-func testCountsFromProto(c *infillv1.TestCounts) *sandbox.TestCounts {
+func testCountsFromProto(c *infillv1.TestCounts) *outcome.TestCounts {
 	if c == nil {
 		return nil
 	}
-	return &sandbox.TestCounts{Passed: int(c.GetPassed()), Failed: int(c.GetFailed()), Errors: int(c.GetErrors()), Skipped: int(c.GetSkipped())}
+	return &outcome.TestCounts{Passed: int(c.GetPassed()), Failed: int(c.GetFailed()), Errors: int(c.GetErrors()), Skipped: int(c.GetSkipped())}
 }
 
-func exceptionFromProto(e *infillv1.TestException) *sandbox.Exception {
+func exceptionFromProto(e *infillv1.TestException) *outcome.Exception {
 	if e == nil {
 		return nil
 	}
-	return &sandbox.Exception{Type: e.GetType(), Message: e.GetMessage(), Where: e.GetWhere()}
+	return &outcome.Exception{Type: e.GetType(), Message: e.GetMessage(), Where: e.GetWhere()}
 }
 
-func failureFromProto(f *infillv1.TestFailure) *sandbox.Failure {
+func failureFromProto(f *infillv1.TestFailure) *outcome.Failure {
 	if f == nil {
 		return nil
 	}
-	out := &sandbox.Failure{Test: f.GetTest(), When: f.GetWhen(), Report: f.GetReport(), Output: f.GetOutput()}
+	out := &outcome.Failure{Test: f.GetTest(), When: f.GetWhen(), Report: f.GetReport(), Output: f.GetOutput()}
 	if f.GetPath() != "" || f.GetMessage() != "" {
-		out.Crash = &sandbox.Crash{Path: f.GetPath(), Line: int(f.GetLine()), Message: f.GetMessage()}
+		out.Crash = &outcome.Crash{Path: f.GetPath(), Line: int(f.GetLine()), Message: f.GetMessage()}
 	}
 	return out
 }
