@@ -87,6 +87,11 @@ const (
 	TestNode TestKind = "node"
 )
 
+// TestKinds lists every test kind the evaluator runs.
+func TestKinds() []TestKind {
+	return []TestKind{TestScript, TestPytest, TestCommand, TestGo, TestNode}
+}
+
 // TestSpec is a repository's test entry point.
 type TestSpec struct {
 	Kind          TestKind `json:"kind"`
