@@ -17,16 +17,17 @@ import (
 	"github.com/infill-dev/infill/evaluator/sandbox"
 )
 
+// newSandbox is the sandbox the package's tests share
+// (evaluator.SharedTestSandbox).
 func newSandbox(t testing.TB) *sandbox.Sandbox {
 	t.Helper()
-	sb, err := sandbox.New(sandbox.Config{Timeout: 20 * time.Second}, zaptest.NewLogger(t))
+	sb, err := evaluator.SharedTestSandbox()
 	if err != nil {
 		if os.Getenv("CI") != "true" {
 			t.Skipf("sandbox unavailable: %v", err)
 		}
 		t.Fatalf("sandbox.New: %v", err)
 	}
-	t.Cleanup(func() { _ = sb.Close() })
 	return sb
 }
 

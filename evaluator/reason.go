@@ -46,8 +46,7 @@ func limitReason(out *sandbox.Result) string {
 }
 
 // verdict judges a run and says why it did not pass.
-func verdict(out *sandbox.Result, spec *sandbox.Spec, expected int) (Verdict, string) {
-	mode := spec.Mode
+func (r *testRun) verdict(out *sandbox.Result, expected int) (Verdict, string) {
 	var v Verdict
 	var why string
 	switch out.Status {
@@ -62,15 +61,15 @@ func verdict(out *sandbox.Result, spec *sandbox.Spec, expected int) (Verdict, st
 	case v != "":
 	case out.ExitCode != 0:
 		v, why = VerdictFailed, fmt.Sprintf("exit status %d", out.ExitCode)
-	case !out.Passed(mode):
+	case !r.passed(out):
 		v, why = VerdictFailed, "exited 0 without the pass signal (the tests did not run to the end)"
-	case mode.CountsTests():
-		v, why = countsVerdict(out.Tests, expected, runnerName(mode))
+	case r.counts:
+		v, why = countsVerdict(out.Tests, expected, r.name)
 	}
 	if v == "" {
 		return VerdictPassed, ""
 	}
-	first := firstError(out, spec)
+	first := r.firstErrorOf(out)
 	switch {
 	case out.Limit != "":
 		why = limitReason(out) + joinReason(first)
@@ -98,15 +97,6 @@ func countsVerdict(tc *outcome.TestCounts, expected int, runner string) (Verdict
 	return "", ""
 }
 
-// runnerName names mode's test runner in reasons: "pytest", "node",
-// "vitest", "go test".
-func runnerName(mode sandbox.Mode) string {
-	if mode == sandbox.ModeGo {
-		return "go test"
-	}
-	return mode.String()
-}
-
 func joinReason(s string) string {
 	if s == "" {
 		return ""
@@ -121,15 +111,21 @@ func signalName(sig int) string {
 	return "unknown signal"
 }
 
+// firstErrorOf is the first meaningful error line of a run that did not
+// pass, in its runner's words (firstError), else the Python runner's.
+func (r *testRun) firstErrorOf(out *sandbox.Result) string {
+	if r.firstError != nil {
+		return r.firstError(out)
+	}
+	return firstError(out, &r.spec)
+}
+
 // firstError is the first meaningful error line of a run that did not
-// pass: the first failing pytest test with its exception and where it was
+// pass: the first failing test with its exception and where it was
 // raised, the exception the program or script raised, or else the line
 // of its output that says what went wrong. Paths are relative to the
 // repository.
 func firstError(out *sandbox.Result, spec *sandbox.Spec) string {
-	if spec.Mode == sandbox.ModeGo {
-		return goFirstError(out)
-	}
 	rel := relativizer(spec)
 	if f := out.Failure; f != nil {
 		return failureLine(f, rel)

@@ -21,7 +21,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Benchmarks loads named benchmarks held by the server (dataset.Catalog).
@@ -97,6 +96,7 @@ func (s *Server) newRunner(ex evaluator.Executor, resultsPath string, ks []int, 
 		ResultsPath:      resultsPath,
 		AllowedRepoRoots: s.cfg.Eval.RepoRoots,
 		Pythons:          s.cfg.Eval.Pythons,
+		Toolchains:       s.cfg.Eval.Toolchains,
 	}
 	return evaluator.NewRunner(cfg, ex, c, s.log.Named("evaluator"))
 }
@@ -159,92 +159,78 @@ func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer, ex e
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
-// runBenchmark runs a named benchmark the server holds.
+// runBenchmark runs a named benchmark the server holds: validate the
+// request, load the benchmark, run it in the evaluator, encode.
 func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1.EvaluationService_RunBenchmarkServer, ex evaluator.Executor) error {
 	ctx := stream.Context()
 	if s.deps.Benchmarks == nil {
 		return status.Error(codes.FailedPrecondition, "the server holds no benchmarks (configure --humaneval-dir or --execrepobench-*)")
 	}
-	samples := max(int(req.GetSamples()), 1)
-	if err := s.checkSamples(samples); err != nil {
+	opts, ks, resultsPath, err := s.benchmarkRequest(req)
+	if err != nil {
 		return err
+	}
+	tasks, err := s.deps.Benchmarks.Load(req.GetBenchmark())
+	if err != nil {
+		return err
+	}
+	runner, err := s.newRunner(ex, resultsPath, ks, &pipelineCompleter{s: s,
+		gen: genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: opts.Samples}})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	rep, err := runner.RunBenchmark(ctx, tasks, opts, func(r evaluator.Result, p evaluator.Progress) error {
+		s.metrics.Verdict(string(r.Verdict))
+		if err := stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Result{Result: evalwire.SampleResult(&r)}}); err != nil {
+			return err
+		}
+		return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Progress{Progress: evalwire.Progress(p)}})
+	})
+	if err != nil {
+		return journalError(req.GetRunId(), err)
+	}
+	logctx.From(ctx, s.log).Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.String("shard", rep.Shard.String()), zap.Int("tasks", rep.ShardTasks),
+		zap.Int("graded", rep.Graded), zap.Int("resumed", rep.Resumed), zap.Duration("elapsed", time.Since(start)))
+	return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{Summary: evalwire.BenchmarkSummary(rep)}})
+}
+
+// benchmarkRequest checks a RunBenchmark request: what to run, the k of
+// pass@k reported, and the journal of its run_id on the server ("": none).
+func (s *Server) benchmarkRequest(req *infillv1.RunBenchmarkRequest) (evaluator.BenchmarkOptions, []int, string, error) {
+	opts := evaluator.BenchmarkOptions{Samples: max(int(req.GetSamples()), 1), Reference: req.GetReference(), Limit: int(req.GetLimit())}
+	if err := s.checkSamples(opts.Samples); err != nil {
+		return opts, nil, "", err
 	}
 	ks := passKs // reported where every task has enough samples
 	if len(req.GetK()) > 0 {
 		ks = nil
 	}
 	for _, k := range req.GetK() {
-		if k < 1 || int(k) > samples {
-			return invalid("k", fmt.Sprintf("pass@%d needs 1 <= k <= samples (%d)", k, samples))
+		if k < 1 || int(k) > opts.Samples {
+			return opts, nil, "", invalid("k", fmt.Sprintf("pass@%d needs 1 <= k <= samples (%d)", k, opts.Samples))
 		}
 		ks = append(ks, int(k))
 	}
-	if req.GetReference() && samples != 1 {
-		return invalid("samples", "reference runs grade the one reference middle: samples must be 0 or 1")
+	if opts.Reference && opts.Samples != 1 {
+		return opts, nil, "", invalid("samples", "reference runs grade the one reference middle: samples must be 0 or 1")
 	}
 	shard, err := evaluator.ParseShard(req.GetShard())
 	if err != nil {
-		return invalid("shard", err.Error())
+		return opts, nil, "", invalid("shard", err.Error())
 	}
-	var resultsPath string
-	if id := req.GetRunId(); id != "" {
-		if !runIDPattern.MatchString(id) || strings.HasPrefix(id, ".") {
-			return invalid("run_id", "must match [A-Za-z0-9._-]{1,128} and not start with '.'")
-		}
-		if s.cfg.Eval.ResultsDir == "" {
-			return status.Error(codes.FailedPrecondition, "run_id needs a results directory on the server (--results-dir)")
-		}
-		resultsPath = filepath.Join(s.cfg.Eval.ResultsDir, id+".jsonl")
+	opts.Shard = shard
+	id := req.GetRunId()
+	if id == "" {
+		return opts, ks, "", nil
 	}
-	tasks, err := s.deps.Benchmarks.Load(req.GetBenchmark())
-	if err != nil {
-		return err
+	if !runIDPattern.MatchString(id) || strings.HasPrefix(id, ".") {
+		return opts, nil, "", invalid("run_id", "must match [A-Za-z0-9._-]{1,128} and not start with '.'")
 	}
-	if l := int(req.GetLimit()); l > 0 && l < len(tasks) {
-		tasks = tasks[:l]
+	if s.cfg.Eval.ResultsDir == "" {
+		return opts, nil, "", status.Error(codes.FailedPrecondition, "run_id needs a results directory on the server (--results-dir)")
 	}
-	benchmarkTasks := len(tasks)
-	tasks = shard.Select(tasks) // after the limit: the shards of N tasks are those N
-	runner, err := s.newRunner(ex, resultsPath, ks, &pipelineCompleter{s: s,
-		gen: genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: samples}})
-	if err != nil {
-		return err
-	}
-	jobs := make([]evaluator.Job, len(tasks))
-	for i, t := range tasks {
-		jobs[i] = evaluator.Job{Task: t, Samples: samples}
-		if req.GetReference() {
-			jobs[i].Completions = []evaluator.Completion{{Text: t.Reference}}
-		}
-	}
-	resumed := 0
-	if resultsPath != "" {
-		if resumed, err = countJournaled(ctx, resultsPath, tasks, samples); err != nil {
-			return journalError(req.GetRunId(), err)
-		}
-	}
-	start := time.Now()
-	prog := &infillv1.Progress{Total: uint32(len(tasks) * samples), Done: uint32(resumed), Resumed: uint32(resumed)}
-	report, err := runner.RunJobs(ctx, jobs, func(r evaluator.Result) error {
-		s.metrics.Verdict(string(r.Verdict))
-		prog.Done++
-		if r.Passed() {
-			prog.Passed++
-		}
-		prog.Elapsed = durationpb.New(time.Since(start))
-		if err := stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Result{Result: evalwire.SampleResult(&r)}}); err != nil {
-			return err
-		}
-		return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Progress{Progress: proto.Clone(prog).(*infillv1.Progress)}})
-	})
-	if err != nil {
-		return journalError(req.GetRunId(), err)
-	}
-	logctx.From(ctx, s.log).Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.String("shard", shard.String()), zap.Int("tasks", len(tasks)),
-		zap.Int("graded", report.Graded), zap.Int("resumed", report.Resumed), zap.Duration("elapsed", time.Since(start)))
-	sum := evalwire.Summary(report)
-	sum.Shard, sum.ShardTasks, sum.BenchmarkTasks = shard.String(), uint32(len(tasks)), uint32(benchmarkTasks)
-	return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{Summary: sum}})
+	return opts, ks, filepath.Join(s.cfg.Eval.ResultsDir, id+".jsonl"), nil
 }
 
 // journalError restates an error of run id's journal without the path
@@ -258,27 +244,6 @@ func journalError(id string, err error) error {
 		return fmt.Errorf("run_id %q: journal %w", id, le)
 	}
 	return err
-}
-
-// countJournaled counts samples of tasks already in the journal at path.
-func countJournaled(ctx context.Context, path string, tasks []evaluator.Task, samples int) (int, error) {
-	j, _, err := evaluator.OpenJournal(path)
-	if err != nil {
-		return 0, err
-	}
-	defer j.Close()
-	n := 0
-	for _, t := range tasks {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		for i := 0; i < samples; i++ {
-			if j.Done(t.Benchmark, t.ID, i) {
-				n++
-			}
-		}
-	}
-	return n, nil
 }
 
 // genParams are the generation settings of an evaluation call or request.

@@ -50,7 +50,7 @@ func threadedSpec(t *testing.T) Spec {
 	if err := os.WriteFile(filepath.Join(dir, "test_threads.py"), []byte(threadedSuite), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return Spec{Mode: ModePytest, SourceDir: dir, Args: []string{"-q", "-p", "no:cacheprovider"}}
+	return Spec{Python: []string{"pytest", "-q", "-p", "no:cacheprovider"}, SourceDir: dir}
 }
 
 // TestThreadedSuiteFitsDefaults: a suite that needs more than 1 GiB of
@@ -64,7 +64,7 @@ func TestThreadedSuiteFitsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Passed(ModePytest) || res.Tests == nil || res.Tests.Passed != 1 {
+	if !res.Passed() || res.Tests == nil || res.Tests.Passed != 1 {
 		t.Fatalf("threaded suite under the defaults: %s exit %d %+v\n%s%s", res.Status, res.ExitCode, res.Tests, res.Stdout, res.Stderr)
 	}
 
@@ -80,8 +80,8 @@ func TestThreadedSuiteFitsDefaults(t *testing.T) {
 	// fail and name a limit whose value shows the 1 GiB.
 	hit := (res.Limit == outcome.LimitThreads && res.LimitValue == "256 processes and threads, 1 GiB of memory per process") ||
 		(res.Limit == outcome.LimitMemory && res.LimitValue == "1 GiB per process")
-	if res.Passed(ModePytest) || !hit {
-		t.Fatalf("threaded suite under a 1 GiB address space: passed=%v limit %q (%s)\n%s", res.Passed(ModePytest), res.Limit, res.LimitValue, res.Stdout)
+	if res.Passed() || !hit {
+		t.Fatalf("threaded suite under a 1 GiB address space: passed=%v limit %q (%s)\n%s", res.Passed(), res.Limit, res.LimitValue, res.Stdout)
 	}
 }
 
@@ -109,8 +109,8 @@ func TestLimitHit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if res.Passed(ModeProgram) || res.Limit != c.limit || res.LimitValue != c.value {
-			t.Errorf("%s: passed=%v limit %q %q, want %q %q\n%s", name, res.Passed(ModeProgram), res.Limit, res.LimitValue, c.limit, c.value, res.Stderr)
+		if res.Passed() || res.Limit != c.limit || res.LimitValue != c.value {
+			t.Errorf("%s: passed=%v limit %q %q, want %q %q\n%s", name, res.Passed(), res.Limit, res.LimitValue, c.limit, c.value, res.Stderr)
 		}
 	}
 }

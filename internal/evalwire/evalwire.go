@@ -268,6 +268,20 @@ func Summary(rep evaluator.Report) *infillv1.EvaluationSummary {
 	return out
 }
 
+// BenchmarkSummary is a benchmark run's report on the wire: Summary and
+// the part of the benchmark it ran.
+func BenchmarkSummary(rep evaluator.BenchmarkReport) *infillv1.EvaluationSummary {
+	out := Summary(rep.Report)
+	out.Shard, out.ShardTasks, out.BenchmarkTasks = rep.Shard.String(), uint32(rep.ShardTasks), uint32(rep.BenchmarkTasks)
+	return out
+}
+
+// Progress is a benchmark run's progress on the wire.
+func Progress(p evaluator.Progress) *infillv1.Progress {
+	return &infillv1.Progress{Total: uint32(p.Total), Done: uint32(p.Done), Passed: uint32(p.Passed),
+		Resumed: uint32(p.Resumed), Elapsed: durationpb.New(p.Elapsed)}
+}
+
 // Group is one group of scores on the wire.
 func Group(g metrics.Group) *infillv1.MetricsGroup {
 	out := &infillv1.MetricsGroup{Benchmark: g.Benchmark, Level: Level(evaluator.Level(g.Level)), Tasks: uint32(g.Tasks),

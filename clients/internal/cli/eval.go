@@ -854,7 +854,7 @@ func (r *evalRun) inProcess(ctx context.Context, src evalSource, workers int) er
 		return err
 	}
 	defer sb.Close()
-	runner, err := evaluator.NewRunner(evaluator.Config{Workers: workers, FullErrors: true}, sb, nil, nil)
+	runner, err := evaluator.NewRunner(evaluator.Config{Workers: workers, FullErrors: true, Toolchains: r.f.sandbox.toolchains()}, sb, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -199,10 +199,10 @@ func runMask(cmd *cobra.Command, env *Env, f *maskFlags, repo string) error {
 			return serr
 		}
 		defer sb.Close()
-		if err := prepareGo(ctx, env, absRepo, opts, cfg); err != nil {
+		if err := prepare(ctx, env, absRepo, opts, f.sandbox.toolchains()); err != nil {
 			return err
 		}
-		runner, rerr := evaluator.NewRunner(evaluator.Config{Workers: 1, FullErrors: true}, sb, nil, zap.NewNop())
+		runner, rerr := evaluator.NewRunner(evaluator.Config{Workers: 1, FullErrors: true, Toolchains: f.sandbox.toolchains()}, sb, nil, zap.NewNop())
 		if rerr != nil {
 			return rerr
 		}
@@ -248,7 +248,7 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 	o := masking.Options{
 		Seed: f.seed, PerLevel: f.perLevel, RequireEmptyFails: f.requireFail && !f.noCheck,
 		Timeout: f.timeout, Benchmark: f.benchmark, MinMiddle: f.minMiddle, MaxMiddle: f.maxMiddle,
-		MaxAttempts: f.maxAttempts, Language: f.language, SelectNodeTests: f.selectNode, TraceTimeout: f.traceTimeout,
+		MaxAttempts: f.maxAttempts, Language: f.language, SelectOptIn: f.selectNode, TraceTimeout: f.traceTimeout,
 	}
 	if f.python != "" {
 		p, err := filepath.Abs(f.python)
@@ -375,27 +375,17 @@ func withPython(o masking.Options, repo string) string {
 	return ", with " + p
 }
 
-// prepareGo fetches a Go repository's modules on the host before any
-// sandbox (the sandbox has no network): go mod download into the module
-// cache the sandbox binds.
-func prepareGo(ctx context.Context, env *Env, repo string, o masking.Options, cfg sandbox.Config) error {
-	lang := o.Language
-	if lang == "" {
-		l, err := masking.DetectLanguage(repo)
-		if err != nil {
-			return nil // Build says why
-		}
-		lang = l.Name
-	}
-	if lang != "go" {
-		return nil
-	}
-	mods, err := masking.PrepareGo(ctx, repo, cfg.GoModCache)
+// prepare makes what the repository's tests need on the host before any
+// sandbox (the sandbox has no network): its test runner's preparation (Go:
+// go mod download into the module cache the sandbox binds).
+func prepare(ctx context.Context, env *Env, repo string, o masking.Options, tc evaluator.Toolchains) error {
+	notes, err := masking.Prepare(ctx, repo, o, tc)
 	if err != nil {
-		return hintError{err, "eval mask fetches a Go repository's modules before the sandbox, which has no network: the module proxy must be reachable from here, or the modules vendored (go mod vendor)"}
+		return hintError{err, "eval mask prepares a repository's dependencies before the sandbox, which has no network: " +
+			"for Go the module proxy must be reachable from here, or the modules vendored (go mod vendor)"}
 	}
-	if len(mods) > 0 {
-		fmt.Fprintf(env.Stderr, "go mod download: fetched the modules of %s\n", strings.Join(mods, ", "))
+	for _, n := range notes {
+		fmt.Fprintln(env.Stderr, n)
 	}
 	return nil
 }
