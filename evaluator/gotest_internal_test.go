@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,38 +15,12 @@ import (
 	"github.com/infill-dev/infill/evaluator/outcome"
 	"github.com/infill-dev/infill/evaluator/sandbox"
 	"go.uber.org/zap/zaptest"
-	"golang.org/x/tools/txtar"
 )
-
-// requireGo skips (fails with CI=true) when the go command is missing.
-func requireGo(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("go not on PATH")
-		}
-		t.Skip("go not on PATH")
-	}
-}
 
 // goModule writes testdata/go/gomodule.txtar into a directory.
 func goModule(t testing.TB) string {
 	t.Helper()
-	ar, err := txtar.ParseFile("testdata/go/gomodule.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, f := range ar.Files {
-		p := filepath.Join(dir, f.Name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return GoTestdata(t, "testdata/go/gomodule.txtar")
 }
 
 // newGoRunner is a Runner for the Go runner's runs (toolchains: tc) over
@@ -108,7 +81,7 @@ func goRunIn(t testing.TB, r *Runner, mod, file string, content *string, env map
 // TestGoRunner runs the module's packages in one sandbox (one seed build):
 // verdicts first, then the build caches.
 func TestGoRunner(t *testing.T) {
-	requireGo(t)
+	RequireGo(t)
 	r := newGoRunner(t, nil, Toolchains{})
 	mod := goModule(t)
 	t.Run("runs", func(t *testing.T) { testGoRuns(t, r, mod) })
@@ -234,7 +207,7 @@ func TestGoEvents(t *testing.T) {
 // TestGoBuildTimeout checks that a build past GoBuildTimeout is a timeout
 // that says it was building, not a setup failure.
 func TestGoBuildTimeout(t *testing.T) {
-	requireGo(t)
+	RequireGo(t)
 	r := newGoRunner(t, &sandbox.Config{Timeout: 30 * time.Second, WarmWorkers: -1}, Toolchains{GoBuildTimeout: 200 * time.Millisecond})
 	res, err := goRunIn(t, r, goModule(t), "ok/ok.go", nil, nil)
 	if err != nil {
@@ -269,7 +242,7 @@ func TestGoEnv(t *testing.T) {
 // Runner, on the host, and never with a sample's context: a sample
 // cancelled while it is detected cannot leave the Runner without one.
 func TestGoToolchainOnce(t *testing.T) {
-	requireGo(t)
+	RequireGo(t)
 	r, err := NewRunner(Config{}, noRuns{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/evaluator/sandbox/sandboxtest"
 )
 
 // runTask plans task's run with its reference in place, runs it and reads
@@ -26,27 +27,17 @@ func runTask(t testing.TB, r *Runner, task Task) (sandbox.Result, *testRun, erro
 	return out, run, err
 }
 
-func writeFile(t testing.TB, p, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestEnvironmentErrors: a missing test runner or entry point is no
 // verdict (ErrEnvironment), not a failure of the code under test; each
 // runner says which.
 func TestEnvironmentErrors(t *testing.T) {
 	r := newGoRunner(t, nil, Toolchains{})
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "mod.py"), "x = 1\n")
+	sandboxtest.WriteFiles(t, dir, map[string]string{"mod.py": "x = 1\n"})
 	// Stands in for an interpreter without pytest: the runner imports
 	// pytest with the repository first on sys.path.
 	noPytest := t.TempDir()
-	writeFile(t, filepath.Join(noPytest, "pytest.py"), "raise ImportError('No module named pytest')\n")
+	sandboxtest.WriteFiles(t, noPytest, map[string]string{"pytest.py": "raise ImportError('No module named pytest')\n"})
 	task := func(repo, file string, ts TestSpec) Task {
 		data, err := os.ReadFile(filepath.Join(repo, file))
 		if err != nil {
@@ -80,9 +71,9 @@ func TestEnvironmentErrors(t *testing.T) {
 		t.Errorf("usage error: %v", err)
 	}
 	conftest := t.TempDir()
-	writeFile(t, filepath.Join(conftest, "conftest.py"), "import mod\n")
-	writeFile(t, filepath.Join(conftest, "mod.py"), "def f(:\n")
-	writeFile(t, filepath.Join(conftest, "test_mod.py"), "def test_f():\n    pass\n")
+	sandboxtest.WriteFiles(t, conftest, map[string]string{"conftest.py": "import mod\n"})
+	sandboxtest.WriteFiles(t, conftest, map[string]string{"mod.py": "def f(:\n"})
+	sandboxtest.WriteFiles(t, conftest, map[string]string{"test_mod.py": "def test_f():\n    pass\n"})
 	res, run, err := runTask(t, r, task(conftest, "mod.py", TestSpec{Kind: TestPytest, Args: []string{"-q", "-p", "no:cacheprovider"}}))
 	if err != nil || run.passed(&res) || res.ExitCode != 4 || !strings.Contains(res.Stderr, "SyntaxError") {
 		t.Errorf("conftest that does not import: %v, exit %d\n%s", err, res.ExitCode, res.Stderr)
