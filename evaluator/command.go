@@ -17,6 +17,12 @@ type commandRunner struct{}
 
 func (commandRunner) checkEntry(string, TestSpec) error { return nil }
 
+// Flags: --test-command COMMAND.
+func (commandRunner) Flags() []TestFlag {
+	return []TestFlag{{Name: "test-command", Usage: "run this space-separated `COMMAND` as the tests (exit status 0 is the only pass signal: weak)",
+		Spec: func(v string, _ int) TestSpec { return TestSpec{Kind: TestCommand, Command: strings.Fields(v)} }}}
+}
+
 func (commandRunner) Kind() TestKind { return TestCommand }
 
 // Detect never chooses a command: the user names it.

@@ -55,6 +55,9 @@ type goRunner struct{}
 
 func (goRunner) checkEntry(string, TestSpec) error { return nil }
 
+// Flags: none (a Go repository's test is its packages').
+func (goRunner) Flags() []TestFlag { return nil }
+
 func (goRunner) Kind() TestKind { return TestGo }
 
 // Detect is go test of the masked file's package, for any repository.

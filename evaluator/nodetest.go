@@ -76,6 +76,16 @@ const nodeAddressSpace = 1 << 40
 
 func (nodeRunner) checkEntry(string, TestSpec) error { return nil }
 
+// Flags: --node-test ARGS, --vitest[=ARGS] (NodeTestSpec).
+func (nodeRunner) Flags() []TestFlag {
+	return []TestFlag{
+		{Name: "node-test", Usage: "JavaScript/TypeScript: run node's built-in test runner with these space-separated `ARGS`: node options (--import tsx), then test files",
+			Expected: true, Spec: func(v string, n int) TestSpec { return *NodeTestSpec(v, "", n) }},
+		{Name: "vitest", Usage: "JavaScript/TypeScript: run the repository's vitest (from its node_modules); --vitest=\"ARGS\" adds these space-separated `ARGS` (options, test files)",
+			NoValue: " ", Expected: true, Spec: func(v string, n int) TestSpec { return *NodeTestSpec("", v, n) }},
+	}
+}
+
 func (nodeRunner) Kind() TestKind { return TestNode }
 
 // NodeRunner is the runner t runs: NodeRunnerBuiltin or NodeRunnerVitest.

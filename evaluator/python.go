@@ -97,6 +97,12 @@ func pythonUnmodifiedFailure(imp string) error {
 // the runner's nonce after the script returned (SystemExit(0) counts).
 type scriptRunner struct{}
 
+// Flags: --script FILE.
+func (scriptRunner) Flags() []TestFlag {
+	return []TestFlag{{Name: "script", Usage: "run this Python `FILE` (relative to REPO) as the tests, like evaluate_repo.py",
+		Spec: func(v string, _ int) TestSpec { return TestSpec{Kind: TestScript, Script: v} }}}
+}
+
 func (scriptRunner) Kind() TestKind { return TestScript }
 
 // Detect accepts a repository with an evaluate_repo.py (ExecRepoBench's
@@ -165,6 +171,14 @@ func (scriptRunner) plan(p *planner, t *Task, file string) (*testRun, error) {
 // (selectPytest), and the tests are traced once per repository
 // (pytestSelector).
 type pytestRunner struct{}
+
+// Flags: --pytest ARGS.
+func (pytestRunner) Flags() []TestFlag {
+	return []TestFlag{{Name: "pytest", Usage: "run pytest with these space-separated `ARGS` as the tests", Expected: true,
+		Spec: func(v string, n int) TestSpec {
+			return TestSpec{Kind: TestPytest, Args: strings.Fields(v), ExpectedTests: n}
+		}}}
+}
 
 func (pytestRunner) Kind() TestKind { return TestPytest }
 

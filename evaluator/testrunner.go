@@ -65,6 +65,9 @@ type TestRunner interface {
 	// sandbox cannot fetch (it has no network): Go's modules downloaded.
 	// It returns what it did, in words; nothing to do is no error.
 	Prepare(ctx context.Context, repoDir string, tc Toolchains) ([]string, error)
+	// Flags are the command-line spellings of its specs (eval mask
+	// --pytest ARGS): a tool registers every runner's.
+	Flags() []TestFlag
 
 	validate(ts *TestSpec) error
 	// checkEntry reports a repository at dir that lacks the entry point
@@ -121,6 +124,26 @@ func CheckTestEntry(dir string, ts TestSpec) error {
 		return nil // Task.Validate says why
 	}
 	return r.checkEntry(dir, ts)
+}
+
+// TestFlag is a command-line flag that names a repository's test command
+// (eval mask --pytest "-q tests"): its name and usage, the value it takes
+// when given alone (NoValue; "" when it needs one), whether a count of
+// tests to pass goes with it (--expected-tests), and the spec it means.
+type TestFlag struct {
+	Name, Usage string
+	NoValue     string
+	Expected    bool
+	Spec        func(value string, expected int) TestSpec
+}
+
+// TestFlags are every test runner's flags, in the table's order.
+func TestFlags() []TestFlag {
+	var out []TestFlag
+	for _, r := range testRunners {
+		out = append(out, r.Flags()...)
+	}
+	return out
 }
 
 // mustRunner is the runner of a kind a validated spec has.
