@@ -12,7 +12,7 @@ import (
 // TestID names one test: a pytest node id, relative to the map's RootDir.
 type TestID = string
 
-// Map is which tests execute which lines of a repository, as TracePytest
+// Map is which tests execute which lines of a repository, as a trace run
 // found it on the pristine code. It is plain JSON; keep it next to the
 // benchmark that uses it.
 type Map struct {
