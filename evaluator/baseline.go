@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/infill-dev/infill/evaluator/sandbox"
@@ -38,16 +42,16 @@ type baselineRun struct {
 	err    error
 }
 
-// environmentFailure runs spec without its files (the unmodified
+// environmentFailure runs run without its target file (the unmodified
 // repository), once per repository, test command and environment, and
-// returns an error wrapping sandbox.ErrEnvironment when that run fails on
-// an import too (or on its environment).
-func (b *baselines) environmentFailure(ctx context.Context, ex Executor, spec sandbox.Spec) (error, error) {
-	spec.Files = runnerFiles(spec.Files)
-	key, err := json.Marshal(struct {
-		Spec sandbox.Spec
-		Env  *sandbox.Environment
-	}{spec, spec.Environment})
+// returns an error wrapping sandbox.ErrEnvironment when that run fails the
+// way tr says may be the environment's (an import, a module the cache
+// lacks), or on its environment.
+func (b *baselines) environmentFailure(ctx context.Context, ex Executor, tr TestRunner, run *testRun) (error, error) {
+	base := *run
+	base.spec.Files = maps.Clone(run.spec.Files)
+	delete(base.spec.Files, run.target)
+	key, err := json.Marshal(base.spec)
 	if err != nil {
 		return nil, err
 	}
@@ -55,51 +59,109 @@ func (b *baselines) environmentFailure(ctx context.Context, ex Executor, spec sa
 	if b.runs == nil {
 		b.runs = map[string]*baselineRun{}
 	}
-	run, ok := b.runs[string(key)]
+	r, ok := b.runs[string(key)]
 	if !ok {
-		run = &baselineRun{done: make(chan struct{})}
-		b.runs[string(key)] = run
+		r = &baselineRun{done: make(chan struct{})}
+		b.runs[string(key)] = r
 	}
 	b.mu.Unlock()
 	if !ok {
-		run.envErr, run.err = runBaseline(ctx, ex, spec)
+		r.envErr, r.err = runBaseline(ctx, ex, tr, &base)
 		if ctx.Err() != nil {
 			// Not an answer: the next sample asks again.
 			b.mu.Lock()
 			delete(b.runs, string(key))
 			b.mu.Unlock()
 		}
-		close(run.done)
+		close(r.done)
 	}
 	select {
-	case <-run.done:
+	case <-r.done:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if run.err != nil && ctx.Err() == nil && (errors.Is(run.err, context.Canceled) || errors.Is(run.err, context.DeadlineExceeded)) {
+	if r.err != nil && ctx.Err() == nil && (errors.Is(r.err, context.Canceled) || errors.Is(r.err, context.DeadlineExceeded)) {
 		// The sample that ran it was cancelled: run it again.
-		return b.environmentFailure(ctx, ex, spec)
+		return b.environmentFailure(ctx, ex, tr, run)
 	}
-	return run.envErr, run.err
+	return r.envErr, r.err
 }
 
-func runBaseline(ctx context.Context, ex Executor, spec sandbox.Spec) (error, error) {
-	out, err := ex.Run(ctx, spec)
+func runBaseline(ctx context.Context, ex Executor, tr TestRunner, run *testRun) (error, error) {
+	out, err := ex.Run(ctx, run.spec)
+	if err == nil {
+		err = run.finish(&out)
+	}
 	if err != nil {
 		if errors.Is(err, sandbox.ErrEnvironment) {
 			return err, nil
 		}
 		return nil, err
 	}
-	if out.Passed(spec.Mode) {
+	if run.passed(&out) {
 		return nil, nil
 	}
-	if imp := environmentSuspect(&out); imp != "" && spec.Mode == sandbox.ModeGo {
-		return fmt.Errorf("%w: the unmodified repository fails to build too: %s; "+
-			"the module cache lacks a dependency (eval mask runs go mod download into it; it must be readable by the sandbox's user: GOMODCACHE, or --sandbox-go-modcache here and on infill-server)", sandbox.ErrEnvironment, imp), nil
-	} else if imp != "" {
-		return fmt.Errorf("%w: the unmodified repository's tests fail on an import too: %s; "+
-			"the interpreter lacks what they import (give the repository a virtual environment that has it: .venv/, or --python)", sandbox.ErrEnvironment, imp), nil
+	if s := tr.suspect(&out); s != "" {
+		return tr.unmodifiedFailure(s), nil
 	}
 	return nil, nil
+}
+
+// BaselineFailure is a failed check of an unmodified repository: the test
+// command, what it did, and the changes made to the command before giving
+// up (package masking's check; Explain says what it means and what to do).
+type BaselineFailure struct {
+	// Repo is the repository's directory.
+	Repo   string
+	Test   TestSpec
+	Result Result
+	// Fixes are the changes made to the test command, in words.
+	Fixes []string
+	// Unit is the unit checked, for runners that check unit by unit (a Go
+	// package).
+	Unit string
+	// Python is the interpreter the tests ran with ("": the sandbox's).
+	Python string
+}
+
+// Explain says, in a few lines, what the failed check means and what to
+// do, in the words of the test's runner: the test command, what its exit
+// status means, the reason, the last lines of its output and the fix.
+func (b *BaselineFailure) Explain() string {
+	r, ok := TestRunnerFor(b.Test.Kind)
+	if !ok {
+		return fmt.Sprintf("the unmodified repository does not pass its tests: %s", firstNonEmpty(b.Result.Error, b.Result.Reason, string(b.Result.Verdict)))
+	}
+	return r.Explain(b)
+}
+
+// writeOutputTail writes the last lines of the run's output, indented.
+func (b *BaselineFailure) writeOutputTail(sb *strings.Builder) {
+	r := &b.Result
+	if out := lastLines(r.StdoutTail+"\n"+r.StderrTail, 12); strings.TrimSpace(out) != "" {
+		sb.WriteString("  last lines of its output:\n")
+		for _, l := range strings.Split(out, "\n") {
+			fmt.Fprintf(sb, "    | %s\n", l)
+		}
+	}
+}
+
+// ownModule says whether the dotted module name lies in a package of the
+// repository (at its root or under src/).
+func (b *BaselineFailure) ownModule(name string) bool {
+	top, _, dotted := strings.Cut(name, ".")
+	if !dotted || b.Repo == "" {
+		return false
+	}
+	for _, dir := range []string{filepath.Join(b.Repo, top), filepath.Join(b.Repo, "src", top)} {
+		if fi, err := os.Stat(filepath.Join(dir, "__init__.py")); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -156,6 +157,53 @@ func TestVenvBenchmark(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestForeignPythonVenv: a repository's .venv made from a Python
+// installed outside /usr — pyenv's in root's home, unreachable by the
+// sandbox's user when the tests run as root — builds and grades a
+// benchmark: the sandbox binds the installation for its user. Debian's
+// pytest is lent to the venv through a .pth file (nothing is downloaded).
+func TestForeignPythonVenv(t *testing.T) {
+	python, prefix := sandboxtest.ForeignPython(t)
+	sb := newSandbox(t)
+	repo := filepath.Join(sandboxtest.SharedTempDir(t), "pyenvrepo")
+	sandboxtest.WriteFiles(t, repo, map[string]string{
+		"lib/__init__.py": "",
+		"lib/m.py":        "import sys\nimport extpkg\n\n\ndef double_answer():\n    value = extpkg.answer()\n    return value * 2\n\n\ndef prefix():\n    return sys.base_prefix\n",
+		"tests/test_m.py": "from lib.m import double_answer, prefix\n\n\ndef test_double():\n    assert double_answer() == 84\n\n\ndef test_prefix():\n    assert prefix() == " + strconv.Quote(prefix) + "\n",
+	})
+	site := sandboxtest.MakeVenvWith(t, python, filepath.Join(repo, ".venv"), "extpkg", false)
+	sandboxtest.WriteFiles(t, site, map[string]string{"debian-pytest.pth": "/usr/lib/python3/dist-packages\n"})
+	r, err := evaluator.NewRunner(evaluator.Config{Workers: 2}, sb, nil, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, stats, err := masking.Build(context.Background(), repo, masking.Options{Seed: 3, PerLevel: 1, RequireEmptyFails: true,
+		Levels: []evaluator.Level{evaluator.LevelStatement}, Timeout: 20 * time.Second}, r, zaptest.NewLogger(t))
+	var be *masking.BaselineError
+	if errors.As(err, &be) {
+		t.Fatalf("%v\n%s", err, be.Explain(be.Test.Python))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.BaselineTests != 2 || len(recs) != 1 || recs[0].Test.Python != ".venv/bin/python" {
+		t.Fatalf("stats %+v, records %+v", stats, recs)
+	}
+	task, err := recs[0].Task(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		text string
+		pass bool
+	}{{task.Reference, true}, {"", false}} {
+		res, err := r.Grade(context.Background(), task, 0, &evaluator.Completion{Text: c.text})
+		if err != nil || res.Passed() != c.pass || c.pass && (res.Tests == nil || res.Tests.Passed != 2) {
+			t.Errorf("completion %q: %v %s %s %s %+v", c.text, err, res.Verdict, res.Reason, res.Error, res.Tests)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package evaluator_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
-	"golang.org/x/tools/txtar"
 
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/masking"
@@ -22,27 +20,7 @@ import (
 // with CI=true) without the go command.
 func goModule(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("go not on PATH")
-		}
-		t.Skip("go not on PATH")
-	}
-	ar, err := txtar.ParseFile("testdata/go/calc.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, f := range ar.Files {
-		p := filepath.Join(dir, f.Name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return evaluator.GoTestdata(t, "testdata/go/calc.txtar")
 }
 
 // TestGoRepository masks the Go module at every level, checks what was

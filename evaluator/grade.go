@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/infill-dev/infill/evaluator/metrics"
+	"github.com/infill-dev/infill/evaluator/outcome"
 	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/internal/errkind"
 	"github.com/infill-dev/infill/internal/logctx"
@@ -45,9 +44,18 @@ func (f CompleterFunc) Complete(ctx context.Context, t Task, sample int) (Comple
 	return f(ctx, t, sample)
 }
 
-// Executor runs sandbox specs; *sandbox.Sandbox implements it.
+// Executor runs sandbox specs; *sandbox.Sandbox implements it (and Pool,
+// over one).
 type Executor interface {
 	Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
+}
+
+// reacher is an Executor that says whether its sandbox's user can reach a
+// host directory (sandbox.Sandbox.Reachable): a test runner binds a
+// directory it may go without (a module cache) only where it can. An
+// Executor without it is taken to reach everything.
+type reacher interface {
+	Reachable(dir string) error
 }
 
 // Verdict is the outcome of one graded completion.
@@ -93,7 +101,7 @@ type Result struct {
 	// WeakSignal is set when the test kind has no positive pass signal
 	// beyond the exit status (TestCommand).
 	WeakSignal     bool                `json:"weak_signal,omitempty"`
-	Tests          *sandbox.TestCounts `json:"tests,omitempty"`
+	Tests          *outcome.TestCounts `json:"tests,omitempty"`
 	StdoutTail     string              `json:"stdout_tail,omitempty"`
 	StderrTail     string              `json:"stderr_tail,omitempty"`
 	ExactMatch     bool                `json:"exact_match"`
@@ -106,12 +114,12 @@ type Result struct {
 	ExecDuration time.Duration `json:"exec_ns"`
 	// Exception is what the test code raised ("AssertionError", its
 	// message), when it raised.
-	Exception *sandbox.Exception `json:"exception,omitempty"`
+	Exception *outcome.Exception `json:"exception,omitempty"`
 	// Failure is the first failing pytest test, with its report and
 	// output.
-	Failure *sandbox.Failure `json:"failure,omitempty"`
+	Failure *outcome.Failure `json:"failure,omitempty"`
 	// Limit is the resource limit the run hit, when it hit one.
-	Limit sandbox.Limit `json:"limit,omitempty"`
+	Limit outcome.Limit `json:"limit,omitempty"`
 	// Reference is the task's true middle, kept for reports that show the
 	// completion beside it (eval run and grade record it; empty when the
 	// task has none).
@@ -185,13 +193,16 @@ func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Com
 		whole.Exec.Test = t.Exec.Test.WholeSuite()
 		t = &whole
 	}
-	spec, err := specFor(cfg, t, c.Text)
+	run, err := r.planRun(t, c.Text)
 	if err != nil {
 		return fail(err)
 	}
-	out, err := r.exec.Run(ctx, spec)
+	out, err := r.exec.Run(ctx, run.spec)
 	if err == nil {
-		t, spec, out, err = r.widenRun(ctx, t, c.Text, spec, out)
+		err = run.finish(&out)
+	}
+	if err == nil {
+		t, run, out, err = r.widenRun(ctx, t, c.Text, run, out)
 	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
@@ -215,11 +226,12 @@ func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Com
 	res.Exception = out.Exception
 	res.Failure = out.Failure
 	res.Limit = out.Limit
-	res.WeakSignal = spec.Mode == sandbox.ModeCommand
-	res.Verdict, res.Reason = verdict(&out, &spec, t.Exec.Test.ExpectedTests)
+	res.WeakSignal = run.weak
+	res.Verdict, res.Reason = run.verdict(&out, t.Exec.Test.ExpectedTests)
 	if res.Verdict == VerdictFailed && t.Exec.Kind == ExecRepository {
-		if environmentSuspect(&out) != "" {
-			envErr, err := r.baselines.environmentFailure(ctx, r.exec, spec)
+		tr := mustRunner(t.Exec.Test.Kind)
+		if tr.suspect(&out) != "" {
+			envErr, err := r.baselines.environmentFailure(ctx, r.exec, tr, run)
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
@@ -234,64 +246,47 @@ func (r *Runner) gradeCompletion(ctx context.Context, t *Task, sample int, c Com
 	return res, nil
 }
 
-func specFor(cfg *Config, t *Task, completion string) (sandbox.Spec, error) {
+// planRun is the sandbox run of task t with completion in place: a
+// program as its reference harness runs it, a repository's tests as its
+// test runner plans them.
+func (r *Runner) planRun(t *Task, completion string) (*testRun, error) {
 	file := t.Compose(completion)
 	switch t.Exec.Kind {
 	case ExecProgram:
-		name := defaultProgramName
-		if t.Path != "" && filepath.IsLocal(filepath.FromSlash(t.Path)) && strings.HasSuffix(t.Path, ".py") {
-			name = t.Path
-		}
-		timeout := t.Exec.Timeout
-		if timeout <= 0 {
-			timeout = cfg.ProgramTimeout
-		}
-		// HumanEval family: run as its reference harness runs it (its
-		// reliability guard, a fresh globals dict), so verdicts match.
-		return sandbox.Spec{
-			Mode: sandbox.ModeHumanEval, Target: name,
-			Files:   map[string]string{name: file + t.Exec.Epilogue},
-			Timeout: timeout,
-		}, nil
+		return programRunner{}.plan(&r.cfg, t, file), nil
 	case ExecRepository:
-		if !cfg.repoAllowed(t.Exec.RepoDir) {
-			return sandbox.Spec{}, &fs.PathError{Op: "evaluate in", Path: t.Exec.RepoDir, Err: ErrRepoNotAllowed}
+		if !r.cfg.repoAllowed(t.Exec.RepoDir) {
+			return nil, &fs.PathError{Op: "evaluate in", Path: t.Exec.RepoDir, Err: ErrRepoNotAllowed}
 		}
-		work := t.RepoName
-		if work == "" || !filepath.IsLocal(work) || strings.ContainsRune(work, '/') {
-			work = "repo"
-		}
-		env, err := cfg.pythonFor(t)
-		if err != nil {
-			return sandbox.Spec{}, err
-		}
-		spec := sandbox.Spec{
-			SourceDir: t.Exec.RepoDir, WorkName: work,
-			Files:       map[string]string{path.Clean(t.Path): file},
-			Timeout:     t.Exec.Timeout,
-			Environment: env,
-		}
-		ts := t.Exec.Test
-		switch ts.Kind {
-		case TestScript:
-			spec.Mode, spec.Target, spec.Args = sandbox.ModeScript, path.Clean(ts.Script), ts.Args
-		case TestPytest:
-			spec.Mode, spec.Args = sandbox.ModePytest, ts.Args
-			if err := selectPytest(&spec, t, path.Clean(t.Path)); err != nil {
-				return sandbox.Spec{}, err
-			}
-		case TestCommand:
-			spec.Mode, spec.Command = sandbox.ModeCommand, ts.Command
-		case TestNode:
-			if err := nodeSpec(&spec, t.Exec.RepoDir, &ts); err != nil {
-				return sandbox.Spec{}, err
-			}
-		case TestGo:
-			goSpec(&spec, t)
-		}
-		return spec, nil
+		return mustRunner(t.Exec.Test.Kind).plan(&planner{r: r, cfg: &r.cfg}, t, file)
 	}
-	return sandbox.Spec{}, fmt.Errorf("%w: unknown exec kind %q", ErrInvalidTask, t.Exec.Kind)
+	return nil, fmt.Errorf("%w: unknown exec kind %q", ErrInvalidTask, t.Exec.Kind)
+}
+
+// widenRun runs t's whole suite when the selected run out (of run) passed
+// although its runner says the selection does not hold for this
+// completion (a pytest selection the completion's shape escapes). A
+// failing selected run stands: the whole suite runs the same tests (an
+// order-dependent pass is what a selection cannot see anyway: see package
+// impact). It returns the task, run and result that grade the completion.
+func (r *Runner) widenRun(ctx context.Context, t *Task, completion string, run *testRun, out sandbox.Result) (*Task, *testRun, sandbox.Result, error) {
+	if run.widened == nil || !run.widened(&out) {
+		return t, run, out, nil
+	}
+	if v, _ := run.verdict(&out, t.Exec.Test.ExpectedTests); v != VerdictPassed {
+		return t, run, out, nil
+	}
+	whole := *t
+	whole.Exec.Test = t.Exec.Test.WholeSuite()
+	run, err := r.planRun(&whole, completion)
+	if err != nil {
+		return t, nil, out, err
+	}
+	out, err = r.exec.Run(ctx, run.spec)
+	if err == nil {
+		err = run.finish(&out)
+	}
+	return &whole, run, out, err
 }
 
 func tail(s string, n int) string {
@@ -318,52 +313,4 @@ func (r *Runner) errorText(ctx context.Context, t *Task, sample int, err error) 
 			zap.String("benchmark", t.Benchmark), zap.Int("sample", sample), zap.Error(err))
 	}
 	return msg
-}
-
-// pythonFor is the environment the tests of repository task t run in: the
-// task's own interpreter (a benchmark's "python", the CLI's --python),
-// else the Config.Pythons rule of its repository (the server's
-// --eval-python), else the repository's own virtual environment (.venv/
-// or venv/), else nil: the sandbox's default interpreter. An absolute
-// interpreter named by the task must lie under an allowed repository
-// root or be one the Pythons rules name.
-func (c *Config) pythonFor(t *Task) (*sandbox.Environment, error) {
-	repo := t.Exec.RepoDir
-	python := t.Exec.Test.Python
-	if filepath.IsAbs(python) && !c.pythonAllowed(python) {
-		return nil, &fs.PathError{Op: "run tests with", Path: python, Err: ErrPythonNotAllowed}
-	}
-	if python == "" {
-		best := ""
-		for _, r := range c.Pythons {
-			if underDirOrSame(repo, r.Dir) && len(r.Dir) > len(best) {
-				best, python = r.Dir, r.Python
-			}
-		}
-	}
-	if python == "" {
-		python = sandbox.RepositoryPython(repo)
-	}
-	if python == "" {
-		return nil, nil
-	}
-	return sandbox.PythonEnvironment(filepath.FromSlash(python), repo)
-}
-
-// pythonAllowed says whether a task may name the interpreter python.
-func (c *Config) pythonAllowed(python string) bool {
-	if len(c.AllowedRepoRoots) == 0 || c.repoAllowed(python) {
-		return true
-	}
-	for _, r := range c.Pythons {
-		if filepath.Clean(r.Python) == filepath.Clean(python) {
-			return true
-		}
-	}
-	return false
-}
-
-func underDirOrSame(p, dir string) bool {
-	p, dir = filepath.Clean(p), filepath.Clean(dir)
-	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }

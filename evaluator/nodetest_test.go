@@ -211,7 +211,7 @@ func TestNodeSelectTests(t *testing.T) {
 	}
 	levels := []evaluator.Level{evaluator.LevelStatement, evaluator.LevelFunction, evaluator.LevelClass}
 	recs, stats, err := masking.Build(context.Background(), repo, masking.Options{Seed: 2, PerLevel: 2, Levels: levels,
-		RequireEmptyFails: true, SelectNodeTests: true, Timeout: 30 * time.Second}, r, zaptest.NewLogger(t))
+		RequireEmptyFails: true, SelectOptIn: true, Timeout: 30 * time.Second}, r, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,31 +7,32 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/infill-dev/infill/evaluator/outcome"
 	"github.com/infill-dev/infill/evaluator/sandbox"
 )
 
 // LimitFlags name the flag that raises each sandbox limit: infill-server
 // and the CLI's local sandbox (eval mask, eval run/grade --local) take
 // the same ones, so a reason can name it wherever the run happened.
-var LimitFlags = map[sandbox.Limit]string{
-	sandbox.LimitTime:      "--sample-timeout",
-	sandbox.LimitCPU:       "--sample-timeout",
-	sandbox.LimitMemory:    "--sandbox-memory",
-	sandbox.LimitThreads:   "--sandbox-processes or --sandbox-memory",
-	sandbox.LimitProcesses: "--sandbox-processes",
-	sandbox.LimitFileSize:  "--sandbox-file-size",
+var LimitFlags = map[outcome.Limit]string{
+	outcome.LimitTime:      "--sample-timeout",
+	outcome.LimitCPU:       "--sample-timeout",
+	outcome.LimitMemory:    "--sandbox-memory",
+	outcome.LimitThreads:   "--sandbox-processes or --sandbox-memory",
+	outcome.LimitProcesses: "--sandbox-processes",
+	outcome.LimitFileSize:  "--sandbox-file-size",
 }
 
 // limitNames say what each limit is, in reasons.
-var limitNames = map[sandbox.Limit]string{
-	sandbox.LimitTime:      "timed out after",
-	sandbox.LimitCPU:       "CPU time limit hit:",
-	sandbox.LimitMemory:    "memory limit hit:",
-	sandbox.LimitThreads:   "could not start a thread (process or memory limit):",
-	sandbox.LimitProcesses: "process limit hit:",
-	sandbox.LimitFileSize:  "file size limit hit:",
-	sandbox.LimitOpenFiles: "open-file limit hit:",
-	sandbox.LimitOutput:    "output limit hit:",
+var limitNames = map[outcome.Limit]string{
+	outcome.LimitTime:      "timed out after",
+	outcome.LimitCPU:       "CPU time limit hit:",
+	outcome.LimitMemory:    "memory limit hit:",
+	outcome.LimitThreads:   "could not start a thread (process or memory limit):",
+	outcome.LimitProcesses: "process limit hit:",
+	outcome.LimitFileSize:  "file size limit hit:",
+	outcome.LimitOpenFiles: "open-file limit hit:",
+	outcome.LimitOutput:    "output limit hit:",
 }
 
 // limitReason words the limit out hit: "memory limit hit: 4 GiB per
@@ -45,8 +46,7 @@ func limitReason(out *sandbox.Result) string {
 }
 
 // verdict judges a run and says why it did not pass.
-func verdict(out *sandbox.Result, spec *sandbox.Spec, expected int) (Verdict, string) {
-	mode := spec.Mode
+func (r *testRun) verdict(out *sandbox.Result, expected int) (Verdict, string) {
 	var v Verdict
 	var why string
 	switch out.Status {
@@ -61,15 +61,15 @@ func verdict(out *sandbox.Result, spec *sandbox.Spec, expected int) (Verdict, st
 	case v != "":
 	case out.ExitCode != 0:
 		v, why = VerdictFailed, fmt.Sprintf("exit status %d", out.ExitCode)
-	case !out.Passed(mode):
+	case !r.passed(out):
 		v, why = VerdictFailed, "exited 0 without the pass signal (the tests did not run to the end)"
-	case mode.CountsTests():
-		v, why = countsVerdict(out.Tests, expected, runnerName(mode))
+	case r.counts:
+		v, why = countsVerdict(out.Tests, expected, r.name)
 	}
 	if v == "" {
 		return VerdictPassed, ""
 	}
-	first := firstError(out, spec)
+	first := r.firstErrorOf(out)
 	switch {
 	case out.Limit != "":
 		why = limitReason(out) + joinReason(first)
@@ -83,7 +83,7 @@ func verdict(out *sandbox.Result, spec *sandbox.Spec, expected int) (Verdict, st
 // pass signal: it fails on no report, on a failure or error, on a number
 // of passed tests other than expected (when expected > 0), and on no test
 // passed. "" when the counts pass.
-func countsVerdict(tc *sandbox.TestCounts, expected int, runner string) (Verdict, string) {
+func countsVerdict(tc *outcome.TestCounts, expected int, runner string) (Verdict, string) {
 	switch {
 	case tc == nil:
 		return VerdictFailed, fmt.Sprintf("no %s report", runner)
@@ -95,15 +95,6 @@ func countsVerdict(tc *sandbox.TestCounts, expected int, runner string) (Verdict
 		return VerdictFailed, fmt.Sprintf("%s: no test passed", runner)
 	}
 	return "", ""
-}
-
-// runnerName names mode's test runner in reasons: "pytest", "node",
-// "vitest", "go test".
-func runnerName(mode sandbox.Mode) string {
-	if mode == sandbox.ModeGo {
-		return "go test"
-	}
-	return mode.String()
 }
 
 func joinReason(s string) string {
@@ -120,15 +111,21 @@ func signalName(sig int) string {
 	return "unknown signal"
 }
 
+// firstErrorOf is the first meaningful error line of a run that did not
+// pass, in its runner's words (firstError), else the Python runner's.
+func (r *testRun) firstErrorOf(out *sandbox.Result) string {
+	if r.firstError != nil {
+		return r.firstError(out)
+	}
+	return firstError(out, &r.spec)
+}
+
 // firstError is the first meaningful error line of a run that did not
-// pass: the first failing pytest test with its exception and where it was
+// pass: the first failing test with its exception and where it was
 // raised, the exception the program or script raised, or else the line
 // of its output that says what went wrong. Paths are relative to the
 // repository.
 func firstError(out *sandbox.Result, spec *sandbox.Spec) string {
-	if spec.Mode == sandbox.ModeGo {
-		return goFirstError(out)
-	}
 	rel := relativizer(spec)
 	if f := out.Failure; f != nil {
 		return failureLine(f, rel)
@@ -148,7 +145,7 @@ func firstError(out *sandbox.Result, spec *sandbox.Spec) string {
 
 // failureLine words a failing pytest test: "tests/test_ops.py::test_add:
 // AssertionError: assert 3 == 4 at calc/ops.py:5".
-func failureLine(f *sandbox.Failure, rel func(string) string) string {
+func failureLine(f *outcome.Failure, rel func(string) string) string {
 	what := f.Test
 	switch f.When {
 	case "collect":

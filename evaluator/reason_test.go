@@ -36,10 +36,19 @@ func TestReasons(t *testing.T) {
 			for _, f := range ar.Files {
 				sec[f.Name] = string(f.Data)
 			}
-			var spec sandbox.Spec
+			// spec.json: the run's test kind ("": a program) and its sandbox spec.
+			var spec struct {
+				Kind TestKind
+				sandbox.Spec
+			}
 			if err := json.Unmarshal([]byte(sec["spec.json"]), &spec); err != nil {
 				t.Fatalf("spec.json: %v", err)
 			}
+			run := testRun{name: "program", read: readPython(false, false)}
+			if spec.Kind != "" {
+				run = mustRunner(spec.Kind).judge(&TestSpec{Kind: spec.Kind})
+			}
+			run.spec = spec.Spec
 			var out sandbox.Result
 			if err := json.Unmarshal([]byte(sec["result.json"]), &out); err != nil {
 				t.Fatalf("result.json: %v", err)
@@ -51,7 +60,7 @@ func TestReasons(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			v, why := verdict(&out, &spec, expected)
+			v, why := run.verdict(&out, expected)
 			got := map[string]string{"reason": string(v) + ": " + why + "\n", "import": importFailure(&out)}
 			if got["import"] != "" {
 				got["import"] += "\n"

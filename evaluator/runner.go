@@ -46,6 +46,62 @@ type Config struct {
 	// AllTests runs every repository task's whole suite, also where the
 	// task names the tests that reach its span (TestSpec.Tests).
 	AllTests bool
+	// Toolchains are the toolchains repository tests run with, besides
+	// the sandbox's Python.
+	Toolchains Toolchains
+}
+
+// Toolchains are the toolchains of the test runners that do not run in
+// the sandbox's Python: infill-server, eval mask and eval run|grade
+// --local take them as flags (--sandbox-node, --sandbox-go-root,
+// --sandbox-go-modcache, --sandbox-go-build-timeout).
+type Toolchains struct {
+	// Node is the node that runs JavaScript and TypeScript tests (default
+	// /usr/bin/node). One outside the directories every sandbox shows
+	// (/usr) is bound read-only with its installation.
+	Node string
+	// GoRoot is the Go toolchain Go tests run with (bound read-only when
+	// it lies outside /usr). Empty: `go env GOROOT` of the go command on
+	// PATH, asked at the first Go sample.
+	GoRoot string
+	// GoModCache is the module cache Go tests build against (bound
+	// read-only; nothing is downloaded inside). Empty with GoRoot empty:
+	// `go env GOMODCACHE`. One the sandbox's user cannot reach is left
+	// out: the run has an empty module cache.
+	GoModCache string
+	// GoBuildTimeout bounds a Go run's build (compiling, go vet's checks)
+	// before its tests start (default 3m: a fresh build cache compiles the
+	// standard library's testing packages once). Past it the run is a
+	// timeout.
+	GoBuildTimeout time.Duration
+}
+
+// Defaults of Toolchains.
+const (
+	DefaultNodePath       = "/usr/bin/node"
+	DefaultGoBuildTimeout = 3 * time.Minute
+)
+
+func (t Toolchains) withDefaults() Toolchains {
+	if t.Node == "" {
+		t.Node = DefaultNodePath
+	}
+	if t.GoBuildTimeout == 0 {
+		t.GoBuildTimeout = DefaultGoBuildTimeout
+	}
+	return t
+}
+
+func (t Toolchains) validate() error {
+	for _, p := range []string{t.Node, t.GoRoot, t.GoModCache} {
+		if p != "" && (!filepath.IsAbs(p) || filepath.Clean(p) == "/") {
+			return fmt.Errorf("%w: toolchain path %q must be an absolute path other than /", ErrInvalidConfig, p)
+		}
+	}
+	if t.GoBuildTimeout < 0 {
+		return fmt.Errorf("%w: negative GoBuildTimeout", ErrInvalidConfig)
+	}
+	return nil
 }
 
 // PythonRule says that repositories under Dir run their tests with the
@@ -75,6 +131,7 @@ func (c Config) WithDefaults() Config {
 	if c.ProgramTimeout == 0 {
 		c.ProgramTimeout = DefaultProgramTimeout
 	}
+	c.Toolchains = c.Toolchains.withDefaults()
 	return c
 }
 
@@ -104,7 +161,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: Pythons rule %s=%s: both paths must be absolute", ErrInvalidConfig, r.Dir, r.Python)
 		}
 	}
-	return nil
+	return c.Toolchains.validate()
 }
 
 func (c *Config) repoAllowed(dir string) bool {
@@ -167,6 +224,39 @@ type Runner struct {
 	// baselines are the runs of unmodified repositories that decide
 	// whether a failure is the environment's (baseline.go).
 	baselines baselines
+	// host holds what test runners found on the host, once per Runner
+	// (hostOnce).
+	host hostMemo
+}
+
+// hostMemo keeps what test runners find out on the host (a toolchain's
+// paths), by key.
+type hostMemo struct {
+	mu   sync.Mutex
+	vals map[string]*hostValue
+}
+
+type hostValue struct {
+	once sync.Once
+	v    any
+	err  error
+}
+
+// hostOnce is f's answer, asked once per Runner for key (error included:
+// what the host lacks, it lacks for every sample).
+func (r *Runner) hostOnce(key string, f func() (any, error)) (any, error) {
+	r.host.mu.Lock()
+	if r.host.vals == nil {
+		r.host.vals = map[string]*hostValue{}
+	}
+	hv := r.host.vals[key]
+	if hv == nil {
+		hv = &hostValue{}
+		r.host.vals[key] = hv
+	}
+	r.host.mu.Unlock()
+	hv.once.Do(func() { hv.v, hv.err = f() })
+	return hv.v, hv.err
 }
 
 // NewRunner returns a Runner. completer may be nil when every job carries

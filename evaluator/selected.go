@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-	"time"
 
 	"github.com/infill-dev/infill/evaluator/impact"
 	"github.com/infill-dev/infill/evaluator/sandbox"
@@ -14,10 +13,13 @@ import (
 
 // Selected tests: a repository task whose TestSpec.Tests names the tests
 // that execute its span runs only those (unless Config.AllTests), and
-// TraceTests finds them once per repository on the pristine code.
+// Runner.TraceTests finds them once per repository on the pristine code,
+// with its test runner's selector: pytest's here, node's files in
+// nodetest.go.
 
-// ErrNoTracer is returned by TraceTests for a test kind whose tests cannot
-// be traced: its tasks run the whole suite.
+// ErrNoTracer is returned by Runner.TraceTests for a test kind whose tests
+// cannot be traced (or whose selection was not asked for): its tasks run
+// the whole suite.
 var ErrNoTracer = errors.New("evaluator: no test-impact tracer for this test kind")
 
 // selectPytest narrows spec, a pytest run of t's tests, to
@@ -46,9 +48,10 @@ func selectPytest(spec *sandbox.Spec, t *Task, target string) error {
 	return nil
 }
 
-// applyPytestRun makes spec (ModePytest) run run.
+// applyPytestRun makes spec, a run of the Python runner's pytest mode,
+// run run.
 func applyPytestRun(spec *sandbox.Spec, run impact.PytestRun) {
-	spec.Args = run.Args
+	spec.Python = append([]string{"pytest"}, run.Args...)
 	if spec.Files == nil {
 		spec.Files = map[string]string{}
 	}
@@ -57,44 +60,6 @@ func applyPytestRun(spec *sandbox.Spec, run impact.PytestRun) {
 	maps.Copy(env, spec.Env)
 	maps.Copy(env, run.Env)
 	spec.Env = env
-}
-
-// widenRun runs t's whole suite when the selected run out (of spec)
-// passed although the completion changed its file's shape, which the
-// selection does not cover. A failing selected run stands: the whole suite
-// runs the same tests (an order-dependent pass is what a selection cannot
-// see anyway: see package impact). It returns the task, spec and result
-// that grade the completion.
-func (r *Runner) widenRun(ctx context.Context, t *Task, completion string, spec sandbox.Spec, out sandbox.Result) (*Task, sandbox.Spec, sandbox.Result, error) {
-	if !impact.Widened(spec.Env, out.Stdout) {
-		return t, spec, out, nil
-	}
-	if v, _ := verdict(&out, &spec, t.Exec.Test.ExpectedTests); v != VerdictPassed {
-		return t, spec, out, nil
-	}
-	whole := *t
-	whole.Exec.Test = t.Exec.Test.WholeSuite()
-	spec, err := specFor(&r.cfg, &whole, completion)
-	if err != nil {
-		return t, spec, out, err
-	}
-	out, err = r.exec.Run(ctx, spec)
-	return &whole, spec, out, err
-}
-
-// runnerFiles are the files of a spec that belong to the test runner (the
-// test-impact plugin and its selection), not to the completion.
-func runnerFiles(files map[string]string) map[string]string {
-	var out map[string]string
-	for k, v := range files {
-		if strings.HasPrefix(k, impact.PluginDir+"/") {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // WholeSuite is ts running the whole suite: without Tests, and expecting
@@ -118,22 +83,17 @@ func validateTests(tests []string) error {
 	return nil
 }
 
-// TraceTests runs repository task t's whole suite once on its pristine
-// file (Prefix + Reference + Suffix), recording which tests execute which
-// lines, within timeout (0: the sandbox's limit). The Reach it returns
-// says, for any span of the repository, the tests to name in
-// TestSpec.Tests. Test kinds without a tracer give ErrNoTracer; pytest is
-// traced with the test-impact plugin (package impact), in the sandbox as
-// any test run, with the task's interpreter.
-func (r *Runner) TraceTests(ctx context.Context, t Task, timeout time.Duration) (impact.Reach, error) {
-	if err := t.Validate(); err != nil {
-		return nil, err
-	}
-	if t.Exec.Kind != ExecRepository || t.Exec.Test.Kind != TestPytest {
-		return nil, fmt.Errorf("%w: %q", ErrNoTracer, t.Exec.Test.Kind)
-	}
-	t.Exec.Test.Tests = nil
-	spec, err := specFor(&r.cfg, &t, t.Reference)
+// pytestSelector traces a pytest suite once with the test-impact plugin
+// (package impact), in the sandbox as any test run, with the task's
+// interpreter: the map says, for any span of the repository, the tests to
+// name in TestSpec.Tests. The selection is trusted: a span no test
+// executes is no sample.
+type pytestSelector struct{}
+
+func (pytestSelector) optIn() bool { return false }
+
+func (pytestSelector) trace(ctx context.Context, r *Runner, t Task, o TraceOptions) (*TestSelection, error) {
+	run, err := r.planRun(&t, t.Reference)
 	if err != nil {
 		return nil, err
 	}
@@ -141,20 +101,21 @@ func (r *Runner) TraceTests(ctx context.Context, t Task, timeout time.Duration) 
 	if err != nil {
 		return nil, err
 	}
-	applyPytestRun(&spec, tr.Run)
-	if timeout > 0 {
-		spec.Timeout = timeout
+	applyPytestRun(&run.spec, tr.Run)
+	if o.Timeout > 0 {
+		run.spec.Timeout = o.Timeout
 	}
-	out, err := r.exec.Run(ctx, spec)
+	out, err := r.exec.Run(ctx, run.spec)
 	if err != nil {
 		return nil, fmt.Errorf("tracing the tests: %w", err)
 	}
 	if out.Status != sandbox.StatusExited {
+		out.NoteLimit(false)
 		return nil, fmt.Errorf("tracing the tests: the run ended %s: %s", out.Status, limitReason(&out))
 	}
 	m, err := tr.Parse([]byte(out.Stdout))
 	if err != nil {
 		return nil, fmt.Errorf("tracing the tests (exit status %d): %w", out.ExitCode, err)
 	}
-	return impact.PytestReach{Map: m}, nil
+	return &TestSelection{Reach: impact.PytestReach{Map: m}}, nil
 }

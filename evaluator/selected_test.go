@@ -119,10 +119,11 @@ func testSelected(t *testing.T, sb *sandbox.Sandbox, repo string, cases []select
 		t.Fatalf("baseline: %v %s %s\n%s", err, res.Verdict, res.Reason, res.StdoutTail)
 	}
 	suite := res.Tests.Passed
-	reach, err := ways[false].TraceTests(ctx, base, 0)
+	traced, err := ways[false].TraceTests(ctx, base, evaluator.TraceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	reach := traced.Reach
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.Name, " ", "_"), func(t *testing.T) {
 			tk, src, at := task(c)

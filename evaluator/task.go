@@ -62,7 +62,10 @@ const (
 	ExecRepository ExecKind = "repository"
 )
 
-// TestKind selects how a repository's tests are run.
+// TestKind selects how a repository's tests are run: the test runner of
+// the kind (testrunner.go's table) owns everything about it. A kind's name
+// is one lower-case word (the wire's enum value is TEST_KIND_ and it in
+// upper case).
 type TestKind string
 
 const (
@@ -81,9 +84,9 @@ const (
 	// test in the JSON events passed, none failed, and ExpectedTests passed
 	// (at least one when ExpectedTests is 0).
 	TestGo TestKind = "go"
-	// TestNode runs node's built-in test runner (or the repository's own
-	// test script when its node_modules are present). Pass: the runner's
-	// report counts ExpectedTests passed (at least one) and no failure.
+	// TestNode runs node's built-in test runner, or the repository's
+	// vitest (TestSpec.Command). Pass: the runner's report counts
+	// ExpectedTests passed (at least one) and no failure.
 	TestNode TestKind = "node"
 )
 
@@ -173,31 +176,7 @@ func (t *Task) Validate() error {
 		if t.Path == "" || !filepath.IsLocal(filepath.FromSlash(t.Path)) {
 			return bad("target path %q must be relative and stay inside the repository", t.Path)
 		}
-		switch t.Exec.Test.Kind {
-		case TestScript:
-			if s := t.Exec.Test.Script; s == "" || !filepath.IsLocal(filepath.FromSlash(s)) {
-				return bad("test script %q must be a relative path inside the repository", s)
-			}
-		case TestPytest:
-		case TestCommand:
-			if len(t.Exec.Test.Command) == 0 {
-				return bad("empty test command")
-			}
-		case TestNode:
-			if err := t.Exec.Test.validateNode(); err != nil {
-				return bad("%v", err)
-			}
-		case TestGo:
-			if err := validateGo(&t.Exec.Test); err != nil {
-				return bad("%v", err)
-			}
-		default:
-			return bad("unknown test kind %q", t.Exec.Test.Kind)
-		}
-		if t.Exec.Test.ExpectedTests < 0 || t.Exec.Test.SuiteTests < 0 {
-			return bad("negative expected test count")
-		}
-		if err := validateTests(t.Exec.Test.Tests); err != nil {
+		if err := validateTestSpec(&t.Exec.Test); err != nil {
 			return bad("%v", err)
 		}
 		if p := t.Exec.Test.Python; p != "" && !filepath.IsAbs(p) && !filepath.IsLocal(filepath.FromSlash(p)) {

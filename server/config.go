@@ -106,6 +106,9 @@ type EvalConfig struct {
 	// Pythons give the repositories under a directory their interpreter
 	// (--eval-python DIR=PYTHON); a task may also name one of these.
 	Pythons []evaluator.PythonRule
+	// Toolchains are the toolchains of the test runners besides the
+	// sandbox's Python (--sandbox-node, --sandbox-go-*).
+	Toolchains evaluator.Toolchains
 }
 
 // DefaultConfig returns the defaults.
@@ -160,7 +163,7 @@ func (c Config) Validate() error {
 	}
 	// The repository roots and interpreter rules go to every evaluation's
 	// runner (newRunner): the evaluator checks them.
-	if err := (evaluator.Config{AllowedRepoRoots: c.Eval.RepoRoots, Pythons: c.Eval.Pythons}).WithDefaults().Validate(); err != nil {
+	if err := (evaluator.Config{AllowedRepoRoots: c.Eval.RepoRoots, Pythons: c.Eval.Pythons, Toolchains: c.Eval.Toolchains}).WithDefaults().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("server: Eval: %w", err))
 	}
 	errs = append(errs, c.Admission.Validate(), c.Inference.Validate(), c.Context.Validate(), c.Auth.Validate(), c.TLS.validate(),

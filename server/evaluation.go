@@ -8,22 +8,19 @@ import (
 	"io/fs"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/infill-dev/infill/evaluator"
-	"github.com/infill-dev/infill/evaluator/metrics"
-	"github.com/infill-dev/infill/evaluator/sandbox"
 	"github.com/infill-dev/infill/internal/errkind"
+	"github.com/infill-dev/infill/internal/evalwire"
 	"github.com/infill-dev/infill/internal/logctx"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Benchmarks loads named benchmarks held by the server (dataset.Catalog).
@@ -99,6 +96,7 @@ func (s *Server) newRunner(ex evaluator.Executor, resultsPath string, ks []int, 
 		ResultsPath:      resultsPath,
 		AllowedRepoRoots: s.cfg.Eval.RepoRoots,
 		Pythons:          s.cfg.Eval.Pythons,
+		Toolchains:       s.cfg.Eval.Toolchains,
 	}
 	return evaluator.NewRunner(cfg, ex, c, s.log.Named("evaluator"))
 }
@@ -146,7 +144,7 @@ func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer, ex e
 	}()
 	report, runErr := runner.Run(ctx, jobs, func(r evaluator.Result) error {
 		s.metrics.Verdict(string(r.Verdict))
-		return stream.Send(&infillv1.EvaluateResponse{Event: &infillv1.EvaluateResponse_Result{Result: toSampleResult(&r)}})
+		return stream.Send(&infillv1.EvaluateResponse{Event: &infillv1.EvaluateResponse_Result{Result: evalwire.SampleResult(&r)}})
 	})
 	cancel()
 	wg.Wait()
@@ -156,97 +154,83 @@ func (s *Server) evaluate(stream infillv1.EvaluationService_EvaluateServer, ex e
 	if runErr != nil {
 		return runErr
 	}
-	return stream.Send(&infillv1.EvaluateResponse{Event: &infillv1.EvaluateResponse_Summary{Summary: toSummary(report)}})
+	return stream.Send(&infillv1.EvaluateResponse{Event: &infillv1.EvaluateResponse_Summary{Summary: evalwire.Summary(report)}})
 }
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
-// runBenchmark runs a named benchmark the server holds.
+// runBenchmark runs a named benchmark the server holds: validate the
+// request, load the benchmark, run it in the evaluator, encode.
 func (s *Server) runBenchmark(req *infillv1.RunBenchmarkRequest, stream infillv1.EvaluationService_RunBenchmarkServer, ex evaluator.Executor) error {
 	ctx := stream.Context()
 	if s.deps.Benchmarks == nil {
 		return status.Error(codes.FailedPrecondition, "the server holds no benchmarks (configure --humaneval-dir or --execrepobench-*)")
 	}
-	samples := max(int(req.GetSamples()), 1)
-	if err := s.checkSamples(samples); err != nil {
+	opts, ks, resultsPath, err := s.benchmarkRequest(req)
+	if err != nil {
 		return err
+	}
+	tasks, err := s.deps.Benchmarks.Load(req.GetBenchmark())
+	if err != nil {
+		return err
+	}
+	runner, err := s.newRunner(ex, resultsPath, ks, &pipelineCompleter{s: s,
+		gen: genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: opts.Samples}})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	rep, err := runner.RunBenchmark(ctx, tasks, opts, func(r evaluator.Result, p evaluator.Progress) error {
+		s.metrics.Verdict(string(r.Verdict))
+		if err := stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Result{Result: evalwire.SampleResult(&r)}}); err != nil {
+			return err
+		}
+		return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Progress{Progress: evalwire.Progress(p)}})
+	})
+	if err != nil {
+		return journalError(req.GetRunId(), err)
+	}
+	logctx.From(ctx, s.log).Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.String("shard", rep.Shard.String()), zap.Int("tasks", rep.ShardTasks),
+		zap.Int("graded", rep.Graded), zap.Int("resumed", rep.Resumed), zap.Duration("elapsed", time.Since(start)))
+	return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{Summary: evalwire.BenchmarkSummary(rep)}})
+}
+
+// benchmarkRequest checks a RunBenchmark request: what to run, the k of
+// pass@k reported, and the journal of its run_id on the server ("": none).
+func (s *Server) benchmarkRequest(req *infillv1.RunBenchmarkRequest) (evaluator.BenchmarkOptions, []int, string, error) {
+	opts := evaluator.BenchmarkOptions{Samples: max(int(req.GetSamples()), 1), Reference: req.GetReference(), Limit: int(req.GetLimit())}
+	if err := s.checkSamples(opts.Samples); err != nil {
+		return opts, nil, "", err
 	}
 	ks := passKs // reported where every task has enough samples
 	if len(req.GetK()) > 0 {
 		ks = nil
 	}
 	for _, k := range req.GetK() {
-		if k < 1 || int(k) > samples {
-			return invalid("k", fmt.Sprintf("pass@%d needs 1 <= k <= samples (%d)", k, samples))
+		if k < 1 || int(k) > opts.Samples {
+			return opts, nil, "", invalid("k", fmt.Sprintf("pass@%d needs 1 <= k <= samples (%d)", k, opts.Samples))
 		}
 		ks = append(ks, int(k))
 	}
-	if req.GetReference() && samples != 1 {
-		return invalid("samples", "reference runs grade the one reference middle: samples must be 0 or 1")
+	if opts.Reference && opts.Samples != 1 {
+		return opts, nil, "", invalid("samples", "reference runs grade the one reference middle: samples must be 0 or 1")
 	}
 	shard, err := evaluator.ParseShard(req.GetShard())
 	if err != nil {
-		return invalid("shard", err.Error())
+		return opts, nil, "", invalid("shard", err.Error())
 	}
-	var resultsPath string
-	if id := req.GetRunId(); id != "" {
-		if !runIDPattern.MatchString(id) || strings.HasPrefix(id, ".") {
-			return invalid("run_id", "must match [A-Za-z0-9._-]{1,128} and not start with '.'")
-		}
-		if s.cfg.Eval.ResultsDir == "" {
-			return status.Error(codes.FailedPrecondition, "run_id needs a results directory on the server (--results-dir)")
-		}
-		resultsPath = filepath.Join(s.cfg.Eval.ResultsDir, id+".jsonl")
+	opts.Shard = shard
+	id := req.GetRunId()
+	if id == "" {
+		return opts, ks, "", nil
 	}
-	tasks, err := s.deps.Benchmarks.Load(req.GetBenchmark())
-	if err != nil {
-		return err
+	if !runIDPattern.MatchString(id) || strings.HasPrefix(id, ".") {
+		return opts, nil, "", invalid("run_id", "must match [A-Za-z0-9._-]{1,128} and not start with '.'")
 	}
-	if l := int(req.GetLimit()); l > 0 && l < len(tasks) {
-		tasks = tasks[:l]
+	if s.cfg.Eval.ResultsDir == "" {
+		return opts, nil, "", status.Error(codes.FailedPrecondition, "run_id needs a results directory on the server (--results-dir)")
 	}
-	benchmarkTasks := len(tasks)
-	tasks = shard.Select(tasks) // after the limit: the shards of N tasks are those N
-	runner, err := s.newRunner(ex, resultsPath, ks, &pipelineCompleter{s: s,
-		gen: genParams{model: req.GetModel(), opts: req.GetGeneration(), samples: samples}})
-	if err != nil {
-		return err
-	}
-	jobs := make([]evaluator.Job, len(tasks))
-	for i, t := range tasks {
-		jobs[i] = evaluator.Job{Task: t, Samples: samples}
-		if req.GetReference() {
-			jobs[i].Completions = []evaluator.Completion{{Text: t.Reference}}
-		}
-	}
-	resumed := 0
-	if resultsPath != "" {
-		if resumed, err = countJournaled(ctx, resultsPath, tasks, samples); err != nil {
-			return journalError(req.GetRunId(), err)
-		}
-	}
-	start := time.Now()
-	prog := &infillv1.Progress{Total: uint32(len(tasks) * samples), Done: uint32(resumed), Resumed: uint32(resumed)}
-	report, err := runner.RunJobs(ctx, jobs, func(r evaluator.Result) error {
-		s.metrics.Verdict(string(r.Verdict))
-		prog.Done++
-		if r.Passed() {
-			prog.Passed++
-		}
-		prog.Elapsed = durationpb.New(time.Since(start))
-		if err := stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Result{Result: toSampleResult(&r)}}); err != nil {
-			return err
-		}
-		return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Progress{Progress: proto.Clone(prog).(*infillv1.Progress)}})
-	})
-	if err != nil {
-		return journalError(req.GetRunId(), err)
-	}
-	logctx.From(ctx, s.log).Info("benchmark run", zap.String("benchmark", req.GetBenchmark()), zap.String("shard", shard.String()), zap.Int("tasks", len(tasks)),
-		zap.Int("graded", report.Graded), zap.Int("resumed", report.Resumed), zap.Duration("elapsed", time.Since(start)))
-	sum := toSummary(report)
-	sum.Shard, sum.ShardTasks, sum.BenchmarkTasks = shard.String(), uint32(len(tasks)), uint32(benchmarkTasks)
-	return stream.Send(&infillv1.RunBenchmarkResponse{Event: &infillv1.RunBenchmarkResponse_Summary{Summary: sum}})
+	return opts, ks, filepath.Join(s.cfg.Eval.ResultsDir, id+".jsonl"), nil
 }
 
 // journalError restates an error of run id's journal without the path
@@ -260,27 +244,6 @@ func journalError(id string, err error) error {
 		return fmt.Errorf("run_id %q: journal %w", id, le)
 	}
 	return err
-}
-
-// countJournaled counts samples of tasks already in the journal at path.
-func countJournaled(ctx context.Context, path string, tasks []evaluator.Task, samples int) (int, error) {
-	j, _, err := evaluator.OpenJournal(path)
-	if err != nil {
-		return 0, err
-	}
-	defer j.Close()
-	n := 0
-	for _, t := range tasks {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		for i := 0; i < samples; i++ {
-			if j.Done(t.Benchmark, t.ID, i) {
-				n++
-			}
-		}
-	}
-	return n, nil
 }
 
 // genParams are the generation settings of an evaluation call or request.
@@ -365,29 +328,15 @@ func (s *Server) toJob(ctx context.Context, req *infillv1.EvaluateRequest, next 
 	if pt == nil {
 		return evaluator.Job{}, invalid("task", "required")
 	}
-	t := evaluator.Task{
-		ID: pt.GetTaskId(), Benchmark: pt.GetBenchmark(), Level: fromLevel(pt.GetLevel()),
-		Language: pt.GetLanguage(), RepoName: pt.GetRepoName(), Path: pt.GetPath(),
-		Prefix: pt.GetPrefix(), Suffix: pt.GetSuffix(), Reference: pt.GetReference(),
+	t, repository, err := evalwire.TaskOf(pt)
+	var fe *evalwire.FieldError
+	if errors.As(err, &fe) {
+		return evaluator.Job{}, invalid(fe.Field, fe.Reason)
 	}
-	for i, f := range pt.GetContext() {
-		if f.Content == nil || f.GetDigest() != "" || len(f.GetEdits()) > 0 {
-			return evaluator.Job{}, invalid(fmt.Sprintf("task.context[%d]", i), "context files need content (no digest or edits)")
-		}
-		t.Context = append(t.Context, evaluator.ContextFile{Path: f.GetPath(), Content: f.GetContent()})
-	}
-	if d := pt.GetTimeout(); d != nil {
-		t.Exec.Timeout = d.AsDuration()
-	}
-	switch x := pt.GetExecution().(type) {
-	case *infillv1.EvalTask_Program:
-		t.Exec.Kind, t.Exec.Epilogue = evaluator.ExecProgram, x.Program.GetEpilogue()
-	case *infillv1.EvalTask_Repository:
-		dir, err := s.repoDir(ctx, x.Repository.GetRepository())
-		if err != nil {
+	if t.Exec.Kind == evaluator.ExecRepository {
+		if t.Exec.RepoDir, err = s.repoDir(ctx, repository); err != nil {
 			return evaluator.Job{}, err
 		}
-		t.Exec.Kind, t.Exec.RepoDir, t.Exec.Test = evaluator.ExecRepository, dir, fromTestSpec(x.Repository.GetTest())
 	}
 	if err := t.Validate(); err != nil {
 		return evaluator.Job{}, err
@@ -482,132 +431,4 @@ func underAny(dir string, roots []string) bool {
 		}
 	}
 	return false
-}
-
-var levels = map[infillv1.Level]evaluator.Level{
-	infillv1.Level_LEVEL_EXPRESSION:  evaluator.LevelExpression,
-	infillv1.Level_LEVEL_STATEMENT:   evaluator.LevelStatement,
-	infillv1.Level_LEVEL_BLOCK:       evaluator.LevelBlock,
-	infillv1.Level_LEVEL_FUNCTION:    evaluator.LevelFunction,
-	infillv1.Level_LEVEL_CLASS:       evaluator.LevelClass,
-	infillv1.Level_LEVEL_SINGLE_LINE: evaluator.LevelSingleLine,
-	infillv1.Level_LEVEL_MULTI_LINE:  evaluator.LevelMultiLine,
-	infillv1.Level_LEVEL_RANDOM_SPAN: evaluator.LevelRandomSpan,
-}
-
-// protoLevels is levels inverted.
-var protoLevels = func() map[evaluator.Level]infillv1.Level {
-	m := make(map[evaluator.Level]infillv1.Level, len(levels))
-	for k, v := range levels {
-		m[v] = k
-	}
-	return m
-}()
-
-func fromLevel(l infillv1.Level) evaluator.Level { return levels[l] }
-
-// toLevel maps a level name; unknown names are LEVEL_UNSPECIFIED.
-func toLevel(l string) infillv1.Level { return protoLevels[evaluator.Level(l)] }
-
-var testKinds = map[infillv1.TestKind]evaluator.TestKind{
-	infillv1.TestKind_TEST_KIND_SCRIPT:  evaluator.TestScript,
-	infillv1.TestKind_TEST_KIND_PYTEST:  evaluator.TestPytest,
-	infillv1.TestKind_TEST_KIND_COMMAND: evaluator.TestCommand,
-	infillv1.TestKind_TEST_KIND_GO:      evaluator.TestGo,
-	infillv1.TestKind_TEST_KIND_NODE:    evaluator.TestNode,
-}
-
-func fromTestSpec(t *infillv1.TestSpec) evaluator.TestSpec {
-	return evaluator.TestSpec{Kind: testKinds[t.GetKind()], Script: t.GetScript(), Args: t.GetArgs(),
-		Command: t.GetCommand(), ExpectedTests: int(t.GetExpectedTests()), Python: t.GetPython(), Tests: t.GetTests()}
-}
-
-var verdicts = map[evaluator.Verdict]infillv1.Verdict{
-	evaluator.VerdictPassed:  infillv1.Verdict_VERDICT_PASSED,
-	evaluator.VerdictFailed:  infillv1.Verdict_VERDICT_FAILED,
-	evaluator.VerdictTimeout: infillv1.Verdict_VERDICT_TIMEOUT,
-	evaluator.VerdictError:   infillv1.Verdict_VERDICT_ERROR,
-	evaluator.VerdictSkipped: infillv1.Verdict_VERDICT_SKIPPED,
-}
-
-func toSampleResult(r *evaluator.Result) *infillv1.SampleResult {
-	return &infillv1.SampleResult{
-		TaskId: r.TaskID, Benchmark: r.Benchmark, Level: toLevel(string(r.Level)), Sample: uint32(r.Sample),
-		Completion: r.Completion, Verdict: verdicts[r.Verdict], Reason: r.Reason, ExitCode: int32(r.ExitCode),
-		WeakSignal: r.WeakSignal, StdoutTail: r.StdoutTail, StderrTail: r.StderrTail,
-		ExactMatch: r.ExactMatch, EditSimilarity: uint32(r.EditSimilarity),
-		TimeToFirstToken: durationpb.New(r.TTFT), Generation: durationpb.New(r.Total),
-		Execution: durationpb.New(r.ExecDuration), Error: r.Error,
-		Exception: toException(r.Exception), QueueWait: durationpb.New(r.QueueWait),
-		Failure: toFailure(r.Failure), Limit: string(r.Limit), Tests: toTestCounts(r.Tests),
-		Language: r.Language,
-	}
-}
-
-func toTestCounts(c *sandbox.TestCounts) *infillv1.TestCounts {
-	if c == nil {
-		return nil
-	}
-	return &infillv1.TestCounts{Passed: uint32(max(c.Passed, 0)), Failed: uint32(max(c.Failed, 0)),
-		Errors: uint32(max(c.Errors, 0)), Skipped: uint32(max(c.Skipped, 0))}
-}
-
-func toException(e *sandbox.Exception) *infillv1.TestException {
-	if e == nil {
-		return nil
-	}
-	return &infillv1.TestException{Type: e.Type, Message: e.Message, Where: e.Where}
-}
-
-func toFailure(f *sandbox.Failure) *infillv1.TestFailure {
-	if f == nil {
-		return nil
-	}
-	out := &infillv1.TestFailure{Test: f.Test, When: f.When, Report: f.Report, Output: f.Output}
-	if c := f.Crash; c != nil {
-		out.Path, out.Line, out.Message = c.Path, uint32(max(c.Line, 0)), c.Message
-	}
-	return out
-}
-
-func toSummary(rep evaluator.Report) *infillv1.EvaluationSummary {
-	out := &infillv1.EvaluationSummary{Overall: toGroup(rep.Summary.Overall),
-		Graded: uint32(rep.Graded), Resumed: uint32(rep.Resumed)}
-	for _, g := range rep.Summary.ByBenchmark {
-		out.ByBenchmark = append(out.ByBenchmark, toGroup(g))
-	}
-	for _, g := range rep.Summary.ByLevel {
-		out.ByLevel = append(out.ByLevel, toGroup(g))
-	}
-	for _, g := range rep.Summary.ByLanguage {
-		out.ByLanguage = append(out.ByLanguage, toGroup(g))
-	}
-	for _, g := range rep.Summary.ByLanguageLevel {
-		out.ByLanguageLevel = append(out.ByLanguageLevel, toGroup(g))
-	}
-	return out
-}
-
-func toGroup(g metrics.Group) *infillv1.MetricsGroup {
-	out := &infillv1.MetricsGroup{Benchmark: g.Benchmark, Level: toLevel(g.Level), Tasks: uint32(g.Tasks),
-		Samples: uint32(g.Samples), ExactMatch: g.ExactMatch, EditSimilarity: g.EditSimilarity,
-		Verdicts: map[string]uint32{}, TimeToFirstToken: toLatency(g.TTFT), Total: toLatency(g.Total),
-		QueueWait: toLatency(g.QueueWait), Language: g.Language}
-	ks := make([]int, 0, len(g.PassAtK))
-	for k := range g.PassAtK {
-		ks = append(ks, k)
-	}
-	sort.Ints(ks)
-	for _, k := range ks {
-		out.PassAtK = append(out.PassAtK, &infillv1.PassAtK{K: uint32(k), Value: g.PassAtK[k]})
-	}
-	for v, n := range g.Verdicts {
-		out.Verdicts[v] = uint32(n)
-	}
-	return out
-}
-
-func toLatency(l metrics.Latency) *infillv1.LatencySummary {
-	return &infillv1.LatencySummary{Count: uint32(l.Count), Mean: durationpb.New(l.Mean),
-		P50: durationpb.New(l.P50), P95: durationpb.New(l.P95), Max: durationpb.New(l.Max)}
 }

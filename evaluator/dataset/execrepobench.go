@@ -182,18 +182,12 @@ func checkRepo(dir string, test evaluator.TestSpec) error {
 	if err := isDir(dir); err != nil {
 		return fmt.Errorf("%w: repository missing: %w", ErrInvalidData, err)
 	}
-	if test.Kind == evaluator.TestScript {
-		root, err := os.OpenRoot(dir)
-		if err != nil {
-			return err
+	if err := evaluator.CheckTestEntry(dir, test); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: repository %s has no test entry point %s", ErrInvalidData, filepath.Base(dir), filepath.ToSlash(pe.Path))
 		}
-		defer root.Close()
-		if _, err := root.Stat(filepath.FromSlash(test.Script)); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%w: repository %s has no test entry point %s", ErrInvalidData, filepath.Base(dir), test.Script)
-			}
-			return fmt.Errorf("%w: %w", ErrInvalidData, err)
-		}
+		return fmt.Errorf("%w: %w", ErrInvalidData, err)
 	}
 	return nil
 }

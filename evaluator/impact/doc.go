@@ -3,13 +3,16 @@
 // collection time included), and from that map the tests that reach a span,
 // so that grading a completion can run only those tests.
 //
-// Python (pytest) is the supported language. TracePytest runs the
+// Python (pytest) is the supported language; the evaluator's pytest
+// runner selects its tests with it (other runners select in their own
+// ways: node's test files, Go's package). NewPytestTrace is the run of the
 // repository's suite once with an embedded pytest plugin (infill_impact.py,
 // loaded with -p from a private directory on PYTHONPATH) that records, per
 // test node id, the lines under the repository root it executes, using
 // sys.monitoring where the interpreter has it (3.12+) and sys.settrace
-// before. Select maps a Span onto test ids; PytestSelection turns ids into
-// the pytest arguments, files and environment that run just those.
+// before; its Parse reads the Map. PytestReach maps a byte span onto test
+// ids (SelectShaped); PytestTests turns ids into the pytest arguments,
+// files and environment that run just those.
 //
 // Attribution rule (conservative: running the selected tests must give the
 // verdict the whole suite gives for any change confined to the span):
@@ -58,9 +61,9 @@
 // other processes (pytest-xdist) make the trace fail rather than give an
 // empty map.
 //
-// Running untrusted repository code is the Runner's job: the package never
-// executes anything itself. The evaluator's sandbox satisfies Runner (the
-// package's tests adapt it with a ModeCommand run); only the check of
-// Python 3.12+ interpreters outside /usr runs the package's own test data
-// on the host.
+// Running untrusted repository code is the evaluator's job: the package
+// never executes anything itself; the evaluator runs its runs in the
+// sandbox, as any test run (the package's tests do too, through a command
+// run); only the check of Python 3.12+ interpreters outside /usr runs the
+// package's own test data on the host.
 package impact

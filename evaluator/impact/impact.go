@@ -12,7 +12,7 @@ import (
 // TestID names one test: a pytest node id, relative to the map's RootDir.
 type TestID = string
 
-// Map is which tests execute which lines of a repository, as TracePytest
+// Map is which tests execute which lines of a repository, as a trace run
 // found it on the pristine code. It is plain JSON; keep it next to the
 // benchmark that uses it.
 type Map struct {
@@ -126,17 +126,10 @@ func (m *Map) Validate() error {
 	return nil
 }
 
-// Select returns the tests that execute any line of span, or reach it
+// SelectShaped returns the tests that execute any line of span, or reach it
 // where it holds no code (see FileImpact.Anchors), in collection order,
-// under the attribution rule in the package doc: every test for a span in a
-// test file or over a line run at import time, none for a span no test
-// reaches (a file never executed included).
-func Select(m *Map, span Span) ([]TestID, error) {
-	ids, _, err := selectTests(m, span, false)
-	return ids, err
-}
-
-// SelectShaped is Select for a grader that checks that a completion keeps
+// under the attribution rule in the package doc, for a grader that checks
+// that a completion keeps
 // its file's shape (the syntax tree outside function bodies: PytestShape)
 // and runs the whole suite when it does not. A line run at import time
 // outside every function body (a def or class line, a module- or

@@ -291,8 +291,8 @@ func TestMonitoringAgreesWithSettrace(t *testing.T) {
 		}
 		found++
 		t.Run(py, func(t *testing.T) {
-			m, err := impact.TracePytest(context.Background(), hostRunner{t: t, env: env}, pyrepo,
-				impact.PytestConfig{Python: path, Options: []string{"-W", "ignore::DeprecationWarning"}})
+			m, err := impact.TracePytestWith(context.Background(), hostRunner{t: t, env: env}, pyrepo,
+				impact.PytestConfig{Options: []string{"-W", "ignore::DeprecationWarning"}}, path)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package impact
 import (
 	"bytes"
 	"compress/zlib"
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -38,35 +37,8 @@ const (
 	outputTag    = "infill-impact"
 )
 
-// Command is one run of a test command in a private copy of a repository.
-type Command struct {
-	// Dir is the repository on the host; a Runner never changes it.
-	Dir string
-	// Files are written into the copy before the run, by slash-separated
-	// relative path.
-	Files map[string]string
-	// Argv runs in the root of the copy.
-	Argv []string
-	// Env adds variables to the environment of the run.
-	Env map[string]string
-}
-
-// Runner runs repository code in isolation (the evaluator's sandbox; never
-// the host itself, since the code is untrusted).
-type Runner interface {
-	// Run runs cmd and returns everything it wrote to stdout, whatever its
-	// exit status: tests failing on the pristine code are normal. An error
-	// means there is no complete output (it could not start, it was cut
-	// short, ctx ended); a Runner that keeps only the end of stdout must
-	// fail when it dropped some. The map arrives on stdout as one line
-	// (compressed: 103 KB of JSON for more-itertools' 736 tests).
-	Run(ctx context.Context, cmd Command) (stdout []byte, err error)
-}
-
 // PytestConfig says how a repository's tests run under pytest.
 type PytestConfig struct {
-	// Python is the interpreter the Runner starts (default "python3").
-	Python string
 	// Options are pytest options both the trace and the selected runs get
 	// (e.g. "-x" is a bad idea; "-o", "addopts=" may be a good one).
 	Options []string
@@ -116,25 +88,13 @@ func Widened(env map[string]string, stdout string) bool {
 	return strings.Contains(stdout, "\n"+widenedPrefix+spec.Nonce+"\n")
 }
 
-func (c PytestConfig) python() string {
-	if c.Python == "" {
-		return "python3"
-	}
-	return c.Python
-}
-
 // PytestRun is one pytest run: the arguments after `python -m pytest`, the
 // files to add to the repository's copy and the environment. It fits the
-// sandbox's pytest mode as it is, and Command makes it a Runner's Command.
+// sandbox's Python runner's pytest mode as it is.
 type PytestRun struct {
 	Args  []string
 	Files map[string]string
 	Env   map[string]string
-}
-
-// Command is r run with python from dir.
-func (r PytestRun) Command(dir, python string) Command {
-	return Command{Dir: dir, Files: r.Files, Env: r.Env, Argv: append([]string{python, "-m", "pytest"}, r.Args...)}
 }
 
 func newPytestRun(cfg PytestConfig, env map[string]string, files map[string]string, paths []string) PytestRun {
@@ -160,23 +120,8 @@ func newPytestRun(cfg PytestConfig, env map[string]string, files map[string]stri
 // pytest could not start, the plugin was not loaded, or the run was cut.
 var ErrNoOutput = errors.New("impact: the trace run wrote no map")
 
-// TracePytest runs the repository's whole suite in dir once, through r,
-// and returns which tests execute which lines.
-func TracePytest(ctx context.Context, r Runner, dir string, cfg PytestConfig) (*Map, error) {
-	tr, err := NewPytestTrace(cfg)
-	if err != nil {
-		return nil, err
-	}
-	out, err := r.Run(ctx, tr.Run.Command(dir, cfg.python()))
-	if err != nil {
-		return nil, fmt.Errorf("impact: trace run: %w", err)
-	}
-	return tr.Parse(out)
-}
-
-// PytestTrace is the run that traces a suite once: run Run however fits
-// (the sandbox's pytest mode as it is, or Run.Command through a Runner)
-// and give what it wrote to stdout to Parse. Parse needs the end of
+// PytestTrace is the run that traces a suite once: run Run in the
+// sandbox's pytest mode and give what it wrote to stdout to Parse. Parse needs the end of
 // stdout only, from the line before the map on.
 type PytestTrace struct {
 	Run   PytestRun
@@ -245,33 +190,18 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-// ErrNoTests is returned by PytestSelection for an empty selection: no test
+// ErrNoTests is returned by PytestTests for an empty selection: no test
 // reaches the span, so no run can say anything about it.
 var ErrNoTests = errors.New("impact: no tests selected")
 
-// PytestSelection returns the pytest run of just ids (from Select on m).
-// It names the test files on the command line (short whatever the ids:
-// parametrised ids with brackets and spaces stay off it) and lists the ids
-// in a file the plugin reads; the plugin deselects every other item and
-// stops the run with exit status 4 if a listed id is not collected (unless
-// collection failed: a test module that no longer imports is the run's
-// failure, reported as pytest reports it).
-func PytestSelection(m *Map, ids []TestID, cfg PytestConfig) (PytestRun, error) {
-	known := make(map[TestID]bool, len(m.Tests))
-	for _, t := range m.Tests {
-		known[t] = true
-	}
-	for _, id := range ids {
-		if !known[id] {
-			return PytestRun{}, fmt.Errorf("impact: test %q is not in the map", id)
-		}
-	}
-	return selectionRun(ids, m.RootDir, cfg)
-}
-
-// PytestTests is PytestSelection without the map: ids are node ids
-// relative to the repository root (as RootRelative writes them), and the
-// run's rootdir is the repository root.
+// PytestTests returns the pytest run of just ids, node ids relative to the
+// repository root (as RootRelative writes them); the run's rootdir is the
+// repository root. It names the test files on the command line (short
+// whatever the ids: parametrised ids with brackets and spaces stay off it)
+// and lists the ids in a file the plugin reads; the plugin deselects every
+// other item and stops the run with exit status 4 if a listed id is not
+// collected (unless collection failed: a test module that no longer
+// imports is the run's failure, reported as pytest reports it).
 func PytestTests(ids []string, cfg PytestConfig) (PytestRun, error) {
 	return selectionRun(ids, ".", cfg)
 }

@@ -19,11 +19,11 @@ import (
 )
 
 // sandboxRunner satisfies impact.Runner with the evaluator's sandbox as its
-// public API stands: a ModeCommand run of a private copy, stdout kept whole.
+// public API stands: a command run in a private copy, stdout kept whole.
 type sandboxRunner struct{ sb *sandbox.Sandbox }
 
 func (r sandboxRunner) Run(ctx context.Context, cmd impact.Command) ([]byte, error) {
-	res, err := r.sb.Run(ctx, sandbox.Spec{Mode: sandbox.ModeCommand, SourceDir: cmd.Dir, Files: cmd.Files, Command: cmd.Argv, Env: cmd.Env})
+	res, err := r.sb.Run(ctx, sandbox.Spec{SourceDir: cmd.Dir, Files: cmd.Files, Command: cmd.Argv, Env: cmd.Env})
 	if err != nil {
 		return nil, err
 	}

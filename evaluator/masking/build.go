@@ -64,20 +64,25 @@ type Options struct {
 	MaxAttempts int
 	// Timeout is each test run's wall-clock limit (default: the sandbox's).
 	Timeout time.Duration
-	// SelectNodeTests, for a JavaScript repository tested with node's
-	// built-in runner, records with each sample the test files that
-	// execute its span (found with NODE_V8_COVERAGE; selectNodeTests), so
-	// that grading runs only those.
-	SelectNodeTests bool
+	// SelectOptIn also selects the tests of the test runners whose
+	// selection runs only when asked for (node's built-in runner on a
+	// JavaScript repository: the test files that execute each span, found
+	// with NODE_V8_COVERAGE), with Tracer, or without one with the Grader
+	// when it traces (*evaluator.Runner does).
+	SelectOptIn bool
 	// Python is the interpreter the tests run with (absolute; one inside
 	// the repository is recorded relative to it). Default: the
 	// repository's own virtual environment (.venv/ or venv/), if any.
 	Python string
 	// Tracer, when set, finds once on the pristine repository which tests
-	// execute each span (Build only): every record names them
-	// (TestSpec.Tests, ExpectedTests their pristine pass count) and is
-	// checked with just them, and a span no test executes is dropped
-	// (Stats.Unreached). Test kinds it cannot trace keep the whole suite.
+	// execute each span (Build only), with the test runner's selection
+	// (evaluator.Runner.TraceTests): every record names them
+	// (TestSpec.Tests, ExpectedTests their pristine pass count). A trusted
+	// selection (pytest's) checks each sample with just its tests and
+	// drops a span no test executes (Stats.Unreached); a confirmed one
+	// (node's files, SelectOptIn) keeps the whole suite for a sample its
+	// files do not give the whole suite's verdicts on (Stats.Selection).
+	// Test kinds it cannot trace keep the whole suite.
 	Tracer Tracer
 	// TraceTimeout bounds the trace run (default 30 minutes; the sandbox's
 	// CPU-time limit applies too).
@@ -87,7 +92,7 @@ type Options struct {
 // Tracer finds the tests that reach each span; *evaluator.Runner
 // implements it.
 type Tracer interface {
-	TraceTests(ctx context.Context, t evaluator.Task, timeout time.Duration) (impact.Reach, error)
+	TraceTests(ctx context.Context, base evaluator.Task, o evaluator.TraceOptions) (*evaluator.TestSelection, error)
 }
 
 // DefaultTraceTimeout is Options.TraceTimeout's default.
@@ -111,8 +116,8 @@ type Stats struct {
 	Uncovered map[evaluator.Level]int `json:"uncovered"`
 	// BaselineTests is the pytest pass count of the unmodified repository.
 	BaselineTests int `json:"baseline_tests,omitempty"`
-	// Selection says how the tests each sample runs were chosen
-	// (SelectNodeTests); nil when they were not.
+	// Selection says how the tests each sample runs were chosen by a
+	// confirmed selection (SelectOptIn); nil when there was none.
 	Selection *Selection `json:"selection,omitempty"`
 	// Fixes are the changes made to the pytest command so that the
 	// unmodified repository's tests run here (checkBaseline), in words.
@@ -133,6 +138,19 @@ type Stats struct {
 	Traced    bool          `json:"traced,omitempty"`
 	Trace     time.Duration `json:"trace_ns,omitempty"`
 	TraceNote string        `json:"trace_note,omitempty"`
+}
+
+// Selection says how a confirmed selection chose the tests that reach
+// each sample (Options.SelectOptIn).
+type Selection struct {
+	// TestFiles is the number of test files traced.
+	TestFiles int `json:"test_files"`
+	// Samples run only the test files that execute their span, SelectedFiles
+	// of them in all; Whole run the whole suite (no test file executes the
+	// span, or the selected files did not give the whole suite's verdicts).
+	Samples       int `json:"samples"`
+	SelectedFiles int `json:"selected_files"`
+	Whole         int `json:"whole_suite"`
 }
 
 // Errors.
@@ -416,7 +434,7 @@ func Select(ctx context.Context, repoDir string, o Options) ([]dataset.InfillRec
 	if err != nil {
 		return nil, Stats{}, err
 	}
-	test := p.lang.test(repoDir, o)
+	test := p.lang.defaultTest(repoDir, o)
 	var out []dataset.InfillRecord
 	for _, level := range o.Levels {
 		for _, c := range p.byLevel[level][:min(o.PerLevel, len(p.byLevel[level]))] {
@@ -452,18 +470,26 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 	if err != nil {
 		return nil, Stats{}, err
 	}
-	test := p.lang.test(repoDir, o)
+	test := p.lang.defaultTest(repoDir, o)
+	runner, ok := evaluator.TestRunnerFor(test.Kind)
+	if !ok {
+		return nil, p.stats, fmt.Errorf("%w: unknown test kind %q", ErrInvalidOptions, test.Kind)
+	}
 	testOf := func(Candidate) (evaluator.TestSpec, bool, error) { return test, true, nil }
-	var reach impact.Reach
-	if p.lang.packageOf != nil { // checked per unit (Go packages), not traced
-		testOf = p.packageBaselines(ctx, g, repoDir, o, test)
+	var sel *evaluator.TestSelection
+	if _, perUnit := runner.Unit("."); perUnit { // checked unit by unit (Go packages): the unit is the selection
+		testOf = p.unitBaselines(ctx, g, runner, repoDir, o, test)
 	} else {
-		if test, err = p.repositoryBaseline(ctx, g, repoDir, o, test); err != nil {
+		if test, err = p.repositoryBaseline(ctx, g, runner, repoDir, o, test); err != nil {
 			return nil, p.stats, err
 		}
-		if reach, err = p.trace(ctx, o, repoDir, test, log); err != nil {
+		if sel, err = p.trace(ctx, o, g, repoDir, test, log); err != nil {
 			return nil, p.stats, err
 		}
+	}
+	var trusted impact.Reach
+	if sel != nil && !sel.Confirm() {
+		trusted = sel.Reach
 	}
 	var out []dataset.InfillRecord
 	for _, level := range o.Levels {
@@ -480,8 +506,8 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 				continue
 			}
 			rec := p.record(c, o, test)
-			if reach != nil {
-				sel, err := reach.Span(c.Path, p.files[c.Path].src, c.Start, c.End)
+			if trusted != nil {
+				sel, err := trusted.Span(c.Path, p.files[c.Path].src, c.Start, c.End)
 				if err != nil {
 					return nil, p.stats, fmt.Errorf("masking: the tests reaching %s: %w", rec.ID, err)
 				}
@@ -518,22 +544,41 @@ func Build(ctx context.Context, repoDir string, o Options, g Grader, log *zap.Lo
 		log.Info("masking: level done", zap.String("level", string(level)), zap.Int("kept", kept),
 			zap.Int("candidates", len(p.byLevel[level])), zap.Int("uncovered", p.stats.Uncovered[level]))
 	}
-	if o.SelectNodeTests && p.lang.selectTests != nil {
-		sel, err := p.lang.selectTests(ctx, g, repoDir, out, test, o, log)
-		if err != nil {
+	if sel != nil && sel.Confirm() {
+		if err := p.confirmSelection(ctx, g, repoDir, sel, out, o); err != nil {
 			return nil, p.stats, err
-		}
-		if sel != nil {
-			p.stats.Selection, p.stats.TraceNote = sel, "" // selected after all
 		}
 	}
 	return out, p.stats, nil
 }
 
+// Prepare makes, on the host and before any sandbox (which has no
+// network), what the repository's tests need: its test runner's Prepare
+// (Go: go mod download into the module cache the sandbox binds). It
+// returns what it did, in words; a repository masking cannot read is
+// Build's to report.
+func Prepare(ctx context.Context, repoDir string, o Options, tc evaluator.Toolchains) ([]string, error) {
+	var lang *Language
+	var err error
+	if o.Language != "" {
+		lang, err = LanguageNamed(o.Language)
+	} else {
+		lang, err = DetectLanguage(repoDir)
+	}
+	if err != nil {
+		return nil, nil // Build says why
+	}
+	runner, ok := evaluator.TestRunnerFor(lang.defaultTest(repoDir, o).Kind)
+	if !ok {
+		return nil, nil
+	}
+	return runner.Prepare(ctx, repoDir, tc)
+}
+
 // repositoryBaseline checks the unmodified repository once (its first
 // file restored exactly) and returns the test spec that passed, with the
-// pytest (or node) pass count as its ExpectedTests.
-func (p *plan) repositoryBaseline(ctx context.Context, g Grader, repoDir string, o Options, test evaluator.TestSpec) (evaluator.TestSpec, error) {
+// runner's pass count as its ExpectedTests.
+func (p *plan) repositoryBaseline(ctx context.Context, g Grader, runner evaluator.TestRunner, repoDir string, o Options, test evaluator.TestSpec) (evaluator.TestSpec, error) {
 	bt, err := p.baseTask(o, repoDir, test, nil)
 	if err != nil {
 		return test, err
@@ -543,11 +588,61 @@ func (p *plan) repositoryBaseline(ctx context.Context, g Grader, repoDir string,
 	if err != nil {
 		return test, err
 	}
-	if (test.Kind == evaluator.TestPytest || test.Kind == evaluator.TestNode) && test.ExpectedTests == 0 && res.Tests != nil {
+	if runner.Counts() && test.ExpectedTests == 0 && res.Tests != nil {
 		test.ExpectedTests = res.Tests.Passed
 		p.stats.BaselineTests = res.Tests.Passed
 	}
 	return test, nil
+}
+
+// unitBaselines checks the unmodified repository per unit (a Go package)
+// on first need: the unit's first file restored exactly, its tests run.
+// A unit that passes gives its samples its pass count as ExpectedTests
+// (tests and subtests that passed, as the runner counts them); one whose
+// tests fail, or that has none, gives none (Stats.FailingPackages says
+// why). A unit that cannot be judged (VerdictError: the toolchain or the
+// module cache lacks something) stops the build.
+func (p *plan) unitBaselines(ctx context.Context, g Grader, runner evaluator.TestRunner, repoDir string, o Options, test evaluator.TestSpec) func(Candidate) (evaluator.TestSpec, bool, error) {
+	type unit struct {
+		test evaluator.TestSpec
+		ok   bool
+	}
+	unitOf := func(rel string) string { u, _ := runner.Unit(rel); return u }
+	units := map[string]*unit{}
+	return func(c Candidate) (evaluator.TestSpec, bool, error) {
+		key := unitOf(c.Path)
+		if u := units[key]; u != nil {
+			return u.test, u.ok, nil
+		}
+		bt, err := p.baseTask(o, repoDir, test, func(rel string) bool { return unitOf(rel) == key })
+		if err != nil {
+			return test, false, err
+		}
+		t, res, _, err := checkBaseline(ctx, g, repoDir, bt)
+		u := &unit{test: t}
+		units[key] = u
+		var be *BaselineError
+		switch {
+		case errors.As(err, &be) && res.Verdict != evaluator.VerdictError:
+			p.stats.FailingPackages = append(p.stats.FailingPackages, key+": "+firstNonEmpty(res.Reason, string(res.Verdict)))
+			return t, false, nil
+		case err != nil:
+			if be != nil {
+				be.Unit = key
+			}
+			return t, false, err
+		case res.Tests == nil || res.Tests.Passed == 0:
+			p.stats.FailingPackages = append(p.stats.FailingPackages, key+": no test passed")
+			return t, false, nil
+		}
+		if u.test.ExpectedTests == 0 {
+			u.test.ExpectedTests = res.Tests.Passed
+		}
+		u.ok = true
+		p.stats.Packages++
+		p.stats.BaselineTests += res.Tests.Passed
+		return u.test, true, nil
+	}
 }
 
 // baseTask is the unmodified repository as a task: its first file (the
@@ -562,30 +657,102 @@ func (p *plan) baseTask(o Options, repoDir string, test evaluator.TestSpec, in f
 	return taskOf(p.record(Candidate{Path: first.rel, Start: 0, End: len(first.src), Level: evaluator.LevelRandomSpan}, o, test), repoDir)
 }
 
-// trace runs o.Tracer on the unmodified repository (with test, the spec
-// the baseline passed); nil without a Tracer or for a test kind it
-// cannot trace (the records then run the whole suite).
-func (p *plan) trace(ctx context.Context, o Options, repoDir string, test evaluator.TestSpec, log *zap.Logger) (impact.Reach, error) {
-	if o.Tracer == nil {
-		return nil, nil
+// trace runs o.Tracer's selection on the unmodified repository (with
+// test, the spec the baseline passed); nil without a Tracer or for a test
+// kind it cannot trace (the records then run the whole suite, and
+// Stats.TraceNote says so).
+func (p *plan) trace(ctx context.Context, o Options, g Grader, repoDir string, test evaluator.TestSpec, log *zap.Logger) (*evaluator.TestSelection, error) {
+	tracer, optInOnly := o.Tracer, false
+	if tracer == nil {
+		tg, ok := g.(Tracer)
+		if !ok || !o.SelectOptIn {
+			return nil, nil
+		}
+		tracer, optInOnly = tg, true
 	}
 	base, err := p.baseTask(o, repoDir, test, nil)
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	reach, err := o.Tracer.TraceTests(ctx, base, o.TraceTimeout)
-	p.stats.Trace = time.Since(start)
+	sel, err := tracer.TraceTests(ctx, base, evaluator.TraceOptions{Timeout: o.TraceTimeout, OptIn: o.SelectOptIn,
+		OptInOnly: optInOnly, Benchmark: o.Benchmark})
 	if errors.Is(err, evaluator.ErrNoTracer) {
-		p.stats.TraceNote = fmt.Sprintf("%s tests cannot be traced: every sample runs the whole suite", test.Kind)
+		if !optInOnly {
+			p.stats.TraceNote = fmt.Sprintf("%s tests cannot be traced: every sample runs the whole suite", test.Kind)
+		}
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("masking: finding the tests that reach each span: %w", err)
 	}
-	p.stats.Traced = true
-	log.Info("masking: traced the tests", zap.Duration("took", p.stats.Trace))
-	return reach, nil
+	if !sel.Confirm() {
+		p.stats.Trace = time.Since(start)
+		p.stats.Traced = true
+		log.Info("masking: traced the tests", zap.Duration("took", p.stats.Trace))
+	}
+	return sel, nil
+}
+
+// confirmSelection traces a confirmed selection for the records' spans
+// and gives each record the tests that reach its span where they give the
+// whole suite's verdicts on it (sameVerdicts); the others keep the whole
+// suite. Stats.Selection counts both.
+func (p *plan) confirmSelection(ctx context.Context, g Grader, repoDir string, sel *evaluator.TestSelection, recs []dataset.InfillRecord, o Options) error {
+	spans := make([]evaluator.Span, len(recs))
+	for i, r := range recs {
+		spans[i] = evaluator.Span{File: r.Target, Start: r.Span.Start, End: r.Span.End}
+	}
+	reach, err := sel.Spans(ctx, spans)
+	if err != nil {
+		return err
+	}
+	stats := &Selection{TestFiles: sel.TestFiles}
+	for i := range recs {
+		rec := &recs[i]
+		chosen, err := reach.Span(rec.Target, p.files[rec.Target].src, rec.Span.Start, rec.Span.End)
+		if err != nil {
+			return err
+		}
+		if chosen.Whole || len(chosen.Tests) == 0 {
+			stats.Whole++
+			continue
+		}
+		try := rec.Test
+		try.Tests, try.ExpectedTests = chosen.Tests, chosen.Passing
+		ok, err := sameVerdicts(ctx, g, repoDir, *rec, try, o.RequireEmptyFails)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			stats.Whole++
+			continue
+		}
+		rec.Test = try
+		stats.Samples++
+		stats.SelectedFiles += len(chosen.Tests)
+	}
+	p.stats.Selection, p.stats.TraceNote = stats, ""
+	return nil
+}
+
+// sameVerdicts grades rec with the tests try: its reference must pass and,
+// with emptyFails, its empty middle fail, as they do on the whole suite.
+func sameVerdicts(ctx context.Context, g Grader, repoDir string, rec dataset.InfillRecord, try evaluator.TestSpec, emptyFails bool) (bool, error) {
+	rec.Test = try
+	t, err := taskOf(rec, repoDir)
+	if err != nil {
+		return false, err
+	}
+	res, err := g.Grade(ctx, t, 0, &evaluator.Completion{Text: t.Reference})
+	if err != nil || !res.Passed() {
+		return false, err
+	}
+	if !emptyFails {
+		return true, nil
+	}
+	res, err = g.Grade(ctx, t, 0, &evaluator.Completion{})
+	return err == nil && !res.Passed() && res.Verdict != evaluator.VerdictError, err
 }
 
 func lastLines(s string, n int) string {

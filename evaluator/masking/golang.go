@@ -3,13 +3,8 @@ package masking
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"go/build"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -22,7 +17,7 @@ import (
 )
 
 // goLanguage masks Go repositories, tested with `go test -json` of the
-// masked file's package. The levels (docs/evaluation.md has the table):
+// masked file's package (the evaluator's Go runner). The levels (docs/evaluation.md has the table):
 //
 //   - expression: calls, operators, composite literals, function
 //     literals, selectors, index/slice expressions, type assertions and
@@ -37,12 +32,12 @@ import (
 //     separate declarations, masked at the function level.
 var goLanguage = &Language{
 	Name:        "go",
+	Title:       "Go",
 	grammar:     func(string) *sitter.Language { return goGrammar },
 	level:       goLevel,
 	include:     GoInclude,
-	test:        goTest,
+	tests:       []evaluator.TestKind{evaluator.TestGo},
 	repoInclude: goRepoInclude,
-	packageOf:   func(rel string) string { return path.Dir(rel) },
 }
 
 var goGrammar = golang.GetLanguage()
@@ -162,139 +157,4 @@ func goRepoInclude(repoDir string, include func(rel string) bool) (func(rel stri
 		return true
 	}
 	return accept, func() []string { return notes }
-}
-
-// goTest is the test entry point: Options.Test, else go test of the
-// masked file's package.
-func goTest(_ string, o Options) evaluator.TestSpec {
-	if o.Test != nil {
-		return *o.Test
-	}
-	return evaluator.TestSpec{Kind: evaluator.TestGo}
-}
-
-// PrepareGo fetches, on the host and before any sandbox, the dependencies
-// of every Go module in the repository (each go.mod outside vendor/,
-// testdata/ and hidden directories): `go mod download` into modCache
-// (empty: go's own GOMODCACHE), which the sandbox then binds read-only.
-// A module that vendors its dependencies (vendor/modules.txt) needs
-// nothing. It returns the modules it fetched for.
-func PrepareGo(ctx context.Context, repoDir, modCache string) ([]string, error) {
-	var mods []string
-	err := filepath.WalkDir(repoDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			n := d.Name()
-			if p != repoDir && (n == "vendor" || n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") || n == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.Name() == "go.mod" {
-			mods = append(mods, filepath.Dir(p))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	var fetched []string
-	for _, dir := range mods {
-		if _, err := os.Stat(filepath.Join(dir, "vendor", "modules.txt")); err == nil {
-			continue
-		}
-		cmd := exec.CommandContext(ctx, "go", "mod", "download")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-		if modCache != "" {
-			cmd.Env = append(cmd.Env, "GOMODCACHE="+modCache)
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) || errors.Is(err, exec.ErrNotFound) {
-				return fetched, fmt.Errorf("go mod download in %s: %v: %s", dir, err, strings.TrimSpace(string(out)))
-			}
-			return fetched, err
-		}
-		rel, _ := filepath.Rel(repoDir, dir)
-		fetched = append(fetched, filepath.ToSlash(rel))
-	}
-	return fetched, nil
-}
-
-// packageBaselines checks the unmodified repository per unit (Go package)
-// on first need: the unit's first file restored exactly, its tests run.
-// A unit that passes gives its samples its pass count as ExpectedTests
-// (tests and subtests that passed, as the runner counts them); one whose
-// tests fail, or that has none, gives none (Stats.FailingPackages says
-// why). A unit that cannot be judged (VerdictError: the toolchain or the
-// module cache lacks something) stops the build.
-func (p *plan) packageBaselines(ctx context.Context, g Grader, repoDir string, o Options, test evaluator.TestSpec) func(Candidate) (evaluator.TestSpec, bool, error) {
-	type unit struct {
-		test evaluator.TestSpec
-		ok   bool
-	}
-	units := map[string]*unit{}
-	return func(c Candidate) (evaluator.TestSpec, bool, error) {
-		key := p.lang.packageOf(c.Path)
-		if u := units[key]; u != nil {
-			return u.test, u.ok, nil
-		}
-		bt, err := p.baseTask(o, repoDir, test, func(rel string) bool { return p.lang.packageOf(rel) == key })
-		if err != nil {
-			return test, false, err
-		}
-		t, res, _, err := checkBaseline(ctx, g, repoDir, bt)
-		u := &unit{test: t}
-		units[key] = u
-		var be *BaselineError
-		switch {
-		case errors.As(err, &be) && res.Verdict != evaluator.VerdictError:
-			p.stats.FailingPackages = append(p.stats.FailingPackages, key+": "+firstNonEmpty(res.Reason, string(res.Verdict)))
-			return t, false, nil
-		case err != nil:
-			if be != nil {
-				be.Unit = key
-			}
-			return t, false, err
-		case res.Tests == nil || res.Tests.Passed == 0:
-			p.stats.FailingPackages = append(p.stats.FailingPackages, key+": no test passed")
-			return t, false, nil
-		}
-		if u.test.ExpectedTests == 0 {
-			u.test.ExpectedTests = res.Tests.Passed
-		}
-		u.ok = true
-		p.stats.Packages++
-		p.stats.BaselineTests += res.Tests.Passed
-		return u.test, true, nil
-	}
-}
-
-// explainGo is Explain for a Go package whose unmodified tests could not
-// be judged.
-func (e *BaselineError) explainGo() string {
-	var b strings.Builder
-	r := &e.Result
-	fmt.Fprintf(&b, "the unmodified repository does not pass its tests (go test -json of package %s)\n", firstNonEmpty(e.Unit, "."))
-	if why := firstNonEmpty(r.Error, r.Reason, string(r.Verdict)); why != "" {
-		fmt.Fprintf(&b, "  why: %s\n", why)
-	}
-	writeOutputTail(&b, r)
-	text := r.Error + "\n" + r.Reason + "\n" + r.StdoutTail + "\n" + r.StderrTail
-	fix := "run go test -count=1 in that package yourself to see why"
-	switch {
-	case r.Limit != "":
-		fix = "the reason names the limit and the flag that raises it"
-	case strings.Contains(text, "GOPROXY=off") || strings.Contains(text, "module cache") || strings.Contains(text, "missing go.sum entry"):
-		fix = "the sandbox builds offline against the module cache (GOMODCACHE, --sandbox-go-modcache): eval mask ran go mod download into it; " +
-			"it must be readable by the sandbox's user (started as root, that is nobody: a cache under root's 0700 home is not), " +
-			"e.g. GOMODCACHE=/var/cache/go-mod infill eval mask ..., and the same for eval run --local and infill-server"
-	case strings.Contains(text, "requires go >="):
-		fix = "the module needs a newer Go than the sandbox's toolchain (--sandbox-go-root, here and on infill-server)"
-	}
-	fmt.Fprintf(&b, "  fix: %s", fix)
-	return b.String()
 }

@@ -1,13 +1,7 @@
 package masking
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,46 +10,32 @@ import (
 	"github.com/smacker/go-tree-sitter/javascript"
 	"github.com/smacker/go-tree-sitter/typescript/tsx"
 	"github.com/smacker/go-tree-sitter/typescript/typescript"
-	"go.uber.org/zap"
 
 	"github.com/infill-dev/infill/evaluator"
-	"github.com/infill-dev/infill/evaluator/dataset"
 )
 
 // javascriptLanguage masks JavaScript repositories (.js, .mjs, .cjs, .jsx),
 // typescriptLanguage TypeScript ones (.ts, .mts, .cts, .tsx); both are
-// tested with node's built-in test runner or the repository's vitest
-// (defaultNodeTest). Only JavaScript's tests are selected per sample
-// (selectNodeTests): the coverage of TypeScript tests is of the
-// transformed code, not of the source's spans.
+// tested with node's built-in test runner or the repository's vitest (the
+// evaluator's node runner, which also selects the tests of JavaScript
+// repositories: the coverage of TypeScript tests is of the transformed
+// code, not of the source's spans).
 var (
-	javascriptLanguage = scriptLanguage("javascript", jsExtensions, selectNodeTests)
-	typescriptLanguage = scriptLanguage("typescript", tsExtensions, nil)
+	javascriptLanguage = scriptLanguage("javascript", "JavaScript", evaluator.JavaScriptExtensions)
+	typescriptLanguage = scriptLanguage("typescript", "TypeScript", evaluator.TypeScriptExtensions)
 )
 
-// scriptLanguage is the language name masking the files with extensions
-// exts, its per-sample test selection selectTests (nil: none).
-func scriptLanguage(name string, exts []string, selectTests func(context.Context, Grader, string, []dataset.InfillRecord, evaluator.TestSpec, Options, *zap.Logger) (*Selection, error)) *Language {
+// scriptLanguage is the language name (title in prose) masking the files
+// with extensions exts.
+func scriptLanguage(name, title string, exts []string) *Language {
 	return &Language{
-		Name:        name,
-		grammar:     scriptGrammar,
-		level:       scriptLevel,
-		include:     func(rel string) bool { return scriptSource(rel, exts) },
-		test:        defaultNodeTest,
-		selectTests: selectTests,
+		Name:    name,
+		Title:   title,
+		grammar: scriptGrammar,
+		level:   scriptLevel,
+		include: func(rel string) bool { return scriptSource(rel, exts) },
+		tests:   []evaluator.TestKind{evaluator.TestNode},
 	}
-}
-
-var (
-	jsExtensions = []string{".js", ".mjs", ".cjs", ".jsx"}
-	tsExtensions = []string{".ts", ".mts", ".cts", ".tsx"}
-)
-
-// IsScriptFile reports a file name with a JavaScript or TypeScript
-// extension.
-func IsScriptFile(name string) bool {
-	ext := path.Ext(name)
-	return slices.Contains(jsExtensions, ext) || slices.Contains(tsExtensions, ext)
 }
 
 // scriptGrammar is tree-sitter's JavaScript grammar for .js, .mjs and .cjs,
@@ -177,113 +157,4 @@ func scriptSource(rel string, exts []string) bool {
 		}
 	}
 	return !scriptGenerated.MatchString(strings.ToLower(parts[len(parts)-1]))
-}
-
-// packageJSON is what defaultNodeTest reads of a package.json.
-type packageJSON struct {
-	Scripts         map[string]string `json:"scripts"`
-	DevDependencies map[string]string `json:"devDependencies"`
-	Dependencies    map[string]string `json:"dependencies"`
-}
-
-// nodeLoaderOption finds a loader option in a test script: --import X,
-// --loader X, --require X, -r X (or their = forms).
-var nodeLoaderOption = regexp.MustCompile(`(?:^|\s)(--import|--loader|--experimental-loader|--require|-r)(?:=|\s+)(\S+)`)
-
-// defaultNodeTest is the test command of a JavaScript or TypeScript
-// repository: Options.Test, else vitest when package.json's test script
-// runs it (or vitest is its only test dependency), else node's built-in
-// runner on the repository's test files, with the loader options the
-// test script gives node (--import tsx) — for TypeScript test files
-// without one, --import tsx when tsx is installed.
-func defaultNodeTest(repoDir string, o Options) evaluator.TestSpec {
-	if o.Test != nil {
-		return *o.Test
-	}
-	var pkg packageJSON
-	if data, err := os.ReadFile(filepath.Join(repoDir, "package.json")); err == nil {
-		_ = json.Unmarshal(data, &pkg)
-	}
-	script := pkg.Scripts["test"]
-	if strings.Contains(script, "vitest") || !strings.Contains(script, "node") && pkg.DevDependencies["vitest"] != "" {
-		return evaluator.TestSpec{Kind: evaluator.TestNode, Command: []string{evaluator.NodeRunnerVitest}}
-	}
-	t := evaluator.TestSpec{Kind: evaluator.TestNode}
-	for _, m := range nodeLoaderOption.FindAllStringSubmatch(script, -1) {
-		t.Args = append(t.Args, m[1], strings.Trim(m[2], `"'`))
-	}
-	files := nodeTestFiles(repoDir)
-	ts := slices.ContainsFunc(files, func(f string) bool { return slices.Contains(tsExtensions, path.Ext(f)) })
-	if ts {
-		if len(t.Args) == 0 {
-			if _, err := os.Stat(filepath.Join(repoDir, "node_modules", "tsx")); err == nil {
-				t.Args = []string{"--import", "tsx"}
-			}
-		}
-		// node discovers only JavaScript test files itself.
-		t.Tests = files
-	}
-	return t
-}
-
-// nodeTestFile matches the test files node's runner discovers by itself
-// (JavaScript) and their TypeScript equivalents.
-var nodeTestFile = regexp.MustCompile(`^(.*[.\-_])?test\.[cm]?[jt]sx?$|^test-.*\.[cm]?[jt]sx?$|(^|/)test/.*\.[cm]?[jt]sx?$`)
-
-// nodeTestFiles lists the repository's test files in the form node's
-// runner takes them (slash-separated, relative), node_modules and hidden
-// directories skipped, sorted.
-func nodeTestFiles(repoDir string) []string {
-	var out []string
-	_ = filepath.WalkDir(repoDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(repoDir, p)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel != "." && skippedDir(d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		base := path.Base(rel)
-		if d.Type().IsRegular() && !strings.HasSuffix(base, ".d.ts") &&
-			(nodeTestFile.MatchString(base) || nodeTestFile.MatchString(rel)) {
-			out = append(out, rel)
-		}
-		return nil
-	})
-	slices.Sort(out)
-	return out
-}
-
-// describeNodeTest words a TestNode spec as a command line.
-func describeNodeTest(t evaluator.TestSpec) string {
-	if t.NodeRunner() == evaluator.NodeRunnerVitest {
-		return strings.TrimSpace("vitest run " + shellJoin(slices.Concat(t.Command[1:], t.Args, t.Tests)))
-	}
-	return strings.TrimSpace("node " + shellJoin(t.Args) + " --test " + shellJoin(t.Tests))
-}
-
-// nodeModuleMissing matches node's and vitest's words for a module that
-// cannot be found.
-var nodeModuleMissing = regexp.MustCompile(`Cannot find (?:module|package) '([^']+)'|ERR_MODULE_NOT_FOUND|Failed to load url (\S+)|is not installed in`)
-
-// nodeFix is the fix for a JavaScript repository whose tests fail
-// unmodified.
-func nodeFix(e *BaselineError) string {
-	r := &e.Result
-	text := r.Error + "\n" + r.Reason + "\n" + r.StderrTail + "\n" + r.StdoutTail
-	switch {
-	case r.Limit != "":
-		return "the reason names the limit and the flag that raises it"
-	case nodeModuleMissing.MatchString(text):
-		return "install the repository's dependencies on the host first (npm ci, or the package manager its lockfile names): " +
-			"the sandbox has no network and mounts node_modules read-only"
-	case r.Failure != nil:
-		return fmt.Sprintf("some tests fail on the repository as it is, here (first: %s): choose the test files that pass "+
-			"with --node-test \"[node options] FILES\" or --vitest=\"[options] FILES\", or give them what they need", r.Failure.Test)
-	}
-	return "run the tests yourself (" + describeNodeTest(e.Test) + ") to see why, then choose them with --node-test or --vitest"
 }

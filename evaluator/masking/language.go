@@ -1,7 +1,6 @@
 package masking
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -9,18 +8,19 @@ import (
 	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
-	"go.uber.org/zap"
 
 	"github.com/infill-dev/infill/evaluator"
-	"github.com/infill-dev/infill/evaluator/dataset"
+	"github.com/infill-dev/infill/evaluator/sandbox"
 )
 
 // Language is one source language masking knows: its grammar and the
 // syntax nodes masked at each grammar level, the repository files it masks,
-// and how a repository in it runs its tests by default.
+// and the test runners that test a repository in it by default. Everything
+// about running the tests is the runners' (evaluator.TestRunner).
 type Language struct {
-	// Name is the records' language ("python", "go", ...).
-	Name string
+	// Name is the records' language ("python", "go", ...), and Title its
+	// name in prose ("Python", "JavaScript").
+	Name, Title string
 	// grammar is the tree-sitter grammar for the file rel (a language may
 	// have several: TypeScript and TSX).
 	grammar func(rel string) *sitter.Language
@@ -30,21 +30,51 @@ type Language struct {
 	// one to mask: a source file of the language that is not a test,
 	// generated, vendored or documentation file.
 	include func(rel string) bool
-	// test is the repository's default test entry point.
-	test func(repoDir string, o Options) evaluator.TestSpec
+	// tests are the test kinds a repository in the language is tested
+	// with by default, in order: the first whose runner detects the
+	// repository (evaluator.TestRunner.Detect).
+	tests []evaluator.TestKind
+	// interpreter says the records name the Python interpreter the tests
+	// run with (Options.Python, else the repository's own virtual
+	// environment), so that a benchmark says what it runs with.
+	interpreter bool
 	// repoInclude, if set, refines the file rule for one repository (Go:
 	// a package without tests has nothing to mask); its second result
 	// lists what it left out, in words, for Stats.Excluded.
 	repoInclude func(repoDir string, include func(rel string) bool) (func(rel string) bool, func() []string)
-	// packageOf, if set, is the unit a sample's tests run on (Go: the
-	// file's package directory): the unmodified repository is checked
-	// per unit, and ExpectedTests is that unit's count.
-	packageOf func(rel string) string
-	// selectTests, if set, chooses the tests each record runs after
-	// masking (Options.SelectNodeTests; JavaScript: selectNodeTests);
-	// nil *Selection when the repository's test command is not one it
-	// can select for.
-	selectTests func(ctx context.Context, g Grader, repoDir string, recs []dataset.InfillRecord, test evaluator.TestSpec, o Options, log *zap.Logger) (*Selection, error)
+}
+
+// defaultTest is the repository's test entry point: Options.Test, else the
+// first of the language's test runners that detects the repository; with
+// the interpreter Options.Python, else the repository's own virtual
+// environment, where the language names one.
+func (l *Language) defaultTest(repoDir string, o Options) evaluator.TestSpec {
+	var t evaluator.TestSpec
+	if o.Test != nil {
+		t = *o.Test
+	} else {
+		for _, k := range l.tests {
+			if r, ok := evaluator.TestRunnerFor(k); ok {
+				if d, ok := r.Detect(repoDir); ok {
+					t = d
+					break
+				}
+			}
+		}
+	}
+	if !l.interpreter {
+		return t
+	}
+	switch {
+	case o.Python != "":
+		t.Python = o.Python
+		if rel, err := filepath.Rel(repoDir, o.Python); err == nil && filepath.IsAbs(o.Python) && filepath.IsLocal(rel) {
+			t.Python = filepath.ToSlash(rel)
+		}
+	case t.Python == "":
+		t.Python = sandbox.RepositoryPython(repoDir)
+	}
+	return t
 }
 
 // languages are the languages masking knows, in the order detection prefers
@@ -58,6 +88,18 @@ func Languages() []string {
 		names[i] = l.Name
 	}
 	return names
+}
+
+// LanguageTitle is the language called name in prose ("TypeScript"); for
+// "" the first language's (what a record without a language is).
+func LanguageTitle(name string) string {
+	if name == "" {
+		return languages[0].Title
+	}
+	if l, err := LanguageNamed(name); err == nil {
+		return l.Title
+	}
+	return strings.ToUpper(name[:1]) + name[1:]
 }
 
 // LanguageNamed returns the language called name.

@@ -1,25 +1,24 @@
 package masking
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 
 	sitter "github.com/smacker/go-tree-sitter"
 	"github.com/smacker/go-tree-sitter/python"
 
 	"github.com/infill-dev/infill/evaluator"
-	"github.com/infill-dev/infill/evaluator/sandbox"
 )
 
 // pythonLanguage masks Python repositories, tested with pytest (or ExecRepoBench's
 // evaluate_repo.py).
 var pythonLanguage = &Language{
-	Name:    "python",
-	grammar: func(string) *sitter.Language { return pythonGrammar },
-	level:   pythonLevel,
-	include: DefaultInclude,
-	test:    defaultTest,
+	Name:        "python",
+	Title:       "Python",
+	grammar:     func(string) *sitter.Language { return pythonGrammar },
+	level:       pythonLevel,
+	include:     DefaultInclude,
+	tests:       []evaluator.TestKind{evaluator.TestScript, evaluator.TestPytest},
+	interpreter: true,
 }
 
 var pythonGrammar = python.GetLanguage()
@@ -87,30 +86,4 @@ func DefaultInclude(rel string) bool {
 		return false
 	}
 	return true
-}
-
-// defaultTest is the test command: Options.Test, else evaluate_repo.py
-// when the repository has one, else pytest -q; with the interpreter
-// Options.Python, else the repository's own virtual environment, named in
-// the records so that a benchmark says what it runs with.
-func defaultTest(repoDir string, o Options) evaluator.TestSpec {
-	var t evaluator.TestSpec
-	switch fi, err := os.Stat(filepath.Join(repoDir, "evaluate_repo.py")); {
-	case o.Test != nil:
-		t = *o.Test
-	case err == nil && fi.Mode().IsRegular():
-		t = evaluator.TestSpec{Kind: evaluator.TestScript, Script: "evaluate_repo.py"}
-	default:
-		t = evaluator.TestSpec{Kind: evaluator.TestPytest, Args: []string{"-q", "-p", "no:cacheprovider"}}
-	}
-	switch {
-	case o.Python != "":
-		t.Python = o.Python
-		if rel, err := filepath.Rel(repoDir, o.Python); err == nil && filepath.IsAbs(o.Python) && filepath.IsLocal(rel) {
-			t.Python = filepath.ToSlash(rel)
-		}
-	case t.Python == "":
-		t.Python = sandbox.RepositoryPython(repoDir)
-	}
-	return t
 }

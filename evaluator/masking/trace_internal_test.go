@@ -5,12 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/infill-dev/infill/evaluator"
-	"github.com/infill-dev/infill/evaluator/impact"
 )
 
 // passingGrader passes every completion with one test.
@@ -23,7 +21,7 @@ func (passingGrader) Grade(_ context.Context, t evaluator.Task, _ int, _ *evalua
 // noTracer traces no test kind.
 type noTracer struct{}
 
-func (noTracer) TraceTests(context.Context, evaluator.Task, time.Duration) (impact.Reach, error) {
+func (noTracer) TraceTests(context.Context, evaluator.Task, evaluator.TraceOptions) (*evaluator.TestSelection, error) {
 	return nil, evaluator.ErrNoTracer
 }
 
@@ -46,7 +44,7 @@ func TestTraceNote(t *testing.T) {
 				t.Fatal(err)
 			}
 			test := c.test
-			o := Options{Language: c.lang, Test: &test, SelectNodeTests: true, Tracer: noTracer{}, PerLevel: 1}
+			o := Options{Language: c.lang, Test: &test, SelectOptIn: true, Tracer: noTracer{}, PerLevel: 1}
 			_, stats, err := Build(context.Background(), dir, o, passingGrader{}, zap.NewNop())
 			if err != nil {
 				t.Fatal(err)

@@ -12,15 +12,15 @@ func BenchmarkRunTrivial(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		warm int
-		mode Mode
-	}{{"warm", 0, ModeProgram}, {"warm-humaneval", 0, ModeHumanEval}, {"cold", -1, ModeProgram}} {
+		mode string
+	}{{"warm", 0, "program"}, {"warm-humaneval", 0, "humaneval"}, {"cold", -1, "program"}} {
 		b.Run(tc.name, func(b *testing.B) {
 			sb := newTestSandbox(b, Config{WarmWorkers: tc.warm})
 			spec := program("assert 1 + 1 == 2\n")
-			spec.Mode = tc.mode
+			spec.Python[0] = tc.mode
 			for b.Loop() {
 				res, err := sb.Run(context.Background(), spec)
-				if err != nil || !res.Passed(tc.mode) || res.Warm != (tc.warm == 0) {
+				if err != nil || !res.Passed() || res.Warm != (tc.warm == 0) {
 					b.Fatalf("%v %+v", err, res)
 				}
 			}

@@ -18,10 +18,6 @@ type Config struct {
 	// PythonPath is the interpreter used inside the sandbox (default
 	// /usr/bin/python3, Debian's). It must lie under /usr or ReadOnlyPaths.
 	PythonPath string
-	// NodePath is node, for the JavaScript test runners (ModeNode,
-	// ModeVitest; default /usr/bin/node). It must lie under /usr or
-	// ReadOnlyPaths; a run checks that it exists.
-	NodePath string
 	// PrlimitPath is util-linux prlimit(1) used to set rlimits inside the
 	// namespace (default /usr/bin/prlimit). It must lie under /usr.
 	PrlimitPath string
@@ -72,25 +68,11 @@ type Config struct {
 	// to run untrusted code (default 30s); past it the run is an ErrSetup.
 	// Start-up is not charged to Timeout.
 	StartupTimeout time.Duration
-	// WarmWorkers is the most idle pre-started sandboxes kept for
-	// ModeProgram and ModeHumanEval runs without a SourceDir (default
+	// WarmWorkers is the most idle pre-started sandboxes kept for programs
+	// of the Python runner (Spec.Warm; default
 	// runtime.NumCPU(); negative: none, every run starts its own sandbox).
 	// One is started on demand for each run in flight that finds none idle.
 	WarmWorkers int
-	// GoRoot is the Go toolchain ModeGo runs use (GOROOT, bound read-only
-	// when it lies outside /usr). Empty: `go env GOROOT` of the go command
-	// on PATH, asked on the first ModeGo run.
-	GoRoot string
-	// GoModCache is the module cache ModeGo runs build against (bound
-	// read-only; nothing is downloaded inside). Empty with GoRoot empty:
-	// `go env GOMODCACHE`. One the sandbox's user cannot reach is left
-	// out: the run has an empty module cache.
-	GoModCache string
-	// GoBuildTimeout bounds a ModeGo run's build (compiling, go vet's
-	// checks) before its tests start (default 3m: a fresh build cache
-	// compiles the standard library's testing packages once). Past it the
-	// run is a timeout.
-	GoBuildTimeout time.Duration
 }
 
 // Defaults.
@@ -104,7 +86,6 @@ const (
 	DefaultOutputTailBytes  = 16 << 10
 	DefaultOutputLimitBytes = 8 << 20
 	DefaultStartupTimeout   = 30 * time.Second
-	DefaultGoBuildTimeout   = 3 * time.Minute
 	nobody                  = 65534
 )
 
@@ -118,9 +99,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.PythonPath == "" {
 		c.PythonPath = "/usr/bin/python3"
-	}
-	if c.NodePath == "" {
-		c.NodePath = DefaultNodePath
 	}
 	if c.PrlimitPath == "" {
 		c.PrlimitPath = "/usr/bin/prlimit"
@@ -170,9 +148,6 @@ func (c Config) WithDefaults() Config {
 	if c.StartupTimeout == 0 {
 		c.StartupTimeout = DefaultStartupTimeout
 	}
-	if c.GoBuildTimeout == 0 {
-		c.GoBuildTimeout = DefaultGoBuildTimeout
-	}
 	if c.WarmWorkers == 0 {
 		c.WarmWorkers = runtime.NumCPU()
 	}
@@ -185,8 +160,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
 	}
 	switch {
-	case c.Timeout <= 0 || c.StartupTimeout <= 0 || c.GoBuildTimeout <= 0:
-		return bad("Timeout, StartupTimeout and GoBuildTimeout must be positive")
+	case c.Timeout <= 0 || c.StartupTimeout <= 0:
+		return bad("Timeout and StartupTimeout must be positive")
 	case c.CPUTime <= 0:
 		return bad("CPUTime must be positive")
 	case c.MemoryBytes < 16<<20:
@@ -202,17 +177,12 @@ func (c Config) Validate() error {
 	case c.UID <= 0 || c.GID <= 0:
 		return bad("UID and GID must be non-root")
 	}
-	if !filepath.IsAbs(c.PythonPath) || !filepath.IsAbs(c.PrlimitPath) || !filepath.IsAbs(c.NodePath) {
-		return bad("PythonPath, NodePath and PrlimitPath must be absolute")
+	if !filepath.IsAbs(c.PythonPath) || !filepath.IsAbs(c.PrlimitPath) {
+		return bad("PythonPath and PrlimitPath must be absolute")
 	}
 	for _, p := range c.ReadOnlyPaths {
 		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
 			return bad("ReadOnlyPaths entry %q must be an absolute path other than /", p)
-		}
-	}
-	for _, p := range []string{c.GoRoot, c.GoModCache} {
-		if p != "" && (!filepath.IsAbs(p) || filepath.Clean(p) == "/") {
-			return bad("Go toolchain path %q must be an absolute path other than /", p)
 		}
 	}
 	if !c.visible(c.PythonPath) {

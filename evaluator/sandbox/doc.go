@@ -59,15 +59,20 @@
 // has the same limits, pass signal and output capture, without paying for
 // bubblewrap and Python start-up each time.
 //
-// ModeHumanEval runs a program as the human-eval-infilling harness does: the
-// functions its reliability guard disables are disabled the same way (set to
-// None, listed in runner.py and probed one by one by the hostile suite), stdin
-// raises OSError, and the program runs in an empty globals dict, so verdicts
-// agree with the reference harness's — in addition to the sandbox.
+// The Python runner's humaneval mode runs a program as the
+// human-eval-infilling harness does: the functions its reliability guard
+// disables are disabled the same way (set to None, listed in runner.py and
+// probed one by one by the hostile suite), stdin raises OSError, and the
+// program runs in an empty globals dict, so verdicts agree with the
+// reference harness's — in addition to the sandbox.
 //
-// Environment failures (pytest missing, a missing test entry point, a test
-// command exiting 127 or 126) are ErrEnvironment, not test failures.
+// Runs other than the Python runner's (node's test runners with infill's
+// reporters, go test) give their command, their trusted files (RunnerFiles,
+// at /run/runner), binds (a toolchain; bound for the sandbox's user also
+// where it cannot reach them: reach.go), a Cache kept between runs (cache.go)
+// and, when their clock starts at an event of their own, an Output reader.
 //
-// The package knows nothing about benchmarks or metrics; package evaluator
-// maps tasks onto Specs and Results onto verdicts.
+// The package knows no test runner, benchmark or metric: the evaluator's
+// test runners plan Specs, read Results (the runner's ENV, counts and
+// failure; pytest's usage errors, a command exiting 127) and judge them.
 package sandbox

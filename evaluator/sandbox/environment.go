@@ -302,15 +302,16 @@ func aliasTarget(source, cwd string) (string, bool) {
 // args are bubblewrap's arguments for e in a run whose copy is at hostCwd
 // on the host and cwd inside: its mounts, in the copy and (AliasSource)
 // the copy again at the source directory's path with the mounts that lie
-// in it.
-func (e *Environment) args(hostCwd, cwd, source string) []string {
+// in it; a source the sandbox's user cannot reach from its mount point in
+// hidden.
+func (e *Environment) args(hostCwd, cwd, source string, hidden map[string]string) []string {
 	var a []string
 	mount := func(base string) {
 		for _, m := range e.Mounts {
 			if !filepath.IsAbs(m.Target) {
-				a = append(a, "--ro-bind", m.Source, inside(m.Target, base))
+				a = append(a, "--ro-bind", sourceOf(hidden, m.Source), inside(m.Target, base))
 			} else if base == cwd {
-				a = append(a, "--ro-bind", m.Source, m.Target)
+				a = append(a, "--ro-bind", sourceOf(hidden, m.Source), m.Target)
 			}
 		}
 	}

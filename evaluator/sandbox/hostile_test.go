@@ -68,7 +68,7 @@ func hostile(t *testing.T, sb *Sandbox, src string, timeout time.Duration) (Resu
 	t.Helper()
 	tok := token(t)
 	name := tok + ".py"
-	res, err := sb.Run(context.Background(), Spec{Mode: ModeProgram, Target: name, Files: map[string]string{name: src}, Timeout: timeout})
+	res, err := sb.Run(context.Background(), Spec{Python: []string{"program", name}, Warm: true, Files: map[string]string{name: src}, Timeout: timeout})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -124,12 +124,12 @@ except OSError:
 `, targets, port)
 		// A completion that needs the network fails ...
 		res, _ := hostile(t, sb, solution+probe+"assert reached, 'no network'\n"+check, 0)
-		if res.Passed(ModeProgram) {
+		if res.Passed() {
 			t.Fatalf("network-dependent completion passed: %s", res.Stderr)
 		}
 		// ... and one that only probes it still passes, having reached nothing.
 		res, _ = hostile(t, sb, solution+probe+"assert not reached, reached\n"+check, 0)
-		if !res.Passed(ModeProgram) {
+		if !res.Passed() {
 			t.Fatalf("network probe reached something or failed: %s %s", res.Status, res.Stderr)
 		}
 		if n := accepted.Load(); n != 0 {
@@ -162,11 +162,11 @@ with open("/tmp/scratch", "w") as f:
     f.write("ok")
 assert not hits, hits
 `, canary, filepath.Join(hostDir, "new"))
-	res, err := sb.Run(context.Background(), Spec{Mode: ModeProgram, SourceDir: src, Target: "p.py", Files: map[string]string{"p.py": prog + check}})
+	res, err := sb.Run(context.Background(), Spec{Python: []string{"program", "p.py"}, SourceDir: src, Files: map[string]string{"p.py": prog + check}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Passed(ModeProgram) {
+	if !res.Passed() {
 		t.Fatalf("write probe: %s exit %d: %s", res.Status, res.ExitCode, res.Stderr)
 	}
 	if b, _ := os.ReadFile(canary); string(b) != "original" {
@@ -202,10 +202,10 @@ while True:
 		}()
 		res, _ := hostile(t, sb, solution+bomb+check, 3*time.Second)
 		wg.Wait()
-		if res.Passed(ModeProgram) || res.Status != StatusTimeout {
-			t.Fatalf("fork bomb: status %s passed %v", res.Status, res.Passed(ModeProgram))
+		if res.Passed() || res.Status != StatusTimeout {
+			t.Fatalf("fork bomb: status %s passed %v", res.Status, res.Passed())
 		}
-		if nerr != nil || !neighbour.Passed(ModeProgram) {
+		if nerr != nil || !neighbour.Passed() {
 			t.Fatalf("neighbour run affected by the fork bomb: %v %s %s", nerr, neighbour.Status, neighbour.Stderr)
 		}
 	})
@@ -214,8 +214,8 @@ while True:
 func TestHostileMemoryBomb(t *testing.T) {
 	bothPaths(t, Config{MemoryBytes: 512 << 20}, func(t *testing.T, sb *Sandbox) {
 		res, _ := hostile(t, sb, solution+"blocks = []\nwhile True:\n    blocks.append(bytearray(64 << 20))\n"+check, 10*time.Second)
-		if res.Passed(ModeProgram) || res.Status == StatusTimeout {
-			t.Fatalf("memory bomb: status %s exit %d passed %v", res.Status, res.ExitCode, res.Passed(ModeProgram))
+		if res.Passed() || res.Status == StatusTimeout {
+			t.Fatalf("memory bomb: status %s exit %d passed %v", res.Status, res.ExitCode, res.Passed())
 		}
 		if !strings.Contains(res.Stderr, "MemoryError") {
 			t.Errorf("expected MemoryError, stderr: %s", res.Stderr)
@@ -227,7 +227,7 @@ func TestHostileInfiniteLoop(t *testing.T) {
 	bothPaths(t, Config{}, func(t *testing.T, sb *Sandbox) {
 		start := time.Now()
 		res, _ := hostile(t, sb, solution+"while True:\n    pass\n"+check, 2*time.Second)
-		if res.Status != StatusTimeout || res.Passed(ModeProgram) {
+		if res.Status != StatusTimeout || res.Passed() {
 			t.Fatalf("infinite loop: status %s", res.Status)
 		}
 		if d := time.Since(start); d > 10*time.Second {
@@ -254,7 +254,7 @@ func TestHostileExitZero(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				res, _ := hostile(t, sb, src, 0)
-				if res.Passed(ModeProgram) {
+				if res.Passed() {
 					t.Fatalf("%s passed", name)
 				}
 			})
@@ -291,7 +291,7 @@ assert running() == 2, "the daemons did not start"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !res.Passed(ModeProgram) {
+		if !res.Passed() {
 			t.Fatalf("setsid program failed: %s %s", res.Status, res.Stderr)
 		}
 		if d := time.Since(start); d > 10*time.Second {
@@ -304,7 +304,7 @@ assert running() == 2, "the daemons did not start"
 func TestHostileHugeOutput(t *testing.T) {
 	bothPaths(t, Config{OutputLimitBytes: 1 << 20, OutputTailBytes: 4096}, func(t *testing.T, sb *Sandbox) {
 		res, _ := hostile(t, sb, solution+"import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n    sys.stderr.write('y' * 65536)\n"+check, 20*time.Second)
-		if res.Status != StatusOutputLimit || res.Passed(ModeProgram) {
+		if res.Status != StatusOutputLimit || res.Passed() {
 			t.Fatalf("huge output: status %s", res.Status)
 		}
 		if len(res.Stdout) > 4096 || len(res.Stderr) > 4096 {
@@ -312,7 +312,7 @@ func TestHostileHugeOutput(t *testing.T) {
 		}
 		// Output up to the limit is fine and keeps its tail.
 		res, _ = hostile(t, sb, solution+"print('a' * 100000)\nprint('END')\n"+check, 0)
-		if !res.Passed(ModeProgram) || !strings.HasSuffix(res.Stdout, "END\n") || res.StdoutBytes != 100005 {
+		if !res.Passed() || !strings.HasSuffix(res.Stdout, "END\n") || res.StdoutBytes != 100005 {
 			t.Fatalf("moderate output: %s %d %q", res.Status, res.StdoutBytes, res.Stdout[len(res.Stdout)-10:])
 		}
 	})
@@ -324,7 +324,7 @@ func TestContextCancelKillsRun(t *testing.T) {
 		name := tok + ".py"
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		_, err := sb.Run(ctx, Spec{Mode: ModeProgram, Target: name, Files: map[string]string{name: "import time\ntime.sleep(3600)\n"}})
+		_, err := sb.Run(ctx, Spec{Python: []string{"program", name}, Warm: true, Files: map[string]string{name: "import time\ntime.sleep(3600)\n"}})
 		if err == nil {
 			t.Fatal("cancelled run returned no error")
 		}
@@ -403,15 +403,15 @@ func TestHostileReferenceGuard(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				src := guardProbe(call)
-				free, err := sb.Run(context.Background(), Spec{Mode: ModeProgram, Target: "p.py", Files: map[string]string{"p.py": src}})
-				if err != nil || !free.Passed(ModeProgram) {
+				free, err := sb.Run(context.Background(), Spec{Python: []string{"program", "p.py"}, Warm: true, Files: map[string]string{"p.py": src}})
+				if err != nil || !free.Passed() {
 					t.Fatalf("unguarded probe failed (the probe is wrong, not the guard): %v %s %s", err, free.Status, free.Stderr)
 				}
-				res, err := sb.Run(context.Background(), Spec{Mode: ModeHumanEval, Target: "p.py", Files: map[string]string{"p.py": src}})
+				res, err := sb.Run(context.Background(), Spec{Python: []string{"humaneval", "p.py"}, Warm: true, Files: map[string]string{"p.py": src}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Passed(ModeHumanEval) {
+				if res.Passed() {
 					t.Fatalf("%s passed under the guard", name)
 				}
 				want := "TypeError"
@@ -426,8 +426,8 @@ func TestHostileReferenceGuard(t *testing.T) {
 		t.Run("settings", func(t *testing.T) {
 			src := "import os, faulthandler\nassert os.environ.get('OMP_NUM_THREADS') == '1'\nassert not faulthandler.is_enabled()\n" +
 				"assert __name__ != '__main__'\nimport sys\ntry:\n    sys.stdin.read()\n    raise SystemExit('stdin was readable')\nexcept OSError:\n    pass\n"
-			res, err := sb.Run(context.Background(), Spec{Mode: ModeHumanEval, Target: "p.py", Files: map[string]string{"p.py": src}})
-			if err != nil || !res.Passed(ModeHumanEval) {
+			res, err := sb.Run(context.Background(), Spec{Python: []string{"humaneval", "p.py"}, Warm: true, Files: map[string]string{"p.py": src}})
+			if err != nil || !res.Passed() {
 				t.Fatalf("guard settings: %v %s %+v %s", err, res.Status, res.Exception, res.Stderr)
 			}
 		})
@@ -436,12 +436,12 @@ func TestHostileReferenceGuard(t *testing.T) {
 		// is ignored and the program would pass; the reference fails it.
 		t.Run("kill parent then right answer", func(t *testing.T) {
 			src := "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n" + solution + check
-			res, err := sb.Run(context.Background(), Spec{Mode: ModeHumanEval, Target: "p.py", Files: map[string]string{"p.py": src}})
+			res, err := sb.Run(context.Background(), Spec{Python: []string{"humaneval", "p.py"}, Warm: true, Files: map[string]string{"p.py": src}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Passed(ModeHumanEval) || res.Exception == nil || res.Exception.Type != "TypeError" {
-				t.Fatalf("kill parent: passed=%v exception %+v", res.Passed(ModeHumanEval), res.Exception)
+			if res.Passed() || res.Exception == nil || res.Exception.Type != "TypeError" {
+				t.Fatalf("kill parent: passed=%v exception %+v", res.Passed(), res.Exception)
 			}
 		})
 	})

@@ -8,55 +8,39 @@ import (
 	"strings"
 	"syscall"
 	"time"
-)
 
-// Limit names a resource limit a run hit.
-type Limit string
-
-// Limits a run can hit. LimitThreads is a thread that could not start,
-// which the process limit and the memory limit both cause (a thread's
-// stack counts against the memory limit, a thread against the process
-// limit), so its description names both.
-const (
-	LimitTime      Limit = "time"
-	LimitCPU       Limit = "cpu"
-	LimitMemory    Limit = "memory"
-	LimitThreads   Limit = "threads"
-	LimitProcesses Limit = "processes"
-	LimitFileSize  Limit = "file_size"
-	LimitOpenFiles Limit = "open_files"
-	LimitOutput    Limit = "output"
+	"github.com/infill-dev/infill/evaluator/outcome"
 )
 
 // limitPatterns recognise a limit from what the run reported, most
 // specific first: Python's messages, and those of the C library, Go and
 // Node for runners of other languages.
 var limitPatterns = []struct {
-	limit Limit
+	limit outcome.Limit
 	re    *regexp.Regexp
 }{
-	{LimitFileSize, regexp.MustCompile(`\[Errno 27\] File too large|File size limit exceeded`)},
-	{LimitOpenFiles, regexp.MustCompile(`\[Errno 24\] Too many open files`)},
-	{LimitThreads, regexp.MustCompile(`can't start new thread|pthread_create failed|failed to create new OS thread`)},
-	{LimitProcesses, regexp.MustCompile(`BlockingIOError: \[Errno 11\] Resource temporarily unavailable|fork: retry: Resource temporarily unavailable`)},
-	{LimitMemory, regexp.MustCompile(`(^|[^\w.])MemoryError\b|\[Errno 12\] Cannot allocate memory|std::bad_alloc|runtime: out of memory|JavaScript heap out of memory`)},
+	{outcome.LimitFileSize, regexp.MustCompile(`\[Errno 27\] File too large|File size limit exceeded`)},
+	{outcome.LimitOpenFiles, regexp.MustCompile(`\[Errno 24\] Too many open files`)},
+	{outcome.LimitThreads, regexp.MustCompile(`can't start new thread|pthread_create failed|failed to create new OS thread`)},
+	{outcome.LimitProcesses, regexp.MustCompile(`BlockingIOError: \[Errno 11\] Resource temporarily unavailable|fork: retry: Resource temporarily unavailable`)},
+	{outcome.LimitMemory, regexp.MustCompile(`(^|[^\w.])MemoryError\b|\[Errno 12\] Cannot allocate memory|std::bad_alloc|runtime: out of memory|JavaScript heap out of memory`)},
 }
 
 // detectLimit says which limit a run that did not pass hit, if any: from
 // its status, then from the first failure or exception it reported, then
 // from its output.
-func detectLimit(res *Result) Limit {
+func detectLimit(res *Result) outcome.Limit {
 	switch res.Status {
 	case StatusTimeout:
 		if res.Signal != 0 {
-			return LimitCPU
+			return outcome.LimitCPU
 		}
-		return LimitTime
+		return outcome.LimitTime
 	case StatusOutputLimit:
-		return LimitOutput
+		return outcome.LimitOutput
 	case StatusSignaled:
 		if syscall.Signal(res.Signal) == syscall.SIGXFSZ {
-			return LimitFileSize
+			return outcome.LimitFileSize
 		}
 	}
 	var texts []string
@@ -82,23 +66,23 @@ func detectLimit(res *Result) Limit {
 
 // describeLimit is the configured value of limit l in a run with wall-clock
 // limit timeout and CPU limit cpu: "4 GiB per process".
-func (c *Config) describeLimit(l Limit, timeout time.Duration, cpuSeconds int64) string {
+func (c *Config) describeLimit(l outcome.Limit, timeout time.Duration, cpuSeconds int64) string {
 	switch l {
-	case LimitTime:
+	case outcome.LimitTime:
 		return FormatDuration(timeout)
-	case LimitCPU:
+	case outcome.LimitCPU:
 		return fmt.Sprintf("%d s of CPU time per process", cpuSeconds)
-	case LimitMemory:
+	case outcome.LimitMemory:
 		return FormatBytes(c.MemoryBytes) + " per process"
-	case LimitThreads:
+	case outcome.LimitThreads:
 		return fmt.Sprintf("%d processes and threads, %s of memory per process", c.Processes, FormatBytes(c.MemoryBytes))
-	case LimitProcesses:
+	case outcome.LimitProcesses:
 		return fmt.Sprintf("%d processes and threads", c.Processes)
-	case LimitFileSize:
+	case outcome.LimitFileSize:
 		return FormatBytes(c.FileSizeBytes) + " per file"
-	case LimitOpenFiles:
+	case outcome.LimitOpenFiles:
 		return fmt.Sprintf("%d open files", c.OpenFiles)
-	case LimitOutput:
+	case outcome.LimitOutput:
 		return FormatBytes(c.OutputLimitBytes) + " of output"
 	}
 	return ""

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/infill-dev/infill/evaluator/outcome"
 )
 
 // threadedSuite is a pytest suite whose test runs 64 threads at once,
@@ -48,7 +50,7 @@ func threadedSpec(t *testing.T) Spec {
 	if err := os.WriteFile(filepath.Join(dir, "test_threads.py"), []byte(threadedSuite), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return Spec{Mode: ModePytest, SourceDir: dir, Args: []string{"-q", "-p", "no:cacheprovider"}}
+	return Spec{Python: []string{"pytest", "-q", "-p", "no:cacheprovider"}, SourceDir: dir}
 }
 
 // TestThreadedSuiteFitsDefaults: a suite that needs more than 1 GiB of
@@ -62,7 +64,7 @@ func TestThreadedSuiteFitsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Passed(ModePytest) || res.Tests == nil || res.Tests.Passed != 1 {
+	if !res.Passed() || res.Tests == nil || res.Tests.Passed != 1 {
 		t.Fatalf("threaded suite under the defaults: %s exit %d %+v\n%s%s", res.Status, res.ExitCode, res.Tests, res.Stdout, res.Stderr)
 	}
 
@@ -76,10 +78,10 @@ func TestThreadedSuiteFitsDefaults(t *testing.T) {
 	// limit's report, which names memory too) or pytest's own next
 	// allocation (MemoryError: the memory limit). Either way the run must
 	// fail and name a limit whose value shows the 1 GiB.
-	hit := (res.Limit == LimitThreads && res.LimitValue == "256 processes and threads, 1 GiB of memory per process") ||
-		(res.Limit == LimitMemory && res.LimitValue == "1 GiB per process")
-	if res.Passed(ModePytest) || !hit {
-		t.Fatalf("threaded suite under a 1 GiB address space: passed=%v limit %q (%s)\n%s", res.Passed(ModePytest), res.Limit, res.LimitValue, res.Stdout)
+	hit := (res.Limit == outcome.LimitThreads && res.LimitValue == "256 processes and threads, 1 GiB of memory per process") ||
+		(res.Limit == outcome.LimitMemory && res.LimitValue == "1 GiB per process")
+	if res.Passed() || !hit {
+		t.Fatalf("threaded suite under a 1 GiB address space: passed=%v limit %q (%s)\n%s", res.Passed(), res.Limit, res.LimitValue, res.Stdout)
 	}
 }
 
@@ -88,14 +90,14 @@ func TestLimitHit(t *testing.T) {
 	sb := newTestSandbox(t, Config{Timeout: 20 * time.Second, MemoryBytes: 256 << 20, FileSizeBytes: 1 << 20, Processes: 24})
 	for name, c := range map[string]struct {
 		src   string
-		limit Limit
+		limit outcome.Limit
 		value string
 	}{
-		"memory":    {"b = bytearray(512 << 20)\n", LimitMemory, "256 MiB per process"},
-		"file size": {"open('/tmp/big', 'wb').write(b'x' * (2 << 20))\n", LimitFileSize, "1 MiB per file"},
+		"memory":    {"b = bytearray(512 << 20)\n", outcome.LimitMemory, "256 MiB per process"},
+		"file size": {"open('/tmp/big', 'wb').write(b'x' * (2 << 20))\n", outcome.LimitFileSize, "1 MiB per file"},
 		"threads": {"import threading, time\nts = [threading.Thread(target=time.sleep, args=(2,)) for _ in range(40)]\n" +
-			"for t in ts:\n    t.start()\n", LimitThreads, "24 processes and threads, 256 MiB of memory per process"},
-		"time": {"while True:\n    pass\n", LimitTime, "1s"},
+			"for t in ts:\n    t.start()\n", outcome.LimitThreads, "24 processes and threads, 256 MiB of memory per process"},
+		"time": {"while True:\n    pass\n", outcome.LimitTime, "1s"},
 		"none": {"assert False, 'plain failure'\n", "", ""},
 	} {
 		spec := program(c.src)
@@ -107,8 +109,8 @@ func TestLimitHit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if res.Passed(ModeProgram) || res.Limit != c.limit || res.LimitValue != c.value {
-			t.Errorf("%s: passed=%v limit %q %q, want %q %q\n%s", name, res.Passed(ModeProgram), res.Limit, res.LimitValue, c.limit, c.value, res.Stderr)
+		if res.Passed() || res.Limit != c.limit || res.LimitValue != c.value {
+			t.Errorf("%s: passed=%v limit %q %q, want %q %q\n%s", name, res.Passed(), res.Limit, res.LimitValue, c.limit, c.value, res.Stderr)
 		}
 	}
 }

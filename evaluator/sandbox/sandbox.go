@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infill-dev/infill/evaluator/outcome"
 	"github.com/infill-dev/infill/internal/errkind"
 	"github.com/infill-dev/infill/internal/logctx"
 	"go.uber.org/zap"
@@ -29,58 +30,15 @@ import (
 //go:embed runner.py
 var runnerPy []byte
 
-// Mode selects what runs inside the sandbox and which pass signal applies.
-type Mode int
+// RunnerDir is where a run's RunnerFiles are, read-only, inside the
+// sandbox.
+const RunnerDir = "/run/runner"
 
-const (
-	// ModeProgram executes the Python file Spec.Target as __main__ under the
-	// trusted runner (HumanEval). Any exception, SystemExit included, fails.
-	ModeProgram Mode = iota + 1
-	// ModeScript runs the Python script Spec.Target with Spec.Args like
-	// `python script args...` (ExecRepoBench's evaluate_repo.py).
-	// SystemExit(0) counts as normal completion.
-	ModeScript
-	// ModePytest runs pytest.main(Spec.Args) inside the runner and reports
-	// the number of passed, failed, errored and skipped tests.
-	ModePytest
-	// ModeCommand runs Spec.Command directly. It has no positive pass signal
-	// beyond the exit status: Result.PassSignal stays false. Exit status 127
-	// (command not found) and 126 (not executable) are ErrEnvironment.
-	ModeCommand
-	// ModeHumanEval runs the Python file Spec.Target the way the
-	// human-eval-infilling harness runs a check program: the functions its
-	// reliability guard disables are disabled the same way (replaced by
-	// None), stdin raises OSError when read, and the text is executed in a
-	// fresh, empty globals dict (so __name__ is not "__main__"). Any
-	// exception fails; Result.Exception says which.
-	ModeHumanEval
-)
-
-func (m Mode) String() string {
-	switch m {
-	case ModeProgram:
-		return "program"
-	case ModeScript:
-		return "script"
-	case ModePytest:
-		return "pytest"
-	case ModeCommand:
-		return "command"
-	case ModeHumanEval:
-		return "humaneval"
-	case ModeNode:
-		return "node"
-	case ModeVitest:
-		return "vitest"
-	case ModeGo:
-		return "go"
-	}
-	return "Mode(" + strconv.Itoa(int(m)) + ")"
-}
-
-// Spec describes one run.
+// Spec describes one run: what to copy and write, what to run, and what
+// the run may see. The sandbox knows no test runner: a runner of the
+// evaluator plans the command, its files and variables, and reads the
+// Result; the sandbox isolates, limits, times and captures it.
 type Spec struct {
-	Mode Mode
 	// SourceDir, if set, is a host directory copied (without following
 	// symlinks, skipping Config.SkipNames) to /work/<WorkName>.
 	SourceDir string
@@ -91,31 +49,72 @@ type Spec struct {
 	// Files are written into the working directory after the copy, keyed by
 	// slash-separated relative path. Writes cannot leave the copy.
 	Files map[string]string
-	// Target is the Python file (relative to the working directory) for
-	// ModeProgram and ModeScript.
-	Target string
-	// Args are the script arguments (ModeScript) or pytest arguments
-	// (ModePytest).
-	Args []string
-	// Command is argv for ModeCommand, resolved inside the sandbox.
-	Command []string
+	// Python, when set, runs the sandbox's trusted Python runner
+	// (runner.py) with these arguments: its mode and what the mode takes
+	// ("program", "p.py"; "script", "evaluate_repo.py", args...;
+	// "pytest", args...; "humaneval", "p.py"), under the run's
+	// interpreter (Environment.Interpreter, else Config.PythonPath). The
+	// runner reads the run's nonce on stdin before untrusted code runs,
+	// says START on the status pipe then (the run's clock starts there)
+	// and reports what happened (Result.PassSignal, Tests, Exception,
+	// Failure, Env).
+	Python []string `json:",omitempty"`
+	// Command is the program and its arguments when Python is not set,
+	// resolved inside the sandbox.
+	Command []string `json:",omitempty"`
+	// Reports says that Command reads the nonce and reports on the status
+	// pipe as the Python runner does (infill's reporters loaded into a
+	// test runner's process): its clock starts at START.
+	Reports bool `json:",omitempty"`
+	// Output, if set, is called once per run with the function that starts
+	// the run's clock and returns a writer that sees stdout as it arrives
+	// (a reader of a test runner's event stream, which starts the clock at
+	// its first test event). Otherwise a Command that does not report is
+	// timed from its launch.
+	Output func(start func()) io.Writer `json:"-"`
+	// Build, with Output, bounds the start-up before Output starts the
+	// clock (a build before the tests run): past it the run is a timeout
+	// (LimitTime, "… building"), not a failure to set up; the CPU limit
+	// grows by as much. Zero: Config.StartupTimeout, a setup failure.
+	Build time.Duration `json:",omitempty"`
 	// Env adds environment variables inside the sandbox.
-	Env map[string]string
+	Env map[string]string `json:",omitempty"`
+	// Path are directories inside the sandbox put first on PATH.
+	Path []string `json:",omitempty"`
+	// Binds are host directories bound into the sandbox (a toolchain, a
+	// module cache).
+	Binds []Bind `json:",omitempty"`
+	// Cache, if set, is a directory the sandbox keeps between runs, bound
+	// writable for this one (a build cache).
+	Cache *Cache `json:",omitempty"`
+	// RunnerFiles are trusted files of the test runner (reporters, plugins),
+	// by name, readable at RunnerDir inside.
+	RunnerFiles map[string]string `json:",omitempty"`
+	// AddressSpace, if above Config.AddressSpaceBytes, is the run's
+	// RLIMIT_AS (V8 reserves address space it never writes).
+	AddressSpace int64 `json:",omitempty"`
 	// Timeout overrides Config.Timeout when positive.
-	Timeout time.Duration
-	// Environment, if set, is the interpreter and toolchain the run uses
-	// instead of Config.PythonPath (PythonEnvironment). Such runs always
-	// start a sandbox of their own.
-	Environment *Environment
-
-	// Set by Run for ModeGo (goRun): writable and read-only binds, the
-	// toolchain's bin directory (first on PATH), its variables and the go
-	// command.
-	binds, roBinds [][2]string
-	goBin          string
-	goEnv          [][2]string
-	goCmd          []string
+	Timeout time.Duration `json:",omitempty"`
+	// Environment, if set, is the interpreter and the directories of a
+	// repository's environment (PythonEnvironment, a node_modules). Such
+	// runs always start a sandbox of their own.
+	Environment *Environment `json:",omitempty"`
+	// Warm lets a run of the Python runner without SourceDir or
+	// Environment use a pre-started sandbox (Config.WarmWorkers): a
+	// program's run.
+	Warm bool `json:",omitempty"`
 }
+
+// Bind is a host directory bound into the sandbox at Target (its own path
+// when empty), read-only unless Writable.
+type Bind struct {
+	Source, Target string
+	Writable       bool `json:",omitempty"`
+}
+
+// reports says whether the run reports on the status pipe, which starts
+// its clock.
+func (spec *Spec) reports() bool { return len(spec.Python) > 0 || spec.Reports }
 
 // Status says how a run ended.
 type Status string
@@ -131,38 +130,33 @@ const (
 	StatusOutputLimit Status = "output_limit"
 )
 
-// TestCounts are pytest outcomes reported by the runner (ModePytest).
-type TestCounts struct {
-	Passed  int `json:"passed"`
-	Failed  int `json:"failed"`
-	Errors  int `json:"errors"`
-	Skipped int `json:"skipped"`
-}
-
 // Result is the outcome of one run.
 type Result struct {
 	Status   Status
 	ExitCode int // exit status of the test process; -1 when it did not exit
 	Signal   int // signal number for StatusSignaled (and CPU-limit kills)
 	// PassSignal is true when the trusted runner reported, with this run's
-	// nonce, that the test code returned normally.
+	// nonce, that the test code returned normally ("PASS").
 	PassSignal bool
-	// Tests holds the runner's counts (Mode.CountsTests: pytest and the
-	// JavaScript runners with a pass signal; go test always).
-	Tests *TestCounts
+	// Tests are the counts the runner's PASS line carried, if any.
+	Tests *outcome.TestCounts
 	// Stdout and Stderr are the last Config.OutputTailBytes of each stream.
 	Stdout, Stderr string
 	// StdoutBytes and StderrBytes are the totals written.
 	StdoutBytes, StderrBytes int64
-	// Failure is the first failing pytest test, when one failed.
-	Failure *Failure
+	// Failure is the first failing test the runner reported ("FAIL").
+	Failure *outcome.Failure
 	// Limit is the resource limit the run hit, if it did not pass because
 	// of one, and LimitValue its setting ("4 GiB per process").
-	Limit      Limit
+	Limit      outcome.Limit
 	LimitValue string
 	// Exception is what the test code raised, as the runner reported it
-	// (ModeProgram, ModeHumanEval, ModeScript, ModePytest); nil otherwise.
-	Exception *Exception
+	// ("EXC"); nil otherwise.
+	Exception *outcome.Exception
+	// Env is the runner's word that the environment, not the code under
+	// test, failed ("ENV": pytest missing, a usage error); the evaluator's
+	// test runner decides what it means.
+	Env string `json:",omitempty"`
 	// Duration is the run's own time: from the moment the runner was about
 	// to run untrusted code (its START) to the end. The wall-clock limit
 	// applies to it; start-up is not charged.
@@ -171,49 +165,37 @@ type Result struct {
 	Startup time.Duration
 	// Warm is set when the run used a pre-started sandbox.
 	Warm bool
+	// Output is the writer Spec.Output made for this run, holding what it
+	// read of stdout.
+	Output io.Writer `json:"-"`
+
+	// limits are the run's limits, for NoteLimit.
+	limits *runLimits
 }
 
-// Exception is an exception the test code raised: its type name, str()
-// and where it was raised (file:line, the path as the sandbox sees it).
-type Exception struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
-	Where   string `json:"where,omitempty"`
+// Passed reports exit status 0 together with the positive pass signal.
+// A test runner without one (a plain command) judges the exit status
+// alone.
+func (r Result) Passed() bool {
+	return r.Status == StatusExited && r.ExitCode == 0 && r.PassSignal
 }
 
-// Failure is the first failing test of a pytest run as the runner saw it.
-type Failure struct {
-	// Test is pytest's node id ("tests/test_ops.py::test_add", or the
-	// module for a collection error).
-	Test string `json:"test"`
-	// When is the phase: collect, setup, call or teardown.
-	When string `json:"when"`
-	// Crash is where the exception was raised and its message, when
-	// pytest knows them (not for a module that could not be imported).
-	Crash *Crash `json:"crash,omitempty"`
-	// Report is pytest's report of the failure (its end), and Output the
-	// test's captured output.
-	Report string `json:"report,omitempty"`
-	Output string `json:"output,omitempty"`
-}
-
-// Crash is where a test's exception was raised.
-type Crash struct {
-	Path    string `json:"path"`
-	Line    int    `json:"line"`
-	Message string `json:"message"`
-}
-
-// Passed reports exit status 0 together with the positive pass signal
-// (ModeCommand has none and is judged by its exit status alone).
-func (r Result) Passed(m Mode) bool {
-	if r.Status != StatusExited || r.ExitCode != 0 {
-		return false
+// NoteLimit records, for a run that exited or was killed by a signal, which
+// limit it hit when it did not pass (passed false), from its status and
+// what it reported; a run that passed hit none. A timeout or an output
+// flood is noted by the run itself. The evaluator's test runner calls it
+// once it has read the run (its own failure and pass signal included).
+func (r *Result) NoteLimit(passed bool) {
+	if r.Status == StatusTimeout || r.Status == StatusOutputLimit {
+		return
 	}
-	if m == ModeCommand {
-		return true
+	r.Limit, r.LimitValue = "", ""
+	if passed || r.limits == nil {
+		return
 	}
-	return r.PassSignal
+	if r.Limit = detectLimit(r); r.Limit != "" {
+		r.LimitValue = r.limits.describe(r.Limit)
+	}
 }
 
 // Errors returned by Sandbox.
@@ -246,12 +228,14 @@ type Sandbox struct {
 	supportDir string
 	baseArgs   []string
 	asRoot     bool
-	// warm holds pre-started sandboxes for ModeProgram and ModeHumanEval
-	// runs without a SourceDir; nil when disabled or unavailable.
+	// hidden binds what the sandbox's user cannot reach (reach.go); nil
+	// when not root, or when root cannot make a mount namespace.
+	hidden *hiddenTools
+	// warm holds pre-started sandboxes for programs of the Python runner
+	// (Spec.Warm); nil when disabled or unavailable.
 	warm *warmPool
-	// gocache holds the Go toolchain and the private build caches of
-	// ModeGo runs (gotest.go).
-	gocache goCaches
+	// caches holds the directories runs keep between them (Spec.Cache).
+	caches cachePools
 
 	mu     sync.RWMutex
 	closed bool
@@ -281,6 +265,9 @@ func New(cfg Config, log *zap.Logger) (*Sandbox, error) {
 		}
 	}
 	s := &Sandbox{cfg: cfg, log: log, bwrap: bwrap, asRoot: os.Geteuid() == 0}
+	if s.asRoot {
+		s.hidden = probeHidden()
+	}
 	if err := s.writeSupport(); err != nil {
 		return nil, err
 	}
@@ -326,7 +313,7 @@ func (s *Sandbox) Close() error {
 	if s.warm != nil {
 		s.warm.close()
 	}
-	return errors.Join(s.gocache.remove(), os.RemoveAll(s.supportDir))
+	return errors.Join(s.caches.remove(), os.RemoveAll(s.supportDir))
 }
 
 func (s *Sandbox) writeSupport() error {
@@ -335,9 +322,7 @@ func (s *Sandbox) writeSupport() error {
 		return fmt.Errorf("%w: %v", ErrSetup, err)
 	}
 	files := map[string][]byte{
-		"runner.py":           runnerPy,
-		"node_reporter.mjs":   nodeReporterMjs,
-		"vitest_reporter.mjs": vitestReporterMjs,
+		"runner.py": runnerPy,
 		"passwd": fmt.Appendf(nil, "root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:/tmp:/usr/sbin/nologin\n",
 			s.cfg.UID, s.cfg.GID),
 		"group": fmt.Appendf(nil, "root:x:0:\nsandbox:x:%d:\n", s.cfg.GID),
@@ -407,7 +392,7 @@ func (s *Sandbox) buildBaseArgs(disableUserns bool) []string {
 }
 
 func (s *Sandbox) probe() error {
-	res, err := s.Run(context.Background(), Spec{Mode: ModeCommand, Command: []string{s.cfg.PythonPath, "-c", "pass"}, Timeout: 20 * time.Second})
+	res, err := s.Run(context.Background(), Spec{Command: []string{s.cfg.PythonPath, "-c", "pass"}, Timeout: 20 * time.Second})
 	if err != nil {
 		return fmt.Errorf("%w: probe: %v", ErrUnavailable, err)
 	}
@@ -421,26 +406,15 @@ func (spec *Spec) validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidSpec, fmt.Sprintf(format, a...))
 	}
-	switch spec.Mode {
-	case ModeProgram, ModeScript, ModeHumanEval:
-		if spec.Target == "" || !filepath.IsLocal(spec.Target) {
-			return bad("Target %q must be a local relative path", spec.Target)
-		}
-	case ModePytest, ModeNode:
-	case ModeVitest:
-		if spec.Target == "" || !filepath.IsLocal(spec.Target) {
-			return bad("Target %q (vitest's entry script) must be a local relative path", spec.Target)
-		}
-	case ModeGo:
-		if spec.Target == "" || !filepath.IsLocal(spec.Target) {
-			return bad("Target %q must be the package's directory, relative", spec.Target)
-		}
-	case ModeCommand:
-		if len(spec.Command) == 0 || spec.Command[0] == "" {
-			return bad("Command is empty")
-		}
-	default:
-		return bad("unknown mode %v", spec.Mode)
+	switch {
+	case len(spec.Python) > 0 && len(spec.Command) > 0:
+		return bad("both Python and Command")
+	case len(spec.Python) == 0 && (len(spec.Command) == 0 || spec.Command[0] == ""):
+		return bad("nothing to run: Python and Command are empty")
+	case len(spec.Python) > 0 && spec.Python[0] == "":
+		return bad("the Python runner's mode is empty")
+	case spec.Build < 0 || spec.Build > 0 && spec.Output == nil:
+		return bad("Build needs Output, which starts the clock after the build")
 	}
 	if spec.WorkName != "" && (!filepath.IsLocal(spec.WorkName) || strings.ContainsRune(spec.WorkName, '/')) {
 		return bad("WorkName %q must be a single path element", spec.WorkName)
@@ -450,9 +424,29 @@ func (spec *Spec) validate() error {
 			return bad("file %q must be a local relative path", name)
 		}
 	}
+	for name := range spec.RunnerFiles {
+		if !filepath.IsLocal(name) || strings.ContainsRune(name, '/') {
+			return bad("runner file %q must be a file name", name)
+		}
+	}
 	if e := spec.Environment; e != nil {
 		if err := e.validate(); err != nil {
 			return bad("environment: %v", err)
+		}
+	}
+	for _, b := range spec.Binds {
+		if err := b.validate(); err != nil {
+			return bad("bind: %v", err)
+		}
+	}
+	if c := spec.Cache; c != nil {
+		if err := c.validate(); err != nil {
+			return bad("cache: %v", err)
+		}
+	}
+	for _, p := range spec.Path {
+		if !filepath.IsAbs(p) || strings.ContainsRune(p, ':') {
+			return bad("PATH entry %q must be absolute, without a colon", p)
 		}
 	}
 	for k := range spec.Env {
@@ -472,16 +466,45 @@ func (spec *Spec) validate() error {
 	return nil
 }
 
+// validate checks a bind: absolute paths, nothing of the sandbox's own
+// hidden.
+func (b Bind) validate() error {
+	target := b.Target
+	if target == "" {
+		target = b.Source
+	}
+	switch {
+	case !filepath.IsAbs(b.Source) || filepath.Clean(b.Source) == "/":
+		return fmt.Errorf("source %q must be an absolute path other than /", b.Source)
+	case !filepath.IsAbs(target) || filepath.Clean(target) == "/":
+		return fmt.Errorf("target %q must be an absolute path other than /", target)
+	case underAny(target, reservedDirs):
+		// A bind may not hide the sandbox's own directories (a toolchain
+		// under /usr is visible already and needs none).
+		return fmt.Errorf("target %s is one of the sandbox's own directories", target)
+	}
+	return nil
+}
+
+// target is where b is bound inside.
+func (b Bind) target() string {
+	if b.Target == "" {
+		return filepath.Clean(b.Source)
+	}
+	return filepath.Clean(b.Target)
+}
+
 // Run executes spec in a fresh sandbox and returns how it ended. A returned
 // error means no verdict could be reached: an invalid spec, a sandbox that
 // failed to start, an environment failure (ErrEnvironment), or ctx
 // cancelled (the run is then killed and ctx's error returned). Test
 // failures, crashes, timeouts and floods are Results.
 //
-// ModeProgram and ModeHumanEval runs without a SourceDir go to a warm
-// sandbox when those are enabled: a pre-started one whose server forks each
-// run into fresh PID, mount and IPC namespaces with fresh tmpfs /work, /tmp
-// and /dev/shm (see warm.go); isolation and limits are those of a cold run.
+// Runs of the Python runner with Spec.Warm and no SourceDir or
+// Environment go to a warm sandbox when those are enabled: a pre-started
+// one whose server forks each run into fresh PID, mount and IPC namespaces
+// with fresh tmpfs /work, /tmp and /dev/shm (see warm.go); isolation and
+// limits are those of a cold run.
 func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -494,19 +517,25 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	if e := spec.Environment; e != nil && s.asRoot {
-		for _, m := range e.Mounts {
-			if err := reachable(m.Source, s.cfg.UID, s.cfg.GID); err != nil {
-				return Result{}, fmt.Errorf("%w: %v", ErrEnvironment, err)
-			}
-		}
-	}
-	if err := s.checkNode(&spec); err != nil {
-		return Result{}, err
-	}
-	if s.warm != nil && spec.SourceDir == "" && spec.Environment == nil && (spec.Mode == ModeProgram || spec.Mode == ModeHumanEval) {
+	if s.warm != nil && spec.Warm && len(spec.Python) > 0 && spec.SourceDir == "" && spec.Environment == nil &&
+		len(spec.Binds) == 0 && spec.Cache == nil && len(spec.RunnerFiles) == 0 {
 		return s.runWarm(ctx, &spec)
 	}
+	var cache string
+	if c := spec.Cache; c != nil {
+		dir, release, err := s.caches.take(ctx, s, c)
+		if err != nil {
+			return Result{}, err
+		}
+		defer release()
+		cache = dir
+	}
+	return s.runCold(ctx, &spec, cache)
+}
+
+// runCold runs spec in a sandbox of its own, with the cache directory
+// cache (its Spec.Cache, held for the run; "" without one).
+func (s *Sandbox) runCold(ctx context.Context, spec *Spec, cache string) (Result, error) {
 	runDir, err := os.MkdirTemp(s.cfg.TempDir, "infill-run-")
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
@@ -516,6 +545,10 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 			logctx.From(ctx, s.log).Warn("sandbox: removing run directory", zap.String("dir", runDir), zap.Error(err))
 		}
 	}()
+	hidden, err := s.hide(spec, runDir)
+	if err != nil {
+		return Result{}, err
+	}
 	work := filepath.Join(runDir, "work")
 	workName := spec.WorkName
 	if workName == "" && spec.SourceDir != "" {
@@ -537,25 +570,29 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
 	if err := writeFiles(cwd, spec.Files); err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
 	}
-	if spec.Mode == ModeGo {
-		release, err := s.goRun(ctx, &spec)
-		if err != nil {
-			return Result{}, err
+	runnerDir := ""
+	if len(spec.RunnerFiles) > 0 {
+		runnerDir = filepath.Join(runDir, "runner")
+		if err := os.Mkdir(runnerDir, 0o755); err != nil {
+			return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
-		defer release()
+		if err := writeFiles(runnerDir, spec.RunnerFiles); err != nil {
+			return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
+		}
 	}
 	if s.asRoot {
 		if err := chownTree(runDir, s.cfg.UID, s.cfg.GID); err != nil {
 			return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
 	}
-	return s.exec(ctx, &spec, work, cwd, path.Join("/work", workName))
+	return s.exec(ctx, spec, runDirs{work: work, cwd: cwd, inside: path.Join("/work", workName), runner: runnerDir, cache: cache, hidden: hidden})
 }
 
 // limits are the timeouts and rlimits of one run.
 type limits struct {
-	timeout time.Duration
-	cpu     int64 // seconds, soft; hard is one more
+	timeout      time.Duration
+	cpu          int64 // seconds, soft; hard is one more
+	addressSpace int64 // RLIMIT_AS
 }
 
 func (s *Sandbox) limitsFor(spec *Spec) limits {
@@ -567,11 +604,21 @@ func (s *Sandbox) limitsFor(spec *Spec) limits {
 	if spec.Timeout > 0 && spec.Timeout < cpuLimit {
 		cpuLimit = spec.Timeout
 	}
-	if spec.Mode == ModeGo {
-		// The go command and the compiler run for the build too.
-		cpuLimit += s.cfg.GoBuildTimeout
-	}
-	return limits{timeout: timeout, cpu: int64((cpuLimit + time.Second - 1) / time.Second)}
+	// A build before the tests (the go command and the compiler) runs on
+	// the CPU limit too.
+	cpuLimit += spec.Build
+	as := max(s.cfg.AddressSpaceBytes, spec.AddressSpace)
+	return limits{timeout: timeout, cpu: int64((cpuLimit + time.Second - 1) / time.Second), addressSpace: as}
+}
+
+// runLimits are what a Result needs to word the limit it hit.
+type runLimits struct {
+	cfg *Config
+	lim limits
+}
+
+func (l *runLimits) describe(limit outcome.Limit) string {
+	return l.cfg.describeLimit(limit, l.lim.timeout, l.lim.cpu)
 }
 
 // rlimit is one resource limit of a run, by its name in prlimit(1)'s
@@ -589,7 +636,7 @@ func (s *Sandbox) rlimits(lim limits, extraProcs int) []rlimit {
 	return []rlimit{
 		{"cpu", "RLIMIT_CPU", lim.cpu, lim.cpu + 1},
 		{"data", "RLIMIT_DATA", c.MemoryBytes, c.MemoryBytes},
-		{"as", "RLIMIT_AS", c.AddressSpaceBytes, c.AddressSpaceBytes},
+		{"as", "RLIMIT_AS", lim.addressSpace, lim.addressSpace},
 		{"nproc", "RLIMIT_NPROC", procs, procs},
 		{"fsize", "RLIMIT_FSIZE", c.FileSizeBytes, c.FileSizeBytes},
 		{"nofile", "RLIMIT_NOFILE", int64(c.OpenFiles), int64(c.OpenFiles)},
@@ -610,8 +657,8 @@ func (s *Sandbox) env(spec *Spec, cwd string) [][2]string {
 		pathVar = v + "/bin:" + pathVar
 		venv = append(venv, [2]string{"VIRTUAL_ENV", v})
 	}
-	if spec.goBin != "" {
-		pathVar = spec.goBin + ":" + pathVar
+	if len(spec.Path) > 0 {
+		pathVar = strings.Join(spec.Path, ":") + ":" + pathVar
 	}
 	// One BLAS/OpenMP thread per process: samples run side by side already,
 	// and a pool per core in each would count against the process and
@@ -620,8 +667,6 @@ func (s *Sandbox) env(spec *Spec, cwd string) [][2]string {
 		{"LANG", "C.UTF-8"}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONNOUSERSITE", "1"},
 		{"OMP_NUM_THREADS", "1"}, {"OPENBLAS_NUM_THREADS", "1"}, {"MKL_NUM_THREADS", "1"}}
 	env = append(env, venv...)
-	env = append(env, nodeEnv(spec.Mode)...)
-	env = append(env, spec.goEnv...)
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)
@@ -732,48 +777,18 @@ func (cp *capture) isStarted() bool {
 	return !cp.started.IsZero()
 }
 
-// finish interprets the status pipe: an environment failure becomes
-// ErrEnvironment; otherwise the pass signal, pytest counts and exception.
-func (cp *capture) finish(res *Result, spec *Spec, nonce string) error {
-	if spec.Mode == ModeCommand {
-		cmd := strings.Join(spec.Command, " ")
-		if len(cmd) > 120 {
-			cmd = cmd[:120] + "..."
-		}
-		switch res.ExitCode {
-		case 127:
-			return fmt.Errorf("%w: test command not found (exit 127): %s", ErrEnvironment, cmd)
-		case 126:
-			return fmt.Errorf("%w: test command cannot be executed (exit 126): %s", ErrEnvironment, cmd)
-		}
-		return nil
-	}
+// finish reads the status pipe: the runner's word that the environment
+// failed (Env), its pass signal, counts, exception and failure.
+func (cp *capture) finish(res *Result, nonce string) {
 	st := parseStatus(cp.status.String(), nonce)
-	if st.env != "" && spec.Mode == ModePytest && strings.Contains(res.Stderr+res.Stdout, "ImportError while loading conftest") {
-		// pytest calls a conftest.py that does not import a usage error
-		// (exit 4), but what breaks it may be the code under test: a
-		// failure like any other, whose import error the caller judges.
-		st.env = ""
-	}
-	if st.env != "" {
-		if line := usageLine(res.Stderr + "\n" + res.Stdout); line != "" && spec.Mode == ModePytest {
-			return fmt.Errorf("%w: %s: %s", ErrEnvironment, st.env, line)
-		}
-		return fmt.Errorf("%w: %s", ErrEnvironment, st.env)
-	}
+	res.Env = st.env
 	res.Exception = st.exception
 	res.Failure = st.failure
 	res.PassSignal = st.pass
-	if spec.Mode.CountsTests() {
-		res.Tests = st.tests
-		if st.pass && st.tests == nil {
-			res.PassSignal = false
-		}
-	}
-	return nil
+	res.Tests = st.tests
 }
 
-// interpreter is the program that runs the runner in spec's run.
+// interpreter is the program that runs the Python runner in spec's run.
 func (s *Sandbox) interpreter(spec *Spec, cwd string) string {
 	if e := spec.Environment; e != nil && e.Interpreter != "" {
 		return inside(e.Interpreter, cwd)
@@ -781,101 +796,82 @@ func (s *Sandbox) interpreter(spec *Spec, cwd string) string {
 	return s.cfg.PythonPath
 }
 
-// exec runs spec in a sandbox whose /work is hostWork; hostCwd is the
-// working directory on the host, cwd inside.
-func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd string) (Result, error) {
+// runDirs are one cold run's directories: on the host its /work (work)
+// and working directory (cwd), its runner files (runner), its cache
+// (cache) and the mount points of the sources its user cannot reach
+// (hidden); inside, its working directory (inside).
+type runDirs struct {
+	work, cwd, inside, runner, cache string
+	hidden                           map[string]string
+}
+
+// bwrapArgs is the command line of a cold run: bubblewrap's namespaces,
+// mounts and variables, prlimit's limits, and what runs.
+func (s *Sandbox) bwrapArgs(spec *Spec, d runDirs, lim limits) []string {
+	args := append([]string(nil), s.baseArgs...)
+	args = append(args, "--bind", d.work, "/work")
+	if e := spec.Environment; e != nil {
+		args = append(args, e.args(d.cwd, d.inside, spec.SourceDir, d.hidden)...)
+	}
+	if d.runner != "" {
+		args = append(args, "--ro-bind", d.runner, RunnerDir)
+	}
+	for _, b := range spec.Binds {
+		if b.Writable {
+			args = append(args, "--bind", b.Source, b.target())
+		} else {
+			args = append(args, "--ro-bind", sourceOf(d.hidden, b.Source), b.target())
+		}
+	}
+	if d.cache != "" {
+		args = append(args, "--bind", d.cache, spec.Cache.Target)
+	}
+	// The root tmpfs is made read-only last, after /work is mounted on it.
+	args = append(args, "--remount-ro", "/", "--chdir", d.inside, "--clearenv")
+	for _, kv := range s.env(spec, d.inside) {
+		args = append(args, "--setenv", kv[0], kv[1])
+	}
+	args = append(args, "--", s.cfg.PrlimitPath)
+	for _, r := range s.rlimits(lim, 0) {
+		args = append(args, fmt.Sprintf("--%s=%d:%d", r.prlimit, r.soft, r.hard))
+	}
+	args = append(args, "--")
+	if len(spec.Python) > 0 {
+		return append(append(args, s.interpreter(spec, d.inside), "-B", "/run/infill/runner.py"), spec.Python...)
+	}
+	return append(args, spec.Command...)
+}
+
+// clockAtLaunch says whether the run's own clock starts when it is
+// launched: a command that neither reports START nor has Output start it.
+func (spec *Spec) clockAtLaunch() bool { return !spec.reports() && spec.Output == nil }
+
+// exec runs spec in a sandbox of its own (runCold made its directories).
+func (s *Sandbox) exec(ctx context.Context, spec *Spec, d runDirs) (Result, error) {
 	c := s.cfg
 	lim := s.limitsFor(spec)
 	nonce, err := newNonce()
 	if err != nil {
 		return Result{}, err
 	}
-
-	args := append([]string(nil), s.baseArgs...)
-	args = append(args, "--bind", hostWork, "/work")
-	if e := spec.Environment; e != nil {
-		args = append(args, e.args(hostCwd, cwd, spec.SourceDir)...)
-	}
-	for _, b := range spec.roBinds {
-		args = append(args, "--ro-bind", b[0], b[1])
-	}
-	for _, b := range spec.binds {
-		args = append(args, "--bind", b[0], b[1])
-	}
-	// The root tmpfs is made read-only last, after /work is mounted on it.
-	args = append(args, "--remount-ro", "/", "--chdir", cwd, "--clearenv")
-	for _, kv := range s.env(spec, cwd) {
-		args = append(args, "--setenv", kv[0], kv[1])
-	}
-	args = append(args, "--", c.PrlimitPath)
-	for _, r := range nodeRlimits(spec.Mode, s.rlimits(lim, 0)) {
-		args = append(args, fmt.Sprintf("--%s=%d:%d", r.prlimit, r.soft, r.hard))
-	}
-	args = append(args, "--")
-	python := s.interpreter(spec, cwd)
-	switch spec.Mode {
-	case ModeCommand:
-		args = append(args, spec.Command...)
-	case ModeNode, ModeVitest:
-		args = append(args, s.nodeArgv(spec, cwd)...)
-	case ModeGo:
-		args = append(args, spec.goCmd...)
-	case ModePytest:
-		args = append(append(args, python, "-B", "/run/infill/runner.py", "pytest"), spec.Args...)
-	default:
-		args = append(append(args, python, "-B", "/run/infill/runner.py", spec.Mode.String(), spec.Target), spec.Args...)
-	}
-
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	cp := newCapture(&c, cancel, lim.timeout)
 
-	// stdin carries the nonce; the runner reads it before untrusted code runs.
-	stdinR, stdinW, err := os.Pipe()
+	stdinR, statusR, statusW, err := runPipes(nonce)
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
+		return Result{}, err
 	}
 	defer stdinR.Close()
-	if _, err := stdinW.WriteString(nonce + "\n"); err != nil {
-		stdinW.Close()
-		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
-	}
-	stdinW.Close()
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrSetup, err)
-	}
 	defer statusR.Close()
 
-	cmd := exec.CommandContext(runCtx, s.bwrap, args...)
-	cmd.Env = []string{}
-	cmd.Stdin = stdinR
-	cmd.Stdout = cp.stdout
-	var goEvents *GoEvents
-	if spec.Mode == ModeGo {
-		goEvents = NewGoEvents(c.OutputTailBytes)
-		goEvents.OnStart = cp.start
-		cmd.Stdout = io.MultiWriter(cp.stdout, goEvents)
-	}
-	cmd.Stderr = cp.stderr
-	cmd.ExtraFiles = []*os.File{statusW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if s.asRoot {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(c.UID), Gid: uint32(c.GID), Groups: []uint32{}}
-	}
-	cmd.Cancel = func() error {
-		// bwrap leads its own process group; killing it makes the
-		// namespace's init die (--die-with-parent), which kills every
-		// process left in the PID namespace.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	cmd.WaitDelay = 5 * time.Second
+	cmd, output := s.command(runCtx, spec, d, lim, cp, stdinR, statusW)
 
 	startup := c.StartupTimeout
-	if spec.Mode == ModeGo {
-		startup = c.GoBuildTimeout
+	if spec.Build > 0 {
+		startup = spec.Build
 	}
-	cp.launch(startup, spec.Mode == ModeCommand)
+	cp.launch(startup, spec.clockAtLaunch())
 	if err := cmd.Start(); err != nil {
 		statusW.Close()
 		cp.stop(&Result{})
@@ -894,42 +890,94 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 		_ = statusR.SetReadDeadline(time.Now())
 		<-statusDone
 	}
-	res := Result{ExitCode: -1}
+	res := Result{ExitCode: -1, Output: output, limits: &runLimits{cfg: &s.cfg, lim: lim}}
 	cp.stop(&res)
-	if goEvents != nil {
-		// The tests' output, not the JSON it came in.
-		res.Stdout = goEvents.Text()
-	}
-	cause := context.Cause(runCtx)
-	switch {
-	case errors.Is(cause, errWallTimeout):
-		res.Status = StatusTimeout
-		s.noteLimit(&res, spec, lim)
-		return res, nil
-	case errors.Is(cause, errOutputLimit):
-		res.Status = StatusOutputLimit
-		s.noteLimit(&res, spec, lim)
-		return res, nil
-	case errors.Is(cause, errStartupTimeout) && spec.Mode == ModeGo:
-		res.Status, res.Limit, res.LimitValue = StatusTimeout, LimitTime, FormatDuration(c.GoBuildTimeout)+" building"
-		return res, nil
-	case errors.Is(cause, errStartupTimeout):
-		return res, fmt.Errorf("%w: the sandbox did not start within %v", ErrSetup, c.StartupTimeout)
-	case ctx.Err() != nil:
-		return res, ctx.Err()
+	if done, err := s.cut(ctx, runCtx, &res, spec, lim); done {
+		return res, err
 	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		return res, fmt.Errorf("%w: waiting for bwrap: %v", ErrSetup, waitErr)
 	}
 	code := cmd.ProcessState.ExitCode()
-	if spec.Mode == ModeCommand && code == 1 && strings.HasPrefix(res.Stderr, "bwrap: ") {
+	if spec.clockAtLaunch() && code == 1 && strings.HasPrefix(res.Stderr, "bwrap: ") {
 		return res, fmt.Errorf("%w: %s", ErrSetup, lastLine(res.Stderr))
 	}
+	exitStatus(&res, cmd.ProcessState)
+	cp.finish(&res, nonce)
+	// A runner that said the environment failed (ENV) before it started
+	// the tests did start: the test runner reads what it said.
+	if spec.reports() && !cp.isStarted() && code != 0 && res.Env == "" {
+		return res, fmt.Errorf("%w: sandbox did not start (exit %d): %s", ErrSetup, code, lastLine(res.Stderr))
+	}
+	res.NoteLimit(res.Passed())
+	return res, nil
+}
+
+// command is a cold run's bubblewrap (through the hidden binds' steps
+// when it has any: reach.go), its stdin, output capture and status pipe
+// (fd 3), in a process group of its own that a cancel kills whole; output
+// is what spec.Output made of its stdout.
+func (s *Sandbox) command(ctx context.Context, spec *Spec, d runDirs, lim limits, cp *capture, stdin, status *os.File) (cmd *exec.Cmd, output io.Writer) {
+	prog, args := s.bwrap, s.bwrapArgs(spec, d, lim)
+	if len(d.hidden) > 0 {
+		prog, args = s.hiddenCommand(d.hidden, args)
+	}
+	cmd = exec.CommandContext(ctx, prog, args...)
+	cmd.Env = []string{}
+	cmd.Stdin = stdin
+	cmd.Stdout = cp.stdout
+	if spec.Output != nil {
+		output = spec.Output(cp.start)
+		cmd.Stdout = io.MultiWriter(cp.stdout, output)
+	}
+	cmd.Stderr = cp.stderr
+	cmd.ExtraFiles = []*os.File{status}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if s.asRoot && len(d.hidden) == 0 {
+		// With hidden binds, setpriv drops to the user after the mounts.
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(s.cfg.UID), Gid: uint32(s.cfg.GID), Groups: []uint32{}}
+	}
+	cmd.Cancel = func() error {
+		// bwrap leads its own process group; killing it makes the
+		// namespace's init die (--die-with-parent), which kills every
+		// process left in the PID namespace.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd, output
+}
+
+// runPipes are a run's stdin, which carries the nonce (the runner reads it
+// before untrusted code runs), and its status pipe (read end, and the
+// write end the run gets as fd 3).
+func runPipes(nonce string) (stdin, statusR, statusW *os.File, err error) {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	if _, err := stdinW.WriteString(nonce + "\n"); err != nil {
+		stdinW.Close()
+		stdinR.Close()
+		return nil, nil, nil, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	stdinW.Close()
+	statusR, statusW, err = os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		return nil, nil, nil, fmt.Errorf("%w: %v", ErrSetup, err)
+	}
+	return stdinR, statusR, statusW, nil
+}
+
+// exitStatus sets how a run ended from bwrap's exit: its status, or the
+// signal that killed the run (a CPU-time kill is a timeout).
+func exitStatus(res *Result, ps *os.ProcessState) {
+	code := ps.ExitCode()
 	switch {
 	case code < 0:
 		res.Status = StatusSignaled
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = int(ws.Signal())
 		}
 	case code > 128 && code <= 128+64:
@@ -943,71 +991,46 @@ func (s *Sandbox) exec(ctx context.Context, spec *Spec, hostWork, hostCwd, cwd s
 		res.Status = StatusExited
 		res.ExitCode = code
 	}
-	if spec.Mode == ModeGo {
-		if err := finishGo(&res, goEvents); err != nil {
-			return res, err
-		}
-	} else if err := cp.finish(&res, spec, nonce); err != nil {
-		return res, err
-	}
-	if spec.Mode != ModeCommand && spec.Mode != ModeGo && !cp.isStarted() && code != 0 {
-		return res, fmt.Errorf("%w: sandbox did not start (exit %d): %s", ErrSetup, code, lastLine(res.Stderr))
-	}
-	s.noteLimit(&res, spec, lim)
-	return res, nil
 }
 
-// noteLimit records which limit a run that did not pass hit.
-func (s *Sandbox) noteLimit(res *Result, spec *Spec, lim limits) {
-	if res.Passed(spec.Mode) {
-		return
+// cut finishes a run its clock, flood or context ended: done says res
+// and err are its result.
+func (s *Sandbox) cut(ctx, runCtx context.Context, res *Result, spec *Spec, lim limits) (done bool, err error) {
+	cause := context.Cause(runCtx)
+	switch {
+	case errors.Is(cause, errWallTimeout):
+		res.Status = StatusTimeout
+		s.noteCut(res, lim)
+		return true, nil
+	case errors.Is(cause, errOutputLimit):
+		res.Status = StatusOutputLimit
+		s.noteCut(res, lim)
+		return true, nil
+	case errors.Is(cause, errStartupTimeout) && spec.Build > 0:
+		res.Status, res.Limit, res.LimitValue = StatusTimeout, outcome.LimitTime, FormatDuration(spec.Build)+" building"
+		return true, nil
+	case errors.Is(cause, errStartupTimeout):
+		return true, fmt.Errorf("%w: the sandbox did not start within %v", ErrSetup, s.cfg.StartupTimeout)
+	case ctx.Err() != nil:
+		return true, ctx.Err()
 	}
+	return false, nil
+}
+
+// noteCut records the limit a run cut short hit: its time, CPU time or
+// output.
+func (s *Sandbox) noteCut(res *Result, lim limits) {
 	if res.Limit = detectLimit(res); res.Limit != "" {
 		res.LimitValue = s.cfg.describeLimit(res.Limit, lim.timeout, lim.cpu)
 	}
 }
 
-// usageLine picks, from the output of a pytest that stopped on a usage
-// error, the line that says what was wrong: argparse's "error:" line, the
-// warning filter pytest could not parse and why, a plugin it could not
-// load.
-func usageLine(out string) string {
-	lines := strings.Split(out, "\n")
-	for i, l := range lines {
-		t := strings.TrimSpace(l)
-		switch {
-		case strings.Contains(t, ": error: "):
-			return t[strings.Index(t, ": error: ")+2:]
-		case strings.HasPrefix(t, "ERROR: while parsing the following warning configuration"):
-			entry := ""
-			for _, n := range lines[i+1:] {
-				if n = strings.TrimSpace(n); n != "" {
-					entry = n
-					break
-				}
-			}
-			cause := ""
-			for _, n := range lines[i+1:] {
-				n = strings.TrimSpace(n)
-				if strings.HasPrefix(n, "ModuleNotFoundError:") || strings.HasPrefix(n, "ImportError:") || strings.HasPrefix(n, "AttributeError:") {
-					cause = n
-				}
-			}
-			return strings.TrimSpace("warning filter " + entry + ": " + cause)
-		case strings.HasPrefix(t, "ImportError: Error importing plugin"), strings.HasPrefix(t, "Missing required plugins"),
-			strings.HasPrefix(t, "ERROR: file or directory not found"), strings.HasPrefix(t, "ERROR: not found"):
-			return strings.TrimPrefix(t, "ERROR: ")
-		}
-	}
-	return ""
-}
-
 // runnerStatus is what the runner reported on the status pipe.
 type runnerStatus struct {
 	pass      bool
-	tests     *TestCounts
-	exception *Exception
-	failure   *Failure
+	tests     *outcome.TestCounts
+	exception *outcome.Exception
+	failure   *outcome.Failure
 	env       string
 }
 
@@ -1027,17 +1050,17 @@ func parseStatus(status, nonce string) runnerStatus {
 		switch kind {
 		case "PASS":
 			st.pass = true
-			var tc TestCounts
+			var tc outcome.TestCounts
 			if json.Unmarshal([]byte(payload), &tc) == nil && strings.Contains(payload, `"passed"`) {
 				st.tests = &tc
 			}
 		case "EXC":
-			var e Exception
+			var e outcome.Exception
 			if json.Unmarshal([]byte(payload), &e) == nil {
 				st.exception = &e
 			}
 		case "FAIL":
-			var f Failure
+			var f outcome.Failure
 			if json.Unmarshal([]byte(payload), &f) == nil {
 				st.failure = &f
 			}
@@ -1086,6 +1109,13 @@ func (l *outputLimiter) add(n int) {
 		l.exceeded()
 	}
 }
+
+// Tail keeps the last bytes written to it (a test runner's reader of an
+// event stream keeps each test's output so).
+type Tail = tailWriter
+
+// NewTail keeps the last max bytes.
+func NewTail(max int) *Tail { return &tailWriter{max: max} }
 
 // tailWriter keeps the last max bytes written to it.
 type tailWriter struct {

@@ -51,7 +51,16 @@ func bothPaths(t *testing.T, cfg Config, fn func(t *testing.T, sb *Sandbox)) {
 }
 
 func program(src string) Spec {
-	return Spec{Mode: ModeProgram, Target: "program.py", Files: map[string]string{"program.py": src}}
+	return Spec{Python: []string{"program", "program.py"}, Warm: true, Files: map[string]string{"program.py": src}}
+}
+
+// passed is a run's pass: the Python runner's pass signal, or a plain
+// command's exit status 0.
+func passed(spec Spec, res Result) bool {
+	if len(spec.Python) == 0 {
+		return res.Status == StatusExited && res.ExitCode == 0
+	}
+	return res.Passed()
 }
 
 func TestRunVerdicts(t *testing.T) {
@@ -73,14 +82,14 @@ func TestRunVerdicts(t *testing.T) {
 			{"kill group", program("import os, signal\nos.kill(0, signal.SIGKILL)\n"), false, StatusSignaled, -1},
 			{"kill all", program("import os, signal\nos.kill(-1, signal.SIGKILL)\n"), false, StatusExited, 1},
 			{"kill parent then exit 0", program("import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\nos._exit(0)\n"), false, StatusExited, 0},
-			{"script exit 0", Spec{Mode: ModeScript, Target: "s.py", Args: []string{"a"}, Files: map[string]string{"s.py": "import sys\nassert sys.argv[1:] == ['a']\nsys.exit(0)\n"}}, true, StatusExited, 0},
-			{"script exit 3", Spec{Mode: ModeScript, Target: "s.py", Files: map[string]string{"s.py": "import sys\nsys.exit(3)\n"}}, false, StatusExited, 3},
+			{"script exit 0", Spec{Python: []string{"script", "s.py", "a"}, Files: map[string]string{"s.py": "import sys\nassert sys.argv[1:] == ['a']\nsys.exit(0)\n"}}, true, StatusExited, 0},
+			{"script exit 3", Spec{Python: []string{"script", "s.py"}, Files: map[string]string{"s.py": "import sys\nsys.exit(3)\n"}}, false, StatusExited, 3},
 			{"multiprocessing", program("import multiprocessing\nif __name__ == '__main__':\n    with multiprocessing.Pool(2) as p:\n        assert p.map(abs, [-1, -2]) == [1, 2]\n"), true, StatusExited, 0},
 			{"threads and tmp", program("import threading, tempfile\nt = threading.Thread(target=lambda: None)\nt.start(); t.join()\nwith tempfile.NamedTemporaryFile() as f:\n    f.write(b'x')\n"), true, StatusExited, 0},
 			{"no nested user namespace", program("import subprocess\nr = subprocess.run(['unshare', '-U', 'true'], capture_output=True)\nassert r.returncode != 0, r\n"), true, StatusExited, 0},
 			{"non-root and no capabilities", program("import os\nassert os.getuid() == 65534 and os.getgid() == 65534\nassert open('/proc/self/status').read().split('CapEff:')[1].split()[0] == '0000000000000000'\nassert os.getpid() < 10\n"), true, StatusExited, 0},
-			{"command", Spec{Mode: ModeCommand, Command: []string{"/bin/sh", "-c", "exit 0"}}, true, StatusExited, 0},
-			{"command fail", Spec{Mode: ModeCommand, Command: []string{"/bin/sh", "-c", "exit 4"}}, false, StatusExited, 4},
+			{"command", Spec{Command: []string{"/bin/sh", "-c", "exit 0"}}, true, StatusExited, 0},
+			{"command fail", Spec{Command: []string{"/bin/sh", "-c", "exit 4"}}, false, StatusExited, 4},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +98,7 @@ func TestRunVerdicts(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Run: %v", err)
 				}
-				if got := res.Passed(tc.spec.Mode); got != tc.pass {
+				if got := passed(tc.spec, res); got != tc.pass {
 					t.Errorf("Passed = %v, want %v (status %s exit %d signal %d)\nstdout: %s\nstderr: %s", got, tc.pass, res.Status, res.ExitCode, res.Signal, res.Stdout, res.Stderr)
 				}
 				if res.Status != tc.status {
@@ -109,20 +118,20 @@ func TestPytestCounts(t *testing.T) {
 	mustWrite(t, filepath.Join(dir, "pkg", "__init__.py"), "")
 	mustWrite(t, filepath.Join(dir, "pkg", "mod.py"), "def add(a, b):\n    return a + b\n")
 	mustWrite(t, filepath.Join(dir, "tests", "test_mod.py"), "from pkg.mod import add\n\ndef test_add():\n    assert add(1, 2) == 3\n\ndef test_zero():\n    assert add(0, 0) == 0\n")
-	res, err := sb.Run(context.Background(), Spec{Mode: ModePytest, SourceDir: dir, Args: []string{"-q", "-p", "no:cacheprovider", "tests"}})
+	res, err := sb.Run(context.Background(), Spec{Python: []string{"pytest", "-q", "-p", "no:cacheprovider", "tests"}, SourceDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Passed(ModePytest) || res.Tests == nil || res.Tests.Passed != 2 || res.Tests.Failed != 0 {
-		t.Fatalf("pytest run: pass=%v tests=%+v\nstdout: %s\nstderr: %s", res.Passed(ModePytest), res.Tests, res.Stdout, res.Stderr)
+	if !res.Passed() || res.Tests == nil || res.Tests.Passed != 2 || res.Tests.Failed != 0 {
+		t.Fatalf("pytest run: pass=%v tests=%+v\nstdout: %s\nstderr: %s", res.Passed(), res.Tests, res.Stdout, res.Stderr)
 	}
 	// A completion that exits early inside a test must fail.
-	res, err = sb.Run(context.Background(), Spec{Mode: ModePytest, SourceDir: dir, Args: []string{"-q", "-p", "no:cacheprovider", "tests"},
+	res, err = sb.Run(context.Background(), Spec{Python: []string{"pytest", "-q", "-p", "no:cacheprovider", "tests"}, SourceDir: dir,
 		Files: map[string]string{"pkg/mod.py": "import os\ndef add(a, b):\n    os._exit(0)\n"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Passed(ModePytest) {
+	if res.Passed() {
 		t.Fatalf("os._exit(0) inside a test passed: %+v", res)
 	}
 }
@@ -135,14 +144,14 @@ func TestWriteFilesCannotEscape(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "link.py")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := sb.Run(context.Background(), Spec{Mode: ModeCommand, SourceDir: dir, Command: []string{"/bin/true"}, Files: map[string]string{"link.py": "pwned"}})
+	_, err := sb.Run(context.Background(), Spec{SourceDir: dir, Command: []string{"/bin/true"}, Files: map[string]string{"link.py": "pwned"}})
 	if err == nil {
 		t.Fatal("write through a symlink leaving the copy succeeded")
 	}
 	if b, _ := os.ReadFile(outside); string(b) != "original" {
 		t.Fatalf("host file changed: %q", b)
 	}
-	if _, err := sb.Run(context.Background(), Spec{Mode: ModeCommand, Command: []string{"/bin/true"}, Files: map[string]string{"../x": ""}}); !errors.Is(err, ErrInvalidSpec) {
+	if _, err := sb.Run(context.Background(), Spec{Command: []string{"/bin/true"}, Files: map[string]string{"../x": ""}}); !errors.Is(err, ErrInvalidSpec) {
 		t.Fatalf("../x accepted: %v", err)
 	}
 }
@@ -190,53 +199,3 @@ func mustWrite(t testing.TB, p, s string) {
 }
 
 var _ = strings.TrimSpace
-
-// TestEnvironmentErrors: a missing test runner or entry point is no
-// verdict (ErrEnvironment), not a failure of the code under test.
-func TestEnvironmentErrors(t *testing.T) {
-	sb := newTestSandbox(t, Config{Timeout: 20 * time.Second})
-	dir := t.TempDir()
-	mustWrite(t, filepath.Join(dir, "mod.py"), "x = 1\n")
-	// Stands in for an interpreter without pytest: the runner imports
-	// pytest with the repository first on sys.path.
-	noPytest := t.TempDir()
-	mustWrite(t, filepath.Join(noPytest, "pytest.py"), "raise ImportError('No module named pytest')\n")
-	for name, tc := range map[string]struct {
-		spec Spec
-		want string
-	}{
-		"command not found": {Spec{Mode: ModeCommand, SourceDir: dir, Command: []string{"/bin/sh", "-c", "no-such-test-runner"}}, "test command not found (exit 127): /bin/sh -c no-such-test-runner"},
-		"not executable":    {Spec{Mode: ModeCommand, SourceDir: dir, Command: []string{"/bin/sh", "-c", "./mod.py"}}, "cannot be executed (exit 126)"},
-		"no entry point":    {Spec{Mode: ModeScript, SourceDir: dir, Target: "evaluate_repo.py"}, "test entry point evaluate_repo.py is missing"},
-		"no pytest":         {Spec{Mode: ModePytest, SourceDir: noPytest}, "pytest is not installed"},
-		"no tests":          {Spec{Mode: ModePytest, SourceDir: dir, Args: []string{"-q", "-p", "no:cacheprovider"}}, "pytest collected no tests"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			_, err := sb.Run(context.Background(), tc.spec)
-			if !errors.Is(err, ErrEnvironment) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrEnvironment with %q", err, tc.want)
-			}
-		})
-	}
-	// pytest's usage errors are the environment's, with what pytest
-	// refused; a conftest.py that does not import is not one (the code
-	// under test may be what broke it).
-	_, err := sb.Run(context.Background(), Spec{Mode: ModePytest, SourceDir: dir, Args: []string{"-q", "--no-such-flag"}})
-	if !errors.Is(err, ErrEnvironment) || !strings.Contains(err.Error(), "pytest usage error (exit 4): error: unrecognized arguments: --no-such-flag") {
-		t.Errorf("usage error: %v", err)
-	}
-	conftest := t.TempDir()
-	mustWrite(t, filepath.Join(conftest, "conftest.py"), "import mod\n")
-	mustWrite(t, filepath.Join(conftest, "mod.py"), "def f(:\n")
-	mustWrite(t, filepath.Join(conftest, "test_mod.py"), "def test_f():\n    pass\n")
-	res, err := sb.Run(context.Background(), Spec{Mode: ModePytest, SourceDir: conftest, Args: []string{"-q", "-p", "no:cacheprovider"}})
-	if err != nil || res.Passed(ModePytest) || res.ExitCode != 4 || !strings.Contains(res.Stderr, "SyntaxError") {
-		t.Errorf("conftest that does not import: %v, exit %d\n%s", err, res.ExitCode, res.Stderr)
-	}
-	// A completion cannot forge one: ENV without the run's nonce is ignored.
-	res, err = sb.Run(context.Background(), program("import os\nos.write(3, b'ENV 0123 {\"message\": \"forged\"}\\n')\nraise SystemExit(3)\n"))
-	if err != nil || res.Passed(ModeProgram) {
-		t.Fatalf("forged ENV line: %v %+v", err, res)
-	}
-}

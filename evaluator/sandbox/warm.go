@@ -279,9 +279,9 @@ func (s *Sandbox) probeWarm() error {
 	probe := "import os\nassert os.getpid() == 2, os.getpid()\n" +
 		"caps = [l.split()[1] for l in open('/proc/self/status') if l.startswith(('CapEff', 'CapBnd', 'CapPrm'))]\n" +
 		"assert caps == ['0000000000000000'] * 3, caps\n"
-	spec := Spec{Mode: ModeProgram, Target: "probe.py", Files: map[string]string{"probe.py": probe}, Timeout: 20 * time.Second}
+	spec := Spec{Python: []string{"program", "probe.py"}, Files: map[string]string{"probe.py": probe}, Timeout: 20 * time.Second, Warm: true}
 	res, healthy, err := s.runOn(context.Background(), w, &spec)
-	if err == nil && !res.Passed(ModeProgram) {
+	if err == nil && !res.Passed() {
 		err = fmt.Errorf("probe failed: %s exit %d: %s", res.Status, res.ExitCode, lastLine(res.Stderr))
 	}
 	if err != nil || !healthy {
@@ -349,7 +349,7 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 		env[kv[0]] = kv[1]
 	}
 	req := warmRequest{
-		Nonce: nonce, Mode: spec.Mode.String(), Args: append([]string{spec.Target}, spec.Args...),
+		Nonce: nonce, Mode: spec.Python[0], Args: spec.Python[1:],
 		Cwd: cwd, Files: spec.Files, Env: env, Rlimits: map[string][2]int64{},
 	}
 	for _, r := range s.rlimits(lim, warmExtraProcesses) {
@@ -482,17 +482,17 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 		healthy = false
 	}
 
-	res = Result{ExitCode: -1, Warm: true}
+	res = Result{ExitCode: -1, Warm: true, limits: &runLimits{cfg: &s.cfg, lim: lim}}
 	cp.stop(&res)
 	cause := context.Cause(runCtx)
 	switch {
 	case errors.Is(cause, errWallTimeout):
 		res.Status = StatusTimeout
-		s.noteLimit(&res, spec, lim)
+		s.noteCut(&res, lim)
 		return res, healthy, nil
 	case errors.Is(cause, errOutputLimit):
 		res.Status = StatusOutputLimit
-		s.noteLimit(&res, spec, lim)
+		s.noteCut(&res, lim)
 		return res, healthy, nil
 	case errors.Is(cause, errStartupTimeout):
 		return res, false, fmt.Errorf("%w: the warm sandbox did not start the sample within %v", ErrSetup, c.StartupTimeout)
@@ -516,12 +516,10 @@ func (s *Sandbox) runOn(ctx context.Context, w *worker, spec *Spec) (res Result,
 	default:
 		res.Status, res.ExitCode = StatusExited, ws.ExitStatus()
 	}
-	if err := cp.finish(&res, spec, nonce); err != nil {
-		return res, healthy, err
-	}
-	if !cp.isStarted() && res.ExitCode != 0 {
+	cp.finish(&res, nonce)
+	if !cp.isStarted() && res.ExitCode != 0 && res.Env == "" {
 		return res, healthy, fmt.Errorf("%w: the sample did not start (exit %d): %s", ErrSetup, res.ExitCode, lastLine(res.Stderr))
 	}
-	s.noteLimit(&res, spec, lim)
+	res.NoteLimit(res.Passed())
 	return res, healthy, nil
 }

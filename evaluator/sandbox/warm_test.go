@@ -49,8 +49,8 @@ time.sleep(0.2)
 check()
 `
 	for i, src := range []string{first, second} {
-		res, err := sb.Run(context.Background(), Spec{Mode: ModeProgram, Target: "p.py", Files: map[string]string{"p.py": src}})
-		if err != nil || !res.Passed(ModeProgram) || !res.Warm {
+		res, err := sb.Run(context.Background(), Spec{Python: []string{"program", "p.py"}, Warm: true, Files: map[string]string{"p.py": src}})
+		if err != nil || !res.Passed() || !res.Warm {
 			t.Fatalf("sample %d: %v warm=%v %s %s", i, err, res.Warm, res.Status, res.Stderr)
 		}
 	}
@@ -78,7 +78,7 @@ func TestStartupNotCharged(t *testing.T) {
 	bothPaths(t, Config{PythonPath: slow, ReadOnlyPaths: []string{dir}, Timeout: time.Second}, func(t *testing.T, sb *Sandbox) {
 		spec := program("import time\ntime.sleep(0.3)\n")
 		res, err := sb.Run(context.Background(), spec)
-		if err != nil || !res.Passed(ModeProgram) {
+		if err != nil || !res.Passed() {
 			t.Fatalf("%v %s %s", err, res.Status, res.Stderr)
 		}
 		if res.Duration < 300*time.Millisecond || res.Duration > time.Second {
@@ -110,7 +110,7 @@ func TestWarmConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			res, err := sb.Run(context.Background(), program(fmt.Sprintf("import os\nassert os.getpid() == 2\nprint(%d)\n", i)))
-			if err != nil || !res.Passed(ModeProgram) || res.Stdout != fmt.Sprintf("%d\n", i) {
+			if err != nil || !res.Passed() || res.Stdout != fmt.Sprintf("%d\n", i) {
 				bad.Add(1)
 				t.Errorf("run %d: %v %s %q %s", i, err, res.Status, res.Stdout, res.Stderr)
 			}

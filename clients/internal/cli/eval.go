@@ -20,6 +20,7 @@ import (
 	"github.com/infill-dev/infill/evaluator"
 	"github.com/infill-dev/infill/evaluator/dataset"
 	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/internal/evalwire"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
 
@@ -814,7 +815,7 @@ func (r *evalRun) local(ctx context.Context, src evalSource) error {
 		if res == nil {
 			continue // the summary: scores are computed from the results file
 		}
-		if err := gr.add(resultFromProto(res)); err != nil {
+		if err := gr.add(evalwire.ResultOf(res)); err != nil {
 			return err
 		}
 	}
@@ -853,7 +854,7 @@ func (r *evalRun) inProcess(ctx context.Context, src evalSource, workers int) er
 		return err
 	}
 	defer sb.Close()
-	runner, err := evaluator.NewRunner(evaluator.Config{Workers: workers, FullErrors: true}, sb, nil, nil)
+	runner, err := evaluator.NewRunner(evaluator.Config{Workers: workers, FullErrors: true, Toolchains: r.f.sandbox.toolchains()}, sb, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -941,7 +942,7 @@ func (r *evalRun) serverSide(ctx context.Context, name string) error {
 		}
 		switch e := m.GetEvent().(type) {
 		case *infillv1.RunBenchmarkResponse_Result:
-			res := resultFromProto(e.Result)
+			res := evalwire.ResultOf(e.Result)
 			if res.Verdict != evaluator.VerdictError {
 				r.count(&res) // the pass rate of what this run sees
 			}

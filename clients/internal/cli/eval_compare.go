@@ -135,7 +135,7 @@ func runCompare(cmd *cobra.Command, env *Env, f *compareFlags) error {
 	defer sb.Close()
 	ways := [2]*evaluator.Runner{}
 	for i, all := range []bool{false, true} {
-		ways[i], err = evaluator.NewRunner(evaluator.Config{Workers: 1, FullErrors: true, AllTests: all}, sb, nil, nil)
+		ways[i], err = evaluator.NewRunner(evaluator.Config{Workers: 1, FullErrors: true, AllTests: all, Toolchains: f.run.sandbox.toolchains()}, sb, nil, nil)
 		if err != nil {
 			return err
 		}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/infill-dev/infill/evaluator"
-	"github.com/infill-dev/infill/evaluator/sandbox"
+	"github.com/infill-dev/infill/evaluator/outcome"
 )
 
 func TestTestsRun(t *testing.T) {
@@ -15,7 +15,7 @@ func TestTestsRun(t *testing.T) {
 		r    evaluator.Result
 		want int
 	}{
-		{evaluator.Result{Tests: &sandbox.TestCounts{Passed: 4, Skipped: 2}}, 4},
+		{evaluator.Result{Tests: &outcome.TestCounts{Passed: 4, Skipped: 2}}, 4},
 		{evaluator.Result{StdoutTail: "FAILED tests/t.py::x - TypeError\n3 failed, 733 passed in 39.82s\n"}, 736},
 		{evaluator.Result{StdoutTail: "!!! Interrupted: 2 errors during collection !!!\n2 errors in 3.07s\n"}, 2},
 		{evaluator.Result{StdoutTail: "3 failed, 142 deselected in 1.23s\n"}, 3},
@@ -34,7 +34,7 @@ func TestTestsRun(t *testing.T) {
 func TestWriteComparison(t *testing.T) {
 	t.Parallel()
 	pass := func(n int) evaluator.Result {
-		return evaluator.Result{Verdict: evaluator.VerdictPassed, Tests: &sandbox.TestCounts{Passed: n}, ExecDuration: time.Duration(n) * time.Second}
+		return evaluator.Result{Verdict: evaluator.VerdictPassed, Tests: &outcome.TestCounts{Passed: n}, ExecDuration: time.Duration(n) * time.Second}
 	}
 	results := []comparison{
 		{TaskID: "a", Level: evaluator.LevelStatement, Completion: "reference", Selected: pass(2), Whole: pass(20), SelectedWall: 2 * time.Second, WholeWall: 8 * time.Second},

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/infill-dev/infill/evaluator"
+	"github.com/infill-dev/infill/internal/evalwire"
 	infillv1 "github.com/infill-dev/infill/proto/infill/v1"
 )
 
@@ -277,7 +278,7 @@ func (s *spreadServer) serve(ctx context.Context, q *workQueue, request func(*ev
 		if pr == nil {
 			continue // the summary: scores are computed from the results file
 		}
-		res := resultFromProto(pr)
+		res := evalwire.ResultOf(pr)
 		done, ok := s.back(res)
 		if !ok {
 			return runError{status.Errorf(codes.Internal, "server %s sent a result for a task not sent to it (%s/%s #%d)",

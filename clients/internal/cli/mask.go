@@ -22,16 +22,14 @@ import (
 )
 
 type maskFlags struct {
-	out           string
-	seed          uint64
-	perLevel      int
-	levels        string
-	requireFail   bool
-	pytest        string
-	script        string
-	command       string
-	nodeTest      string
-	vitest        string
+	out         string
+	seed        uint64
+	perLevel    int
+	levels      string
+	requireFail bool
+	// tests are the test runners' flags' values (evaluator.TestFlags),
+	// by name.
+	tests         map[string]*string
 	selectNode    bool
 	timeout       time.Duration
 	noCheck       bool
@@ -123,12 +121,13 @@ repository relative to FILE's directory.`,
 	fl.IntVar(&f.perLevel, "per-level", 5, "samples wanted per level")
 	fl.StringVar(&f.levels, "levels", "", "comma-separated levels (default all: "+levelList()+")")
 	fl.BoolVar(&f.requireFail, "require-empty-fails", true, "keep only spans whose removal makes the tests fail")
-	fl.StringVar(&f.pytest, "pytest", "", "run pytest with these space-separated `ARGS` as the tests")
-	fl.StringVar(&f.script, "script", "", "run this Python `FILE` (relative to REPO) as the tests, like evaluate_repo.py")
-	fl.StringVar(&f.command, "test-command", "", "run this space-separated `COMMAND` as the tests (exit status 0 is the only pass signal: weak)")
-	fl.StringVar(&f.nodeTest, "node-test", "", "JavaScript/TypeScript: run node's built-in test runner with these space-separated `ARGS`: node options (--import tsx), then test files")
-	fl.StringVar(&f.vitest, "vitest", "", "JavaScript/TypeScript: run the repository's vitest (from its node_modules); --vitest=\"ARGS\" adds these space-separated `ARGS` (options, test files)")
-	fl.Lookup("vitest").NoOptDefVal = " "
+	f.tests = map[string]*string{}
+	for _, tf := range evaluator.TestFlags() {
+		f.tests[tf.Name] = fl.String(tf.Name, "", tf.Usage)
+		if tf.NoValue != "" {
+			fl.Lookup(tf.Name).NoOptDefVal = tf.NoValue
+		}
+	}
 	fl.BoolVar(&f.selectNode, "node-select-tests", false, "JavaScript with node's test runner: record with each sample the test files that execute its span (V8 coverage on the unmodified code), so that grading runs only those")
 	fl.IntVar(&f.expectedTests, "expected-tests", 0, "with --pytest: tests that must pass (default: as many as pass unmodified)")
 	fl.DurationVar(&f.timeout, "sample-timeout", 60*time.Second, "limit of one test run's own time (start-up not included); written into the records")
@@ -199,10 +198,10 @@ func runMask(cmd *cobra.Command, env *Env, f *maskFlags, repo string) error {
 			return serr
 		}
 		defer sb.Close()
-		if err := prepareGo(ctx, env, absRepo, opts, cfg); err != nil {
+		if err := prepare(ctx, env, absRepo, opts, f.sandbox.toolchains()); err != nil {
 			return err
 		}
-		runner, rerr := evaluator.NewRunner(evaluator.Config{Workers: 1, FullErrors: true}, sb, nil, zap.NewNop())
+		runner, rerr := evaluator.NewRunner(evaluator.Config{Workers: 1, FullErrors: true, Toolchains: f.sandbox.toolchains()}, sb, nil, zap.NewNop())
 		if rerr != nil {
 			return rerr
 		}
@@ -248,7 +247,7 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 	o := masking.Options{
 		Seed: f.seed, PerLevel: f.perLevel, RequireEmptyFails: f.requireFail && !f.noCheck,
 		Timeout: f.timeout, Benchmark: f.benchmark, MinMiddle: f.minMiddle, MaxMiddle: f.maxMiddle,
-		MaxAttempts: f.maxAttempts, Language: f.language, SelectNodeTests: f.selectNode, TraceTimeout: f.traceTimeout,
+		MaxAttempts: f.maxAttempts, Language: f.language, SelectOptIn: f.selectNode, TraceTimeout: f.traceTimeout,
 	}
 	if f.python != "" {
 		p, err := filepath.Abs(f.python)
@@ -273,29 +272,36 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 		}
 		o.Levels = append(o.Levels, evaluator.Level(l))
 	}
-	tests := 0
-	for _, s := range []string{f.pytest, f.script, f.command, f.nodeTest, f.vitest} {
-		if s != "" {
-			tests++
+	var given, names, counting []string
+	var chosen *evaluator.TestFlag
+	for _, tf := range evaluator.TestFlags() {
+		names = append(names, "--"+tf.Name)
+		if tf.Expected {
+			counting = append(counting, "--"+tf.Name)
+		}
+		if v := *f.tests[tf.Name]; v != "" {
+			given = append(given, v)
+			chosen = &tf
 		}
 	}
-	if tests > 1 {
-		return o, errors.New("give at most one of --pytest, --script, --test-command, --node-test and --vitest")
-	}
 	switch {
-	case f.pytest != "":
-		o.Test = &evaluator.TestSpec{Kind: evaluator.TestPytest, Args: strings.Fields(f.pytest), ExpectedTests: f.expectedTests}
-	case f.script != "":
-		o.Test = &evaluator.TestSpec{Kind: evaluator.TestScript, Script: f.script}
-	case f.command != "":
-		o.Test = &evaluator.TestSpec{Kind: evaluator.TestCommand, Command: strings.Fields(f.command)}
-	case f.nodeTest != "" || f.vitest != "":
-		o.Test = nodeTestSpec(f.nodeTest, f.vitest, f.expectedTests)
-	}
-	if f.expectedTests != 0 && f.pytest == "" && f.nodeTest == "" && f.vitest == "" {
-		return o, errors.New("--expected-tests goes with --pytest, --node-test or --vitest")
+	case len(given) > 1:
+		return o, fmt.Errorf("give at most one of %s", wordList(names, "and"))
+	case f.expectedTests != 0 && (chosen == nil || !chosen.Expected):
+		return o, fmt.Errorf("--expected-tests goes with %s", wordList(counting, "or"))
+	case chosen != nil:
+		t := chosen.Spec(given[0], f.expectedTests)
+		o.Test = &t
 	}
 	return o, nil
+}
+
+// wordList words names as "--a, --b and --c" (word: "and", "or").
+func wordList(names []string, word string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + word + " " + names[len(names)-1]
 }
 
 // writeMaskStats prints per level how many spans were found and kept.
@@ -375,27 +381,17 @@ func withPython(o masking.Options, repo string) string {
 	return ", with " + p
 }
 
-// prepareGo fetches a Go repository's modules on the host before any
-// sandbox (the sandbox has no network): go mod download into the module
-// cache the sandbox binds.
-func prepareGo(ctx context.Context, env *Env, repo string, o masking.Options, cfg sandbox.Config) error {
-	lang := o.Language
-	if lang == "" {
-		l, err := masking.DetectLanguage(repo)
-		if err != nil {
-			return nil // Build says why
-		}
-		lang = l.Name
-	}
-	if lang != "go" {
-		return nil
-	}
-	mods, err := masking.PrepareGo(ctx, repo, cfg.GoModCache)
+// prepare makes what the repository's tests need on the host before any
+// sandbox (the sandbox has no network): its test runner's preparation (Go:
+// go mod download into the module cache the sandbox binds).
+func prepare(ctx context.Context, env *Env, repo string, o masking.Options, tc evaluator.Toolchains) error {
+	notes, err := masking.Prepare(ctx, repo, o, tc)
 	if err != nil {
-		return hintError{err, "eval mask fetches a Go repository's modules before the sandbox, which has no network: the module proxy must be reachable from here, or the modules vendored (go mod vendor)"}
+		return hintError{err, "eval mask prepares a repository's dependencies before the sandbox, which has no network: " +
+			"for Go the module proxy must be reachable from here, or the modules vendored (go mod vendor)"}
 	}
-	if len(mods) > 0 {
-		fmt.Fprintf(env.Stderr, "go mod download: fetched the modules of %s\n", strings.Join(mods, ", "))
+	for _, n := range notes {
+		fmt.Fprintln(env.Stderr, n)
 	}
 	return nil
 }

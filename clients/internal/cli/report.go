@@ -34,7 +34,7 @@ func newEvalReportCmd(env *Env) *cobra.Command {
 		Use:   "report RESULTS.jsonl...",
 		Short: "Score results files: a table, and an HTML page with charts",
 		Long: `report reads results files written by 'infill eval run' (or the server's
-RunBenchmark journals, or infill-eval) and prints pass@k, exact match, edit
+RunBenchmark journals, or eval grade) and prints pass@k, exact match, edit
 similarity, latency and verdicts by benchmark and by level. The numbers are
 computed as the server computes them (evaluator/metrics).
 

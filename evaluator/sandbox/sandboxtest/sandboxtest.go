@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -33,11 +34,17 @@ func SharedTempDir(t testing.TB) string {
 // fails under CI=true.
 func MakeVenv(t testing.TB, dir, pkg string, systemSite bool) string {
 	t.Helper()
+	return MakeVenvWith(t, "/usr/bin/python3", dir, pkg, systemSite)
+}
+
+// MakeVenvWith is MakeVenv with the interpreter python.
+func MakeVenvWith(t testing.TB, python, dir, pkg string, systemSite bool) string {
+	t.Helper()
 	args := []string{"-m", "venv", "--without-pip"}
 	if systemSite {
 		args = append(args, "--system-site-packages")
 	}
-	out, err := exec.Command("/usr/bin/python3", append(args, dir)...).CombinedOutput()
+	out, err := exec.Command(python, append(args, dir)...).CombinedOutput()
 	if err != nil {
 		msg := "python3 -m venv: " + err.Error() + ": " + string(out) + " (Debian package python3-venv)"
 		if os.Getenv("CI") == "true" {
@@ -70,4 +77,38 @@ func WriteFiles(t testing.TB, dir string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// ForeignPython is a Python 3 installed outside /usr, as pyenv installs
+// one in root's home: $INFILL_FOREIGN_PYTHON, else the python3 on PATH
+// when its installation is not Debian's (a pyenv shim's), else a pyenv
+// version under $HOME/.pyenv. It returns the interpreter and its
+// installation's prefix; without one it skips (under CI=true too: not
+// every machine has one).
+func ForeignPython(t testing.TB) (python, prefix string) {
+	t.Helper()
+	var cands []string
+	if p := os.Getenv("INFILL_FOREIGN_PYTHON"); p != "" {
+		cands = append(cands, p)
+	}
+	if p, err := exec.LookPath("python3"); err == nil {
+		cands = append(cands, p)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		m, _ := filepath.Glob(filepath.Join(home, ".pyenv", "versions", "3.1[1-9]*", "bin", "python3"))
+		cands = append(cands, m...)
+	}
+	for _, c := range cands {
+		out, err := exec.Command(c, "-c", "import sys; print(sys.base_prefix)").Output()
+		if err != nil {
+			continue
+		}
+		prefix := strings.TrimSpace(string(out))
+		if prefix == "" || prefix == "/usr" || strings.HasPrefix(prefix, "/usr/") {
+			continue
+		}
+		return filepath.Join(prefix, "bin", "python3"), prefix
+	}
+	t.Skip("no Python 3 installed outside /usr here (pyenv's): set INFILL_FOREIGN_PYTHON")
+	return "", ""
 }

@@ -140,10 +140,10 @@ func run(args []string) error {
 	sizeFlag("sandbox-address-space", &sbCfg.AddressSpaceBytes, "address space per process of a sample (RLIMIT_AS), a backstop for shared memory (default 4 × --sandbox-memory)")
 	sizeFlag("sandbox-file-size", &sbCfg.FileSizeBytes, "largest file a sample may write (default "+sandbox.FormatBytes(sandbox.DefaultFileSizeBytes)+")")
 	fs.IntVar(&sbCfg.Processes, "sandbox-processes", sandbox.DefaultProcesses, "processes and threads a sample may have at once")
-	fs.StringVar(&sbCfg.NodePath, "sandbox-node", sandbox.DefaultNodePath, "node that runs JavaScript/TypeScript repositories' tests (under /usr, or bound read-only)")
-	fs.StringVar(&sbCfg.GoRoot, "sandbox-go-root", "", "GOROOT of the Go toolchain Go repositories' tests run with, bound read-only (default: go env GOROOT of the go on PATH, asked at the first Go sample)")
-	fs.StringVar(&sbCfg.GoModCache, "sandbox-go-modcache", "", "module cache Go repositories build against, bound read-only; it must hold their modules (eval mask fetches them) and be readable by the sandbox's user (default: go env GOMODCACHE)")
-	fs.DurationVar(&sbCfg.GoBuildTimeout, "sandbox-go-build-timeout", sandbox.DefaultGoBuildTimeout, "limit of a Go sample's build (compiling, go vet's checks) before its tests start; a fresh build cache compiles the standard library's test packages once")
+	fs.StringVar(&cfg.Eval.Toolchains.Node, "sandbox-node", evaluator.DefaultNodePath, "node that runs JavaScript/TypeScript repositories' tests (outside /usr: bound read-only with its installation)")
+	fs.StringVar(&cfg.Eval.Toolchains.GoRoot, "sandbox-go-root", "", "GOROOT of the Go toolchain Go repositories' tests run with, bound read-only (default: go env GOROOT of the go on PATH, asked at the first Go sample)")
+	fs.StringVar(&cfg.Eval.Toolchains.GoModCache, "sandbox-go-modcache", "", "module cache Go repositories build against, bound read-only; it must hold their modules (eval mask fetches them) and be readable by the sandbox's user (default: go env GOMODCACHE)")
+	fs.DurationVar(&cfg.Eval.Toolchains.GoBuildTimeout, "sandbox-go-build-timeout", evaluator.DefaultGoBuildTimeout, "limit of a Go sample's build (compiling, go vet's checks) before its tests start; a fresh build cache compiles the standard library's test packages once")
 	fs.Func("eval-python", "`DIR=PYTHON`: repositories under DIR run their tests with the interpreter PYTHON (a virtual environment's bin/python selects it); repeatable. Without one, a repository's own .venv/ or venv/, else python3", func(v string) error {
 		dir, py, ok := strings.Cut(v, "=")
 		if !ok || !filepath.IsAbs(dir) || !filepath.IsAbs(py) {

@@ -1,4 +1,4 @@
-package masking
+package evaluator
 
 import (
 	"os"
@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/infill-dev/infill/evaluator"
 )
 
 func writeConfig(t *testing.T, files map[string]string) string {
@@ -93,16 +91,16 @@ func TestFixPytest(t *testing.T) {
 	repo := writeConfig(t, map[string]string{"src/pkg/__init__.py": "", "lib/other.py": ""})
 	cfg := pytestConfig{File: "pytest.ini", Addopts: []string{"-ra", "--cov", "pkg", "--cov-report=xml", "-p", "pytest_mock", "--strict-markers"},
 		Filterwarnings: []string{"error", "error::coverage.exceptions.CoverageWarning", "ignore::UserWarning"}, Pythonpath: []string{"tests"}}
-	base := evaluator.TestSpec{Kind: evaluator.TestPytest, Args: []string{"-q"}}
+	base := TestSpec{Kind: TestPytest, Args: []string{"-q"}}
 	for name, c := range map[string]struct {
-		test     evaluator.TestSpec
+		test     TestSpec
 		output   string
 		wantArgs []string
 		wantNote string
 	}{
 		"plugin options": {base, "ERROR: usage: __main__.py [options] [file_or_dir] [file_or_dir] [...]\n__main__.py: error: unrecognized arguments: --cov --cov-report=xml\n",
 			[]string{"-q", "-o", "addopts=-ra -p pytest_mock --strict-markers"}, "dropped --cov pkg --cov-report=xml from the addopts of pytest.ini (pytest-cov is not installed)"},
-		"after an earlier override": {evaluator.TestSpec{Kind: evaluator.TestPytest, Args: []string{"-q", "-o", "addopts=-ra -p pytest_mock"}},
+		"after an earlier override": {TestSpec{Kind: TestPytest, Args: []string{"-q", "-o", "addopts=-ra -p pytest_mock"}},
 			"ImportError: Error importing plugin \"pytest_mock\": No module named 'pytest_mock'\n",
 			[]string{"-q", "-o", "addopts=-ra"}, "dropped -p pytest_mock from the addopts of pytest.ini"},
 		"warning filter": {base, "ERROR: while parsing the following warning configuration:\n\n  error::coverage.exceptions.CoverageWarning\n\nThis error occurred:\n\nTraceback (most recent call last):\nModuleNotFoundError: No module named 'coverage'\n",
@@ -110,12 +108,12 @@ func TestFixPytest(t *testing.T) {
 		"required plugins": {base, "Missing required plugins: pytest-cov\n", []string{"-q", "-o", "required_plugins="}, "ignored required_plugins of pytest.ini"},
 		"own package under src": {base, "E   ModuleNotFoundError: No module named 'pkg.sub'\n",
 			[]string{"-q", "-o", "pythonpath=tests src"}, "added src to pytest's pythonpath: the tests import pkg"},
-		"options of the command itself":         {evaluator.TestSpec{Kind: evaluator.TestPytest, Args: []string{"--typo"}}, "error: unrecognized arguments: --typo\n", nil, ""},
+		"options of the command itself":         {TestSpec{Kind: TestPytest, Args: []string{"--typo"}}, "error: unrecognized arguments: --typo\n", nil, ""},
 		"a module that is not the repository's": {base, "E   ModuleNotFoundError: No module named 'yaml'\n", nil, ""},
 		"a test failure":                        {base, "FAILED tests/test_x.py::test_y - assert 1 == 2\n", nil, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res := &evaluator.Result{StderrTail: c.output}
+			res := &Result{StderrTail: c.output}
 			got, note, ok := fixPytest(repo, cfg, c.test, res)
 			if ok != (c.wantArgs != nil) {
 				t.Fatalf("fixed %v (%q, %q)", ok, got.Args, note)

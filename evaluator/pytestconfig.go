@@ -1,4 +1,4 @@
-package masking
+package evaluator
 
 import (
 	"bufio"

@@ -1,3 +1,0 @@
-module example.com/gorepo
-
-go 1.22
