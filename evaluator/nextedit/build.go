@@ -419,10 +419,10 @@ func (b *builder) sample(c commit, hunks []*hunk, i int, parent string) (*sample
 		if len(ref)-tail < region.Start || !strings.HasPrefix(ref, work[:region.Start]) || !strings.HasSuffix(ref, work[region.End:]) {
 			continue
 		}
-		if cur.at < region.Start || cur.at > region.End {
-			continue
-		}
-		return b.record(c, hunks, i, work, region, ref[region.Start:len(ref)-tail], cur.at, cur.name, later), "", nil
+		// A cursor after the region's last line (an insertion at the end
+		// of the file) stands at its end, where the region holds it.
+		at := min(max(cur.at, region.Start), region.End)
+		return b.record(c, hunks, i, work, region, ref[region.Start:len(ref)-tail], at, cur.name, later), "", nil
 	}
 	return nil, ReasonOutside, nil
 }
