@@ -168,14 +168,10 @@ func runNextEdit(cmd *cobra.Command, env *Env, f *nextEditFlags, repoArg string)
 	ctx := cmd.Context()
 	var g nextedit.Grader
 	if !f.noCheck {
-		cfg := sandbox.Config{Timeout: f.timeout, WarmWorkers: -1}
-		f.sandbox.apply(&cfg)
-		sb, err := sandbox.New(cfg, zap.NewNop())
+		sb, err := newLocalSandbox(sandbox.Config{Timeout: f.timeout, WarmWorkers: -1}, &f.sandbox,
+			"eval nextedit checks every sample in a local bubblewrap sandbox: "+
+				"install bubblewrap (Debian: apt-get install bubblewrap), or pass --no-check for text-only samples")
 		if err != nil {
-			if errors.Is(err, sandbox.ErrUnavailable) {
-				return hintError{err, "eval nextedit checks every sample in a local bubblewrap sandbox: " +
-					"install bubblewrap (Debian: apt-get install bubblewrap), or pass --no-check for text-only samples"}
-			}
 			return err
 		}
 		defer sb.Close()
