@@ -61,8 +61,8 @@ func TestEvaluateNextEdit(t *testing.T) {
 		t.Fatalf("%d results", len(results))
 	}
 	direct, err := h.client.PredictEdit(context.Background(), &infillv1.PredictEditRequest{
-		Repository: &infillv1.Repository{Name: "calc", Files: []*infillv1.File{{Path: "calc.py", Language: "python", Content: proto.String(workspace)}}},
-		Cursor:     &infillv1.Cursor{Path: "calc.py", Offset: uint64(cursor), Encoding: infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET},
+		Repository:  &infillv1.Repository{Name: "calc", Files: []*infillv1.File{{Path: "calc.py", Language: "python", Content: proto.String(workspace)}}},
+		Cursor:      &infillv1.Cursor{Path: "calc.py", Offset: uint64(cursor), Encoding: infillv1.PositionEncoding_POSITION_ENCODING_BYTE_OFFSET},
 		RecentEdits: edits, Generation: &infillv1.GenerationOptions{MaxTokens: 24, Seed: proto.Int64(0), Candidates: 1},
 		RequestClass: infillv1.RequestClass_REQUEST_CLASS_EVALUATION,
 	})
