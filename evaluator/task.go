@@ -23,9 +23,12 @@ const (
 	LevelSingleLine Level = "single-line"
 	LevelMultiLine  Level = "multi-line"
 	LevelRandomSpan Level = "random-span"
+	// LevelNextEdit is a next-edit task's (Task.NextEdit): the edit that
+	// follows the recent edits. It is no masking level (Levels).
+	LevelNextEdit Level = "next-edit"
 )
 
-// Levels lists every known level.
+// Levels lists the masking levels (LevelNextEdit is known too: Valid).
 func Levels() []Level {
 	return []Level{LevelExpression, LevelStatement, LevelBlock, LevelFunction, LevelClass,
 		LevelSingleLine, LevelMultiLine, LevelRandomSpan}
@@ -38,7 +41,7 @@ func (l Level) Valid() bool {
 			return true
 		}
 	}
-	return false
+	return l == LevelNextEdit
 }
 
 // ContextFile is one cross-file context entry.
@@ -150,6 +153,10 @@ type Task struct {
 	// Context is cross-file context, most relevant first.
 	Context []ContextFile
 	Exec    Exec
+	// NextEdit, when set, makes the task a next-edit problem: Prefix and
+	// Suffix surround the editable region, Reference is the region with
+	// the target edit made, and a completion is the region rewritten.
+	NextEdit *NextEdit
 }
 
 // ErrInvalidTask wraps every task validation error.
@@ -165,6 +172,9 @@ func (t *Task) Validate() error {
 	}
 	if t.Level != "" && !t.Level.Valid() {
 		return bad("unknown level %q", t.Level)
+	}
+	if err := t.validateNextEdit(); err != nil {
+		return bad("%v", err)
 	}
 	switch t.Exec.Kind {
 	case ExecNone:

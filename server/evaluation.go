@@ -276,6 +276,9 @@ func (p *pipelineCompleter) Complete(ctx context.Context, t evaluator.Task, samp
 		temp := float32(defaultSampleTemperature)
 		opts.Temperature = &temp
 	}
+	if t.NextEdit != nil {
+		return p.predictEdit(ctx, t, opts)
+	}
 	path := t.Path
 	if path == "" {
 		path = "main.py"

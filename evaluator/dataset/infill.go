@@ -54,6 +54,11 @@ type InfillRecord struct {
 	Test     evaluator.TestSpec      `json:"test"`
 	TimeoutS float64                 `json:"timeout_s,omitempty"`
 	Context  []evaluator.ContextFile `json:"context,omitempty"`
+	// NextEdit makes the record a next-edit task (level "next-edit",
+	// prefix, suffix and middle given: middle is the region with the
+	// target edit made). A next-edit record without a test kind is scored
+	// by exact match and edit similarity only (no repository needed).
+	NextEdit *evaluator.NextEdit `json:"next_edit,omitempty"`
 }
 
 // LoadInfill loads an infill-format JSON-lines file.
@@ -111,6 +116,9 @@ func (rec *InfillRecord) Task(baseDir string) (evaluator.Task, error) {
 	if rec.ID == "" {
 		return evaluator.Task{}, fmt.Errorf("%w: missing id", ErrInvalidData)
 	}
+	if rec.NextEdit != nil && rec.Test.Kind == "" {
+		return rec.textTask(bad)
+	}
 	if rec.Repository == "" {
 		return bad("missing repository")
 	}
@@ -146,7 +154,7 @@ func (rec *InfillRecord) Task(baseDir string) (evaluator.Task, error) {
 	t := evaluator.Task{
 		ID: rec.ID, Benchmark: bench, Level: rec.Level, FillType: rec.NodeType, Language: lang,
 		RepoName: name, Path: filepath.ToSlash(filepath.Clean(filepath.FromSlash(rec.Target))),
-		Context: rec.Context,
+		Context: rec.Context, NextEdit: rec.NextEdit,
 		Exec: evaluator.Exec{
 			Kind: evaluator.ExecRepository, RepoDir: repo, Test: rec.Test,
 			Timeout: time.Duration(rec.TimeoutS * float64(time.Second)),
@@ -187,6 +195,25 @@ func (rec *InfillRecord) Task(baseDir string) (evaluator.Task, error) {
 	default:
 		return bad("missing span (or prefix and suffix)")
 	}
+	if err := t.Validate(); err != nil {
+		return evaluator.Task{}, fmt.Errorf("%w: %v", ErrInvalidData, err)
+	}
+	return t, nil
+}
+
+// textTask is a next-edit record without a test: exact match and edit
+// similarity only.
+func (rec *InfillRecord) textTask(bad func(string, ...any) (evaluator.Task, error)) (evaluator.Task, error) {
+	if rec.Prefix == nil || rec.Suffix == nil || rec.Middle == nil || rec.Span != nil {
+		return bad("a next-edit record gives prefix, suffix and middle")
+	}
+	bench := rec.Benchmark
+	if bench == "" {
+		bench = InfillName
+	}
+	t := evaluator.Task{ID: rec.ID, Benchmark: bench, Level: rec.Level, FillType: rec.NodeType, Language: rec.Language,
+		RepoName: rec.RepoName, Path: rec.Target, Prefix: *rec.Prefix, Suffix: *rec.Suffix, Reference: *rec.Middle,
+		Context: rec.Context, NextEdit: rec.NextEdit}
 	if err := t.Validate(); err != nil {
 		return evaluator.Task{}, fmt.Errorf("%w: %v", ErrInvalidData, err)
 	}

@@ -42,14 +42,14 @@ func (e *BaselineError) Explain(python string) string {
 // maxFixes bounds the changes Build makes to a test command.
 const maxFixes = 4
 
-// checkBaseline runs the unmodified repository's tests (the target file's
+// CheckBaseline runs the unmodified repository's tests (the target file's
 // own text as the completion: exactly the file on disk). A run that fails
 // in a way the test's runner can fix (pytest: an option, warning filter or
 // plugin the configuration names and the environment lacks, or the
 // repository's own package under src/ not being importable) is run again
 // with that fixed, at most maxFixes times; each change is returned in
 // words. The test spec returned is the one that passed.
-func checkBaseline(ctx context.Context, g Grader, repoDir string, base evaluator.Task) (evaluator.TestSpec, evaluator.Result, []string, error) {
+func CheckBaseline(ctx context.Context, g Grader, repoDir string, base evaluator.Task) (evaluator.TestSpec, evaluator.Result, []string, error) {
 	test := base.Exec.Test
 	runner, ok := evaluator.TestRunnerFor(test.Kind)
 	if !ok {

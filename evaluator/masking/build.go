@@ -120,7 +120,7 @@ type Stats struct {
 	// confirmed selection (SelectOptIn); nil when there was none.
 	Selection *Selection `json:"selection,omitempty"`
 	// Fixes are the changes made to the pytest command so that the
-	// unmodified repository's tests run here (checkBaseline), in words.
+	// unmodified repository's tests run here (CheckBaseline), in words.
 	Fixes []string `json:"fixes,omitempty"`
 	// Excluded are files and packages the language's rule left out, with
 	// why ("package cmd/x: no tests", "x.go: generated").
@@ -583,7 +583,7 @@ func (p *plan) repositoryBaseline(ctx context.Context, g Grader, runner evaluato
 	if err != nil {
 		return test, err
 	}
-	test, res, fixes, err := checkBaseline(ctx, g, repoDir, bt)
+	test, res, fixes, err := CheckBaseline(ctx, g, repoDir, bt)
 	p.stats.Fixes = fixes
 	if err != nil {
 		return test, err
@@ -618,7 +618,7 @@ func (p *plan) unitBaselines(ctx context.Context, g Grader, runner evaluator.Tes
 		if err != nil {
 			return test, false, err
 		}
-		t, res, _, err := checkBaseline(ctx, g, repoDir, bt)
+		t, res, _, err := CheckBaseline(ctx, g, repoDir, bt)
 		u := &unit{test: t}
 		units[key] = u
 		var be *BaselineError

@@ -77,6 +77,20 @@ func (l *Language) defaultTest(repoDir string, o Options) evaluator.TestSpec {
 	return t
 }
 
+// Source reports whether rel (slash-separated, relative to the
+// repository) is a source file of the language that masking would mask:
+// not a test, generated, vendored or documentation file. The next-edit
+// builder takes its target edits from such files.
+func (l *Language) Source(rel string) bool { return l.include(rel) }
+
+// DefaultTest is the test entry point masking gives a repository of the
+// language at repoDir (Options.Test, else the first of its runners that
+// detects it; the interpreter Options.Python, else the repository's own
+// virtual environment, where the language names one).
+func (l *Language) DefaultTest(repoDir string, o Options) evaluator.TestSpec {
+	return l.defaultTest(repoDir, o)
+}
+
 // languages are the languages masking knows, in the order detection prefers
 // them on a tie.
 var languages = []*Language{pythonLanguage, goLanguage, javascriptLanguage, typescriptLanguage}
@@ -125,18 +139,34 @@ func languageOfFile(rel string) *Language {
 // DetectLanguage returns the language with the most files to mask in the
 // repository (hidden directories, node_modules and vendor trees skipped).
 func DetectLanguage(repoDir string) (*Language, error) {
-	counts := map[*Language]int{}
-	err := walkFiles(repoDir, func(rel string) {
-		if l := languageOfFile(rel); l != nil {
-			counts[l]++
-		}
-	})
+	var rels []string
+	err := walkFiles(repoDir, func(rel string) { rels = append(rels, rel) })
 	if err != nil {
 		return nil, err
 	}
+	l, err := LanguageOfFiles(rels)
+	if err != nil {
+		return nil, fmt.Errorf("%w in %s", err, repoDir)
+	}
+	return l, nil
+}
+
+// LanguageOfFiles is DetectLanguage over a list of a repository's files
+// (slash-separated, relative; a commit's tree, say), in which the
+// directories DetectLanguage skips are skipped too.
+func LanguageOfFiles(rels []string) (*Language, error) {
+	counts := map[*Language]int{}
+	for _, rel := range rels {
+		if slices.ContainsFunc(strings.Split(rel, "/")[:strings.Count(rel, "/")], skippedDir) {
+			continue
+		}
+		if l := languageOfFile(rel); l != nil {
+			counts[l]++
+		}
+	}
 	best := slices.MaxFunc(languages, func(a, b *Language) int { return counts[a] - counts[b] })
 	if counts[best] == 0 {
-		return nil, fmt.Errorf("%w in %s (languages: %s)", ErrNoFiles, repoDir, strings.Join(Languages(), ", "))
+		return nil, fmt.Errorf("%w (languages: %s)", ErrNoFiles, strings.Join(Languages(), ", "))
 	}
 	return best, nil
 }

@@ -121,6 +121,12 @@ func Task(t *evaluator.Task, repository string) *infillv1.EvalTask {
 	if t.Exec.Timeout > 0 {
 		out.Timeout = durationpb.New(t.Exec.Timeout)
 	}
+	if n := t.NextEdit; n != nil {
+		out.NextEdit = &infillv1.NextEditTask{Region: n.Region, CursorOffset: uint64(max(n.Cursor, 0))}
+		for _, e := range n.RecentEdits {
+			out.NextEdit.RecentEdits = append(out.NextEdit.RecentEdits, &infillv1.RecentEdit{Path: e.Path, Diff: e.Diff})
+		}
+	}
 	return out
 }
 
@@ -150,6 +156,17 @@ func TaskOf(pt *infillv1.EvalTask) (t evaluator.Task, repository string, err err
 	}
 	if d := pt.GetTimeout(); d != nil {
 		t.Exec.Timeout = d.AsDuration()
+	}
+	if n := pt.GetNextEdit(); n != nil {
+		size := uint64(len(t.Prefix) + len(n.GetRegion()) + len(t.Suffix))
+		if n.GetCursorOffset() > size {
+			return evaluator.Task{}, "", &FieldError{Field: "task.next_edit.cursor_offset",
+				Reason: fmt.Sprintf("%d is outside the %d-byte file (prefix + region + suffix)", n.GetCursorOffset(), size)}
+		}
+		t.NextEdit = &evaluator.NextEdit{Region: n.GetRegion(), Cursor: int(n.GetCursorOffset())}
+		for _, e := range n.GetRecentEdits() {
+			t.NextEdit.RecentEdits = append(t.NextEdit.RecentEdits, evaluator.RecentEdit{Path: e.GetPath(), Diff: e.GetDiff()})
+		}
 	}
 	switch x := pt.GetExecution().(type) {
 	case *infillv1.EvalTask_Program:

@@ -14,7 +14,7 @@ import (
 // have yet: each is refused as a task's (an empty level, an unknown test
 // kind). A new wire value belongs here until the evaluator grades it.
 var (
-	notGradedLevels = map[infillv1.Level]bool{infillv1.Level_LEVEL_NEXT_EDIT: true}
+	notGradedLevels = map[infillv1.Level]bool{}
 	notGradedKinds  = map[infillv1.TestKind]bool{infillv1.TestKind_TEST_KIND_RUST: true}
 )
 
@@ -22,7 +22,7 @@ var (
 // wire value and comes back from it, and every wire value is one of them
 // (or listed as not graded yet).
 func TestEnums(t *testing.T) {
-	for _, l := range evaluator.Levels() {
+	for _, l := range append(evaluator.Levels(), evaluator.LevelNextEdit) {
 		w := Level(l)
 		if w == infillv1.Level_LEVEL_UNSPECIFIED || LevelOf(w) != l {
 			t.Errorf("level %q: wire %v, back %q", l, w, LevelOf(w))
@@ -34,7 +34,7 @@ func TestEnums(t *testing.T) {
 			t.Errorf("wire level %v: the evaluator's is %q", w, LevelOf(w))
 		}
 	}
-	if LevelOf(infillv1.Level_LEVEL_NEXT_EDIT) != "" || Level("") != infillv1.Level_LEVEL_UNSPECIFIED {
+	if LevelOf(infillv1.Level(99)) != "" || Level("") != infillv1.Level_LEVEL_UNSPECIFIED {
 		t.Error("a level the evaluator does not grade must be empty, and empty unspecified")
 	}
 	for _, v := range []evaluator.Verdict{evaluator.VerdictPassed, evaluator.VerdictFailed, evaluator.VerdictTimeout,
@@ -87,6 +87,17 @@ func TestRoundTrips(t *testing.T) {
 	prog := evaluator.Task{ID: "p", Exec: evaluator.Exec{Kind: evaluator.ExecProgram, Epilogue: "check(f)"}}
 	if back, _, err := TaskOf(Task(&prog, "")); err != nil || !reflect.DeepEqual(back, prog) {
 		t.Errorf("program task: %+v, %v", back, err)
+	}
+	next := evaluator.Task{ID: "next-edit/a.py:3", Level: evaluator.LevelNextEdit, Path: "a.py", Prefix: "p\n", Suffix: "\ns",
+		Reference: "y", NextEdit: &evaluator.NextEdit{Region: "x", Cursor: 2,
+			RecentEdits: []evaluator.RecentEdit{{Path: "b.py", Diff: "@@ -1 +1 @@\n-a\n+b\n"}}}}
+	if back, _, err := TaskOf(Task(&next, "")); err != nil || !reflect.DeepEqual(back, next) {
+		t.Errorf("next-edit task: %+v, %v", back, err)
+	}
+	far := Task(&next, "")
+	far.NextEdit.CursorOffset = 99
+	if _, _, err := TaskOf(far); err == nil || err.(*FieldError).Field != "task.next_edit.cursor_offset" {
+		t.Errorf("cursor outside the file: %v", err)
 	}
 	bad := Task(&task, "/r")
 	bad.Context[0].Content = nil

@@ -79,7 +79,7 @@ func under(p string, trees ...string) bool {
 // completion or one evaluation does, whatever carries it. Binaries
 // (.../cmd/...) wire packages together and are none.
 var domain = []string{"contextpack/...", "inference/...", "evaluator/...", "server/pipeline", "server/auth",
-	"server/workspace", "internal/errkind", "internal/logctx", "internal/repofs"}
+	"server/workspace", "internal/errkind", "internal/logctx", "internal/repofs", "internal/editregion"}
 
 // binaries are the module's commands.
 var binaries = []string{"contextpack/cmd/...", "evaluator/cmd/...", "server/cmd/...", "clients/cmd/..."}
@@ -102,6 +102,8 @@ var rules = []rule{
 		from: domain, except: append([]string{"inference/..."}, binaries...), external: []string{"net/http"}, direct: true},
 	{what: "the pipeline depends on no evaluator, sandbox, dataset or auth package",
 		from: []string{"server/pipeline"}, forbid: []string{"evaluator/...", "server/auth"}},
+	{what: "the editable region's placement is a leaf (the pipeline and the next-edit builder share it)",
+		from: []string{"internal/editregion"}, forbid: []string{"..."}},
 	{what: "the result types are a leaf: nothing of the module",
 		from: []string{"evaluator/outcome"}, forbid: []string{"..."}},
 	{what: "the sandbox knows of the evaluator only the result types",

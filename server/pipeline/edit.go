@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/infill-dev/infill/contextpack"
+	"github.com/infill-dev/infill/internal/editregion"
 	"github.com/infill-dev/infill/internal/errkind"
 )
 
@@ -114,7 +115,7 @@ type RecentEdit struct {
 }
 
 // Span is the byte range [Start, End) of a text.
-type Span struct{ Start, End int }
+type Span = editregion.Span
 
 // EditRequest is one edit prediction, as every surface decodes it.
 type EditRequest struct {
@@ -132,6 +133,12 @@ type EditRequest struct {
 	// it diffs against its own region. nil: the format's region around the
 	// cursor.
 	Region *Span
+	// FormatWindow says that the excerpt around a caller's Region is the
+	// format's excerpt around the cursor, widened to hold the region (a
+	// next-edit benchmark's task: the whole file, its region chosen by the
+	// format's rule, editregion). Otherwise the cursor file is the
+	// excerpt (Zed's requests send theirs).
+	FormatWindow bool
 	// Partial says the cursor file holds only part of the file (an
 	// editor's excerpt): Zeta's prompt then does not mark its start as the
 	// start of the file.

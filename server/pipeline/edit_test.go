@@ -291,8 +291,8 @@ func TestPredictEditValidates(t *testing.T) {
 			r.RecentEdits = []RecentEdit{{Path: "a", Diff: strings.Repeat("x", 65<<10)}}
 		}},
 		{"recent_edits", func(r *EditRequest) { r.RecentEdits = make([]RecentEdit, 65) }},
-		{"region", func(r *EditRequest) { r.Region = &Span{3, 1} }},
-		{"region", func(r *EditRequest) { r.Region = &Span{0, 2} }}, // the cursor is at 6
+		{"region", func(r *EditRequest) { r.Region = &Span{Start: 3, End: 1} }},
+		{"region", func(r *EditRequest) { r.Region = &Span{Start: 0, End: 2} }}, // the cursor is at 6
 		{"repository.files", func(r *EditRequest) { r.Context.Files = nil }},
 	} {
 		r := base()

@@ -17,7 +17,7 @@ func (in *editInput) edit(region string) (*PredictedEdit, string) {
 		return nil, "the model kept the editable region as it was"
 	}
 	p, s := commonAffixes(old, region)
-	return &PredictedEdit{Path: in.path, Span: Span{in.region.Start + p, in.region.End - s}, Text: region[p : len(region)-s]}, ""
+	return &PredictedEdit{Path: in.path, Span: Span{Start: in.region.Start + p, End: in.region.End - s}, Text: region[p : len(region)-s]}, ""
 }
 
 // commonAffixes returns the byte lengths of the longest common prefix of

@@ -5,6 +5,7 @@ import (
 
 	"github.com/infill-dev/infill/contextpack/tokenizer"
 	"github.com/infill-dev/infill/inference"
+	"github.com/infill-dev/infill/internal/editregion"
 )
 
 // The edit models' prompt formats, as their model cards and their editors'
@@ -16,7 +17,7 @@ import (
 // editFormat is one model's prompt format.
 type editFormat interface {
 	// shape places the editable region and the excerpt around the cursor.
-	shape() editShape
+	shape() editregion.Shape
 	// render writes the raw prompt of in.
 	render(in *editInput) string
 	// stops are the stop strings generation adds for the format.
@@ -72,7 +73,7 @@ const zetaInstruction = "### Instruction:\n" +
 // Zed's region is 150-350 tokens of whole syntax nodes with 150 tokens of
 // context around it; infill takes whole lines: 4 above the cursor's to 8
 // below, the excerpt 8 more each way.
-func (zetaFormat) shape() editShape { return editShape{4, 8, 12, 16} }
+func (zetaFormat) shape() editregion.Shape { return editregion.Zeta }
 
 func (zetaFormat) stops() []string { return []string{markRegionEnd} }
 
@@ -234,7 +235,7 @@ const instinctUserPrefix = "Reference the user excerpt, user edits, and the snip
 
 // Continue's window: the region from one line above the cursor's to five
 // below, the excerpt 25 lines each way.
-func (instinctFormat) shape() editShape { return editShape{1, 5, 25, 25} }
+func (instinctFormat) shape() editregion.Shape { return editregion.Instinct }
 
 // <|im_end|> is in the model's stop set already.
 func (instinctFormat) stops() []string { return nil }

@@ -18,7 +18,7 @@ func parseInput(t *testing.T, f editFormat, marked string) *editInput {
 	}
 	text := marked[:i] + marked[i+len(cursorMark):]
 	in := &editInput{path: "a.py", text: text, cursor: i}
-	in.region, in.window = f.shape().around(text, i)
+	in.region, in.window = f.shape().Around(text, i)
 	return in
 }
 
@@ -114,7 +114,7 @@ func TestSmallestEditProperties(t *testing.T) {
 			}
 		}
 		text := before + old + after
-		in := &editInput{path: "p", text: text, region: Span{len(before), len(before) + len(old)}}
+		in := &editInput{path: "p", text: text, region: Span{Start: len(before), End: len(before) + len(old)}}
 		e, reason := in.edit(next)
 		if next == old {
 			if e != nil || reason == "" {

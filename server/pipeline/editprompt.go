@@ -7,6 +7,7 @@ import (
 
 	"github.com/infill-dev/infill/contextpack"
 	"github.com/infill-dev/infill/contextpack/tokenizer"
+	"github.com/infill-dev/infill/internal/editregion"
 )
 
 // editInput is what an edit prompt shows: the cursor file, its editable
@@ -29,55 +30,6 @@ type editInput struct {
 	context []contextpack.ContextSnippet
 }
 
-// editShape is where a format's region and excerpt lie around the
-// cursor's line: the region from regionAbove lines above it to
-// regionBelow below, the excerpt from windowAbove above to windowBelow
-// below (it holds the region).
-type editShape struct{ regionAbove, regionBelow, windowAbove, windowBelow int }
-
-// around places the region and the excerpt of shape s around the cursor
-// at byte offset cursor of text.
-func (s editShape) around(text string, cursor int) (region, window Span) {
-	starts := lineStarts(text)
-	line, _ := slices.BinarySearch(starts, cursor+1)
-	line-- // the last line starting at or before the cursor
-	last := len(starts) - 1
-	if last > 0 && starts[last] == len(text) {
-		last-- // a final line break ends the last line; no empty line follows
-	}
-	line = min(line, last)
-	lines := func(a, b int) Span {
-		a, b = max(a, 0), min(b, last)
-		return Span{starts[a], lineEnd(text, starts, b)}
-	}
-	region = lines(line-s.regionAbove, line+s.regionBelow)
-	window = lines(line-max(s.windowAbove, s.regionAbove), line+max(s.windowBelow, s.regionBelow))
-	return region, window
-}
-
-// lineStarts returns the byte offset of every line's start ("\n" ends a
-// line; "\r\n" leaves the "\r" on the line, as the diffs do).
-func lineStarts(text string) []int {
-	starts := []int{0}
-	for i := 0; i < len(text); i++ {
-		if text[i] == '\n' {
-			starts = append(starts, i+1)
-		}
-	}
-	return starts
-}
-
-// lineEnd is the end of line i, before its "\n".
-func lineEnd(text string, starts []int, i int) int {
-	if i+1 < len(starts) {
-		return starts[i+1] - 1
-	}
-	return len(text)
-}
-
-// lineOf returns the 0-based line holding byte offset off.
-func lineOf(text string, off int) int { return strings.Count(text[:off], "\n") }
-
 // editPrompt renders f's prompt for req from the FIM prompt contextpack
 // built for it (fim: the cursor file as resolved, and the cross-file
 // context), within budget tokens: the instructions and the excerpt are
@@ -96,9 +48,12 @@ func (p *Pipeline) editPrompt(f editFormat, req *EditRequest, fim *contextpack.P
 			return nil, nil, Invalid("region", fmt.Sprintf("[%d, %d) must lie in the cursor file (%d bytes) and hold the cursor (%d)",
 				r.Start, r.End, len(cur.Text), cur.Offset))
 		}
-		in.region, in.window = *r, Span{0, len(cur.Text)}
+		in.region, in.window = *r, Span{Start: 0, End: len(cur.Text)}
+		if req.FormatWindow {
+			in.window = f.shape().Window(cur.Text, cur.Offset, *r)
+		}
 	} else {
-		in.region, in.window = f.shape().around(cur.Text, cur.Offset)
+		in.region, in.window = f.shape().Around(cur.Text, cur.Offset)
 	}
 	base := count.CountPrompt(f.render(in))
 	if base > budget && in.window != in.region {
@@ -175,8 +130,8 @@ func editManifest(m contextpack.Manifest, in *editInput, tokens, contextBudget, 
 		shown[c.Path] = true
 		out.ContextTokens += c.Tokens
 	}
-	first, last := lineOf(in.text, in.window.Start), lineOf(in.text, in.window.End)
-	rfirst, rlast := lineOf(in.text, in.region.Start), lineOf(in.text, in.region.End)
+	first, last := editregion.LineOf(in.text, in.window.Start), editregion.LineOf(in.text, in.window.End)
+	rfirst, rlast := editregion.LineOf(in.text, in.region.Start), editregion.LineOf(in.text, in.region.End)
 	out.Sources = []contextpack.Source{{Kind: contextpack.SourcePrefix, Path: in.path, StartLine: first + 1, EndLine: last + 1,
 		Included: true, Reason: fmt.Sprintf("cursor file excerpt; editable region lines %d-%d", rfirst+1, rlast+1)}}
 	for _, s := range m.Sources {

@@ -37,16 +37,17 @@ func newEvalCmd(env *Env, g *globals) *cobra.Command {
 completions and grades them in its sandbox), grades completions made
 elsewhere (grade), reports the results as a table
 and an HTML page, joins the results of a benchmark's shards (merge), and
-builds repository benchmarks by masking code.`,
+builds repository benchmarks by masking code (mask) or from a repository's
+history of edits (nextedit).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown eval command %q (run, grade, report, merge, mask, list)", args[0])}
+				return usageError{fmt.Errorf("unknown eval command %q (run, grade, report, merge, mask, nextedit, list)", args[0])}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newEvalRunCmd(env, g), newEvalGradeCmd(env, g), newEvalReportCmd(env), newEvalMergeCmd(env), newEvalMaskCmd(env), newEvalCompareCmd(env), newEvalListCmd(env, g))
+	cmd.AddCommand(newEvalRunCmd(env, g), newEvalGradeCmd(env, g), newEvalReportCmd(env), newEvalMergeCmd(env), newEvalMaskCmd(env), newEvalNextEditCmd(env), newEvalCompareCmd(env), newEvalListCmd(env, g))
 	return cmd
 }
 

@@ -121,13 +121,7 @@ repository relative to FILE's directory.`,
 	fl.IntVar(&f.perLevel, "per-level", 5, "samples wanted per level")
 	fl.StringVar(&f.levels, "levels", "", "comma-separated levels (default all: "+levelList()+")")
 	fl.BoolVar(&f.requireFail, "require-empty-fails", true, "keep only spans whose removal makes the tests fail")
-	f.tests = map[string]*string{}
-	for _, tf := range evaluator.TestFlags() {
-		f.tests[tf.Name] = fl.String(tf.Name, "", tf.Usage)
-		if tf.NoValue != "" {
-			fl.Lookup(tf.Name).NoOptDefVal = tf.NoValue
-		}
-	}
+	f.tests = addTestFlags(cmd)
 	fl.BoolVar(&f.selectNode, "node-select-tests", false, "JavaScript with node's test runner: record with each sample the test files that execute its span (V8 coverage on the unmodified code), so that grading runs only those")
 	fl.IntVar(&f.expectedTests, "expected-tests", 0, "with --pytest: tests that must pass (default: as many as pass unmodified)")
 	fl.DurationVar(&f.timeout, "sample-timeout", 60*time.Second, "limit of one test run's own time (start-up not included); written into the records")
@@ -272,6 +266,28 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 		}
 		o.Levels = append(o.Levels, evaluator.Level(l))
 	}
+	t, err := testFlagSpec(f.tests, f.expectedTests)
+	o.Test = t
+	return o, err
+}
+
+// addTestFlags registers every test runner's flags (evaluator.TestFlags)
+// and returns their values by name.
+func addTestFlags(cmd *cobra.Command) map[string]*string {
+	fl := cmd.Flags()
+	tests := map[string]*string{}
+	for _, tf := range evaluator.TestFlags() {
+		tests[tf.Name] = fl.String(tf.Name, "", tf.Usage)
+		if tf.NoValue != "" {
+			fl.Lookup(tf.Name).NoOptDefVal = tf.NoValue
+		}
+	}
+	return tests
+}
+
+// testFlagSpec is the test spec the one test flag given names (nil: none
+// given), with expected tests to pass where the flag takes a count.
+func testFlagSpec(tests map[string]*string, expected int) (*evaluator.TestSpec, error) {
 	var given, names, counting []string
 	var chosen *evaluator.TestFlag
 	for _, tf := range evaluator.TestFlags() {
@@ -279,21 +295,21 @@ func (f *maskFlags) options(absRepo string) (masking.Options, error) {
 		if tf.Expected {
 			counting = append(counting, "--"+tf.Name)
 		}
-		if v := *f.tests[tf.Name]; v != "" {
+		if v := *tests[tf.Name]; v != "" {
 			given = append(given, v)
 			chosen = &tf
 		}
 	}
 	switch {
 	case len(given) > 1:
-		return o, fmt.Errorf("give at most one of %s", wordList(names, "and"))
-	case f.expectedTests != 0 && (chosen == nil || !chosen.Expected):
-		return o, fmt.Errorf("--expected-tests goes with %s", wordList(counting, "or"))
+		return nil, fmt.Errorf("give at most one of %s", wordList(names, "and"))
+	case expected != 0 && (chosen == nil || !chosen.Expected):
+		return nil, fmt.Errorf("--expected-tests goes with %s", wordList(counting, "or"))
 	case chosen != nil:
-		t := chosen.Spec(given[0], f.expectedTests)
-		o.Test = &t
+		t := chosen.Spec(given[0], expected)
+		return &t, nil
 	}
-	return o, nil
+	return nil, nil
 }
 
 // wordList words names as "--a, --b and --c" (word: "and", "or").
